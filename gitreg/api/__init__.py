@@ -1,0 +1,1 @@
+"""HTTP protocols, one module each; `gitreg.app` joins their routes."""

@@ -1,0 +1,29 @@
+"""Remote service discovery (spec: remote-service-discovery.md).
+
+`GET /.well-known/terraform.json` answers 200 `application/json` mapping
+service identifiers to base URLs; relative URLs resolve against the document,
+so the answer is the same bytes for every host name and is built once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gitreg.api.responses import json_bytes, json_response
+
+SERVICES: Mapping[str, str] = {
+    "modules.v1": "/v1/modules/",
+}
+
+
+def routes(services: Mapping[str, str] = SERVICES) -> list[Route]:
+    body = json_bytes(dict(services))
+
+    async def discovery(request: Request) -> Response:
+        return json_response(body)
+
+    return [Route("/.well-known/terraform.json", discovery, methods=["GET"])]

@@ -1,0 +1,64 @@
+"""Pre-serialised metadata, invalidated on publish.
+
+Metadata answers (discovery, versions, download) are served from bytes built
+once, so the request path does no JSON encoding and no database work on a hit
+(and never a write). A publish in this process clears the cache at once; a
+publish by another process (CLI, another worker) is noticed through SQLite's
+`PRAGMA data_version`, polled off the event loop every `refresh_interval`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from starlette.concurrency import run_in_threadpool
+
+T = TypeVar("T")
+log = logging.getLogger("gitreg.cache")
+
+# Bounded so that requests for millions of made-up names cannot grow memory
+# without limit; a full cache starts over, which only costs rebuilds.
+MAX_ENTRIES = 50_000
+
+
+class MetadataCache(Generic[T]):
+    def __init__(self, data_version: Callable[[], int]) -> None:
+        self._data_version = data_version
+        self._seen_version = data_version()
+        self._entries: dict[Hashable, T] = {}
+        self.generation = 0
+
+    def invalidate(self) -> None:
+        self._entries = {}
+        self.generation += 1
+
+    async def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        """The cached value, or `build()` run in a thread and kept."""
+        try:
+            return self._entries[key]
+        except KeyError:
+            pass
+        generation = self.generation
+        value = await run_in_threadpool(build)
+        # Keep it only if nothing was published while it was being built.
+        if generation == self.generation:
+            if len(self._entries) >= MAX_ENTRIES:
+                self._entries = {}
+            self._entries[key] = value
+        return value
+
+    async def watch(self, interval: float) -> None:
+        """Poll for commits by other processes until cancelled."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                current = await run_in_threadpool(self._data_version)
+            except Exception:  # a locked or vanished database must not kill the watcher
+                log.exception("cannot read the index's data_version")
+                continue
+            if current != self._seen_version:
+                self._seen_version = current
+                self.invalidate()

@@ -1,0 +1,149 @@
+"""The `gitreg` command line: parse flags, load settings once, dispatch.
+
+Commands stay thin; the work lives in `gitreg.commands.*` and the services.
+Errors print as `gitreg: error: ...` and exit non-zero, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gitreg import __version__
+from gitreg.errors import BadRequest, GitregError
+from gitreg.services import build_services
+from gitreg.settings import Settings, load_settings
+
+
+def _common() -> argparse.ArgumentParser:
+    """Flags every command takes, so `gitreg serve --data-dir X` works."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", type=Path, help="where gitreg keeps everything")
+    common.add_argument("--config", type=Path, help="TOML config file")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="gitreg",
+        description="A Terraform registry that publishes from Git tags.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"gitreg {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", parents=[common], help="run the registry")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--public-url", help="URL Terraform users reach gitreg at")
+    serve.add_argument("--tls-cert", type=Path)
+    serve.add_argument("--tls-key", type=Path)
+    serve.add_argument(
+        "--no-tls",
+        action="store_true",
+        default=None,
+        help="plain HTTP, for running behind a TLS-terminating proxy",
+    )
+    serve.add_argument(
+        "--trust-forwarded",
+        action="store_true",
+        default=None,
+        help="honour X-Forwarded-Proto/Host (only behind your own proxy)",
+    )
+    serve.add_argument("--workers", type=int)
+    serve.add_argument("--log-level")
+
+    repo = sub.add_parser("repo", parents=[common], help="register repositories")
+    repo_sub = repo.add_subparsers(dest="repo_command", required=True)
+    add = repo_sub.add_parser("add", parents=[common], help="register a repository's module")
+    add.add_argument("url", help="https, ssh, or a local path / file:// URL")
+    add.add_argument("--module", required=True, metavar="NAMESPACE/NAME/SYSTEM")
+    add.add_argument("--subdir", default="", help="the module's directory in a monorepo")
+    add.add_argument("--tag-prefix", default="", help="e.g. 'vpc/' for tags like vpc/v1.2.0")
+    add.add_argument(
+        "--forge-repo",
+        default="",
+        metavar="OWNER/REPO",
+        help="the repository's name on its forge (default: from the URL)",
+    )
+    add.add_argument("--webhook-secret", default="", help="secret for this repository's webhooks")
+    add.add_argument("--no-sync", action="store_true", help="register only, publish later")
+    lst = repo_sub.add_parser("list", parents=[common], help="list repositories")
+    lst.add_argument("--json", action="store_true")
+
+    sync = sub.add_parser("sync", parents=[common], help="fetch and publish new tags")
+    sync.add_argument("module", nargs="?", metavar="NAMESPACE/NAME/SYSTEM")
+    sync.add_argument("--verbose", "-v", action="store_true")
+
+    mods = sub.add_parser("modules", parents=[common], help="list modules and versions")
+    mods.add_argument("--json", action="store_true")
+    mods.add_argument("--verbose", "-v", action="store_true")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    flags: dict[str, Any] = {
+        key: getattr(args, key, None)
+        for key in (
+            "data_dir",
+            "host",
+            "port",
+            "public_url",
+            "tls_cert",
+            "tls_key",
+            "no_tls",
+            "trust_forwarded",
+            "workers",
+            "log_level",
+        )
+    }
+    return load_settings(flags, config_file=args.config)
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    from gitreg.commands import repos, serve
+
+    if args.command == "serve":
+        return serve.serve(settings)
+    svc = build_services(settings)
+    try:
+        if args.command == "repo" and args.repo_command == "add":
+            return repos.repo_add(
+                svc,
+                args.url,
+                args.module,
+                args.subdir,
+                args.tag_prefix,
+                args.forge_repo,
+                args.webhook_secret,
+                not args.no_sync,
+            )
+        if args.command == "repo" and args.repo_command == "list":
+            return repos.repo_list(svc, args.json)
+        if args.command == "sync":
+            return repos.sync(svc, args.module, args.verbose)
+        if args.command == "modules":
+            return repos.modules(svc, args.json, args.verbose)
+    finally:
+        svc.close()
+    raise BadRequest(f"unknown command {args.command}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING if args.command != "serve" else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return _dispatch(args, _settings(args))
+    except GitregError as exc:
+        print(f"gitreg: error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, BadRequest) else 1
+    except KeyboardInterrupt:
+        return 130

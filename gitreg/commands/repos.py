@@ -1,0 +1,169 @@
+"""`gitreg repo add|list`, `gitreg sync`, `gitreg modules`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from gitreg.addresses import check_subdir, parse_module_address
+from gitreg.errors import BadRequest, GitError, NotFound
+from gitreg.git.remotes import forge_name_from_url, normalise_remote
+from gitreg.publisher import SyncResult
+from gitreg.services import Services
+from gitreg.storage.records import RepoRecord
+from gitreg.versions import sort_key, unsafe_ref_reason
+
+
+def _print_result(result: SyncResult, verbose: bool) -> None:
+    for line in result.published:
+        print(f"published {line}")
+    for line in result.conflicts:
+        print(f"conflict  {line}")
+    if verbose:
+        for line in result.ignored:
+            print(f"ignored   {line}")
+
+
+def repo_add(
+    svc: Services,
+    url: str,
+    module: str,
+    subdir: str,
+    tag_prefix: str,
+    forge_repo: str,
+    webhook_secret: str,
+    sync: bool,
+) -> int:
+    address = parse_module_address(module)
+    settings = svc.settings
+    remote = normalise_remote(
+        url, allow_local=settings.allow_local_remotes, allow_http=settings.allow_http_remotes
+    )
+    if tag_prefix and unsafe_ref_reason(tag_prefix):
+        raise BadRequest(f"invalid tag prefix {tag_prefix!r}: {unsafe_ref_reason(tag_prefix)}")
+    repo = svc.index.add_repo(remote, forge_repo or forge_name_from_url(remote), webhook_secret)
+    svc.index.add_module(
+        repo.id, address.namespace, address.name, address.system, check_subdir(subdir), tag_prefix
+    )
+    print(f"registered {address} from {remote}")
+    if not sync:
+        return 0
+    result = svc.publisher.sync_repo(repo)
+    _print_result(result, verbose=False)
+    print(result.summary())
+    return 0
+
+
+def repo_list(svc: Services, as_json: bool) -> int:
+    repos = svc.index.repos()
+    rows: list[dict[str, Any]] = [
+        {
+            "url": r.url,
+            "forge_repo": r.forge_repo,
+            "modules": [m.address for m in svc.index.modules_of_repo(r.id)],
+            "last_fetch_at": r.last_fetch_at,
+            "last_fetch_error": r.last_fetch_error,
+        }
+        for r in repos
+    ]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        status = row["last_fetch_error"] or "ok"
+        print(f"{row['url']}  [{row['forge_repo']}]  {', '.join(row['modules'])}  ({status})")
+    return 0
+
+
+def _repos_to_sync(svc: Services, address: str | None) -> list[RepoRecord]:
+    if not address:
+        return svc.index.repos()
+    parsed = parse_module_address(address)
+    module = svc.index.find_module(parsed.namespace, parsed.name, parsed.system)
+    if module is None:
+        raise NotFound(f"module {parsed} is not registered")
+    return [svc.index.repo(module.repo_id)]
+
+
+def sync(svc: Services, address: str | None, verbose: bool) -> int:
+    failed = 0
+    for repo in _repos_to_sync(svc, address):
+        try:
+            result = svc.publisher.sync_repo(repo)
+        except GitError as exc:
+            print(f"gitreg: {repo.url}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        _print_result(result, verbose)
+        print(result.summary())
+    return 1 if failed else 0
+
+
+def _module_rows(svc: Services) -> list[dict[str, Any]]:
+    rows = []
+    for module in svc.index.modules():
+        repo = svc.index.repo(module.repo_id)
+        versions = sorted(svc.index.versions(module.id), key=lambda v: sort_key(v.version))
+        rows.append(
+            {
+                "address": module.address,
+                "repository": repo.url,
+                "subdir": module.subdir,
+                "tag_prefix": module.tag_prefix,
+                "versions": [
+                    {
+                        "version": v.version,
+                        "tag": v.tag,
+                        "tag_sha": v.tag_sha,
+                        "commit": v.commit_sha,
+                        "tree": v.tree_sha,
+                        "archive_sha256": v.archive_sha256,
+                        "archive_size": v.archive_size,
+                        "published_at": v.published_at,
+                        "yanked": v.yanked,
+                    }
+                    for v in versions
+                ],
+                "conflicts": [c.reason for c in svc.index.conflicts(module.id)],
+                "ignored_tags": json.loads(module.sync_report),
+                "last_sync_at": module.last_sync_at,
+            }
+        )
+    return rows
+
+
+def modules(svc: Services, as_json: bool, verbose: bool) -> int:
+    rows = _module_rows(svc)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(
+            "no modules registered; add one with `gitreg repo add GIT_URL --module NS/NAME/SYSTEM`"
+        )
+        return 0
+    width = max(len(r["address"]) for r in rows)
+    print(f"{'MODULE':<{width}}  VERSIONS")
+    for row in rows:
+        listed = ", ".join(
+            v["version"] + (" (yanked)" if v["yanked"] else "") for v in row["versions"]
+        )
+        print(f"{row['address']:<{width}}  {listed or '-'}")
+        if row["conflicts"]:
+            print(f"{'':<{width}}  {len(row['conflicts'])} conflict(s); see --verbose")
+        if verbose:
+            print(
+                f"{'':<{width}}  source {row['repository']} subdir={row['subdir'] or '.'}"
+                f" tag-prefix={row['tag_prefix'] or '-'}"
+            )
+            for v in row["versions"]:
+                print(
+                    f"{'':<{width}}  {v['version']}: tag {v['tag']} commit {v['commit'][:12]}"
+                    f" tree {v['tree'][:12]} archive sha256 {v['archive_sha256']}"
+                )
+            for line in row["conflicts"]:
+                print(f"{'':<{width}}  conflict: {line}")
+            for line in row["ignored_tags"]:
+                print(f"{'':<{width}}  ignored: {line}")
+    return 0

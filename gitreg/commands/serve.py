@@ -1,0 +1,63 @@
+"""`gitreg serve`: HTTPS by default, with a local CA when no certificate is given."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import uvicorn
+
+from gitreg.app import create_app
+from gitreg.settings import ENV_PREFIX, Settings
+from gitreg.tls import describe_trust, ensure_local_tls
+
+# Names that mean "every interface" are no hostname a certificate can carry.
+_WILDCARDS = ("0.0.0.0", "::", "")  # noqa: S104
+
+
+def _tls_options(settings: Settings) -> dict[str, Any]:
+    if settings.no_tls:
+        return {}
+    if settings.tls_cert and settings.tls_key:
+        return {"ssl_certfile": str(settings.tls_cert), "ssl_keyfile": str(settings.tls_key)}
+    names = [h for h in (settings.public_host, settings.host) if h not in _WILDCARDS]
+    tls = ensure_local_tls(settings.tls_dir, names)
+    print(describe_trust(tls), flush=True)
+    return {"ssl_certfile": str(tls.cert), "ssl_keyfile": str(tls.key)}
+
+
+def _export_settings(settings: Settings) -> None:
+    """Worker processes rebuild Settings from the environment (uvicorn's factory)."""
+    for name, value in vars(settings).items():
+        if name == "extra" or value is None:
+            continue
+        os.environ[ENV_PREFIX + name.upper()] = (
+            str(value).lower() if isinstance(value, bool) else str(value)
+        )
+
+
+def serve(settings: Settings) -> int:
+    options = _tls_options(settings)
+    shown = settings.public_url or f"{settings.scheme}://{settings.host}:{settings.port}"
+    print(f"gitreg: data dir {settings.data_dir}", flush=True)
+    print(f"gitreg: serving {shown} (discovery at {shown}/.well-known/terraform.json)", flush=True)
+    common: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "server_header": False,
+        "proxy_headers": settings.trust_forwarded,
+        "forwarded_allow_ips": "*" if settings.trust_forwarded else None,
+        "timeout_graceful_shutdown": 10,
+        **options,
+    }
+    if settings.workers > 1:
+        _export_settings(settings)
+        uvicorn.run(
+            "gitreg.app:app_from_environment", factory=True, workers=settings.workers, **common
+        )
+    else:
+        uvicorn.run(create_app(settings), **common)
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,197 @@
+"""Fetching remotes into bare mirrors and reading tags and trees, with dulwich.
+
+Each registered repository has a bare mirror under `<data-dir>/git/`. A fetch
+asks the remote only for objects the mirror lacks (incremental), then makes the
+mirror's tags match the remote's. Objects are never garbage-collected, so a
+version published from a tag that later moves or disappears still has its
+commit and tree here (checklist G4). Nothing is ever checked out.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from dulwich.client import get_transport_and_path
+from dulwich.config import ConfigDict
+from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.objects import Commit, ObjectID, Tag, Tree
+from dulwich.refs import Ref
+from dulwich.repo import Repo
+
+from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
+from gitreg.errors import GitError
+
+TAG_PREFIX = Ref(b"refs/tags/")
+PEELED = b"^{}"
+
+
+@dataclass(frozen=True)
+class TagRef:
+    """A tag in a mirror, peeled to its commit (checklist G5)."""
+
+    name: str
+    tag_sha: str  # the ref's own target: an annotated tag object or the commit
+    commit_sha: str
+    tree_sha: str
+    commit_time: int
+
+
+@dataclass(frozen=True)
+class TagProblem:
+    name: str
+    reason: str
+
+
+class GitBackend(Protocol):
+    """What the publisher needs from git."""
+
+    def fetch(self, url: str, mirror: Path) -> None: ...
+
+    def remote_tags(self, url: str) -> dict[str, str]: ...
+
+    def tags(self, mirror: Path) -> tuple[list[TagRef], list[TagProblem]]: ...
+
+    def subtree(self, mirror: Path, tree_sha: str, subdir: str) -> str | None: ...
+
+    def archive(
+        self, mirror: Path, tree_sha: str, out: BinaryIO, mtime: int, limits: ArchiveLimits
+    ) -> ArchiveReport: ...
+
+
+class DulwichBackend:
+    """`GitBackend` on dulwich: one code path for local, https and ssh remotes."""
+
+    def __init__(self, timeout: float = 120.0) -> None:
+        self._config = ConfigDict()
+        # dulwich reads http.timeout for its urllib3 pool (checklist G3).
+        self._config.set((b"http",), b"timeout", str(int(timeout)).encode())
+
+    def _open_mirror(self, mirror: Path) -> Repo:
+        if not (mirror / "objects").is_dir():
+            mirror.mkdir(parents=True, exist_ok=True)
+            return Repo.init_bare(str(mirror))
+        return Repo(str(mirror))
+
+    def _client(self, url: str) -> tuple[typing.Any, str]:
+        try:
+            return get_transport_and_path(url, config=self._config)
+        except ValueError as exc:
+            raise GitError(f"cannot use remote {url}: {exc}") from exc
+
+    def remote_tags(self, url: str) -> dict[str, str]:
+        """`git ls-remote --tags`: tag name -> the sha the ref points at."""
+        client, path = self._client(url)
+        try:
+            refs = client.get_refs(path)
+        except (GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
+            raise GitError(f"cannot list tags of {url}: {exc}") from exc
+        return _tag_refs(getattr(refs, "refs", refs))
+
+    def fetch(self, url: str, mirror: Path) -> None:
+        """Bring the mirror's objects and tags up to date with the remote."""
+        repo = self._open_mirror(mirror)
+        try:
+            client, path = self._client(url)
+            try:
+                result = client.fetch(path, repo, ref_prefix=[TAG_PREFIX])
+            except (GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
+                raise GitError(f"cannot fetch {url}: {exc}") from exc
+            remote = {
+                Ref(TAG_PREFIX + name.encode()): ObjectID(sha.encode())
+                for name, sha in _tag_refs(result.refs).items()
+            }
+            local = {
+                Ref(TAG_PREFIX + name): sha for name, sha in repo.refs.as_dict(TAG_PREFIX).items()
+            }
+            for gone in local.keys() - remote.keys():
+                del repo.refs[gone]
+            for ref, sha in remote.items():
+                if local.get(ref) != sha and sha in repo.object_store:
+                    repo.refs[ref] = sha
+        finally:
+            repo.close()
+
+    def tags(self, mirror: Path) -> tuple[list[TagRef], list[TagProblem]]:
+        repo = self._open_mirror(mirror)
+        found: list[TagRef] = []
+        problems: list[TagProblem] = []
+        try:
+            for raw_name in sorted(repo.refs.keys(base=TAG_PREFIX)):
+                try:
+                    name = raw_name.decode("utf-8")
+                except UnicodeDecodeError:
+                    problems.append(TagProblem(repr(raw_name), "tag name is not UTF-8"))
+                    continue
+                sha = repo.refs[Ref(TAG_PREFIX + raw_name)]
+                peeled = _peel(repo, sha)
+                if isinstance(peeled, str):
+                    problems.append(TagProblem(name, peeled))
+                    continue
+                found.append(
+                    TagRef(
+                        name=name,
+                        tag_sha=sha.decode(),
+                        commit_sha=peeled.id.decode(),
+                        tree_sha=peeled.tree.decode(),
+                        commit_time=peeled.commit_time,
+                    )
+                )
+        finally:
+            repo.close()
+        return found, problems
+
+    def subtree(self, mirror: Path, tree_sha: str, subdir: str) -> str | None:
+        """The sha of `subdir` inside a tree, or None if it is not a directory there."""
+        repo = self._open_mirror(mirror)
+        try:
+            tree = repo[tree_sha.encode()]
+            for part in subdir.split("/") if subdir else []:
+                if not isinstance(tree, Tree) or part.encode() not in tree:
+                    return None
+                mode, sha = tree[part.encode()]
+                if mode & 0o170000 != 0o040000:
+                    return None
+                tree = repo[sha]
+            return tree.id.decode() if isinstance(tree, Tree) else None
+        finally:
+            repo.close()
+
+    def archive(
+        self, mirror: Path, tree_sha: str, out: BinaryIO, mtime: int, limits: ArchiveLimits
+    ) -> ArchiveReport:
+        repo = self._open_mirror(mirror)
+        try:
+            return build_archive(
+                repo.object_store, tree_sha.encode(), out, mtime=mtime, limits=limits
+            )
+        finally:
+            repo.close()
+
+
+def _tag_refs(refs: Mapping[bytes, bytes | None]) -> dict[str, str]:
+    """Tag refs of a ref advertisement, without the `^{}` peeled duplicates."""
+    tags: dict[str, str] = {}
+    for ref, sha in refs.items():
+        if not ref.startswith(TAG_PREFIX) or ref.endswith(PEELED) or sha is None:
+            continue
+        try:
+            tags[ref[len(TAG_PREFIX) :].decode("utf-8")] = sha.decode()
+        except UnicodeDecodeError:
+            continue
+    return tags
+
+
+def _peel(repo: Repo, sha: bytes) -> Commit | str:
+    """Follow annotated tags to a commit; a string says why that failed."""
+    obj = repo[sha]
+    for _ in range(10):
+        if isinstance(obj, Commit):
+            return obj
+        if not isinstance(obj, Tag):
+            return f"tag points at a {obj.type_name.decode()}, not a commit"
+        obj = repo[obj.object[1]]
+    return "tag chain too long"

@@ -1,0 +1,186 @@
+"""Turning a repository's tags into immutable module versions.
+
+`Publisher.sync_repo` fetches the repository into its bare mirror, maps each
+tag to a version per module, and publishes what is new: the archive is built
+from git objects into the blob store (durable first), then the version is
+recorded in one transaction (checklist S2). A version, once recorded, never
+changes: a tag that later names another commit is recorded as a conflict
+(G4), and a deleted tag leaves its version in place.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, cast
+
+from gitreg.archive import ArchiveLimits, ArchiveTooLarge
+from gitreg.errors import GitError
+from gitreg.git.backend import GitBackend, TagProblem, TagRef
+from gitreg.locks import file_lock
+from gitreg.settings import Settings
+from gitreg.storage.blobs import FileBlobStore
+from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.records import ModuleRecord, NewVersion, RepoRecord
+from gitreg.versions import NotAVersion, TagVersion, sort_key, version_from_tag
+
+log = logging.getLogger("gitreg.publisher")
+
+
+@dataclass
+class SyncResult:
+    """What one sync of one repository did, for the CLI, logs and job records."""
+
+    repo_url: str
+    published: list[str] = field(default_factory=list)  # "ns/name/system 1.2.0"
+    conflicts: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # "tag: reason"
+    error: str = ""
+
+    def summary(self) -> str:
+        parts = [f"{len(self.published)} published"]
+        if self.conflicts:
+            parts.append(f"{len(self.conflicts)} conflicts")
+        if self.error:
+            parts.append(f"error: {self.error}")
+        return f"{self.repo_url}: " + ", ".join(parts)
+
+
+class Publisher:
+    def __init__(
+        self,
+        settings: Settings,
+        index: SQLiteIndex,
+        blobs: FileBlobStore,
+        git: GitBackend,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._settings = settings
+        self._index = index
+        self._blobs = blobs
+        self._git = git
+        self._on_change = on_change
+        self._limits = ArchiveLimits(
+            max_total_bytes=settings.max_archive_bytes,
+            max_files=settings.max_archive_files,
+            max_file_bytes=settings.max_file_bytes,
+        )
+
+    def mirror_path(self, repo: RepoRecord) -> Path:
+        return self._settings.git_dir / f"{repo.id}.git"
+
+    def sync_repo(self, repo: RepoRecord) -> SyncResult:
+        """Fetch and publish; blocking (call from a thread). Raises GitError."""
+        result = SyncResult(repo.url)
+        with file_lock(self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"):
+            mirror = self.mirror_path(repo)
+            try:
+                self._git.fetch(repo.url, mirror)
+            except GitError as exc:
+                self._index.record_fetch(repo.id, str(exc))
+                raise
+            self._index.record_fetch(repo.id, "")
+            tags, problems = self._git.tags(mirror)
+            for module in self._index.modules_of_repo(repo.id):
+                self._sync_module(repo, module, tags, problems, result)
+        if result.published:
+            self._on_change()
+        log.info("sync %s", result.summary())
+        return result
+
+    def _sync_module(
+        self,
+        repo: RepoRecord,
+        module: ModuleRecord,
+        tags: list[TagRef],
+        problems: list[TagProblem],
+        result: SyncResult,
+    ) -> None:
+        ignored = [f"{p.name}: {p.reason}" for p in problems]
+        candidates: list[tuple[TagVersion, TagRef]] = []
+        for ref in tags:
+            try:
+                candidates.append((version_from_tag(ref.name, module.tag_prefix), ref))
+            except NotAVersion as exc:
+                ignored.append(f"{ref.name}: {exc}")
+        # Oldest version first; for one version, `1.0.0` before `v1.0.0`, so which
+        # tag spelling wins a tie is stable across syncs.
+        candidates.sort(key=lambda c: (sort_key(c[0].key), c[1].name))
+        for tv, ref in candidates:
+            outcome = self._publish_one(repo, module, tv, ref, ignored)
+            if outcome.startswith("published"):
+                result.published.append(f"{module.address} {tv.version}")
+            elif outcome.startswith("conflict"):
+                result.conflicts.append(f"{module.address} {tv.version}: {outcome}")
+            elif outcome:
+                ignored.append(f"{ref.name}: {outcome}")
+        result.ignored.extend(f"{module.address}: {line}" for line in ignored)
+        self._index.record_sync(module.id, json.dumps(ignored))
+
+    def _publish_one(
+        self,
+        repo: RepoRecord,
+        module: ModuleRecord,
+        tv: TagVersion,
+        ref: TagRef,
+        notes: list[str],
+    ) -> str:
+        """Publish one tag; returns "" (already there), "published", "conflict: ..."
+        or the reason it was skipped. What the archive left out goes to `notes` (A3)."""
+        existing = self._index.version_by_key(module.id, tv.key)
+        if existing is not None:
+            if existing.commit_sha == ref.commit_sha:
+                return ""
+            reason = (
+                f"conflict: tag {ref.name} points at {ref.commit_sha[:12]}, but {tv.key}"
+                f" was published from tag {existing.tag} at {existing.commit_sha[:12]};"
+                " the published version is kept"
+            )
+            if self._index.record_conflict(
+                module.id, tv.key, ref.name, existing.commit_sha, ref.commit_sha, reason
+            ):
+                log.warning("%s: %s", module.address, reason)
+            return reason
+        mirror = self.mirror_path(repo)
+        if module.subdir and self._git.subtree(mirror, ref.tree_sha, module.subdir) is None:
+            return f"subdirectory {module.subdir!r} does not exist at this tag"
+        try:
+            sha256, size, skipped = self._archive(mirror, ref)
+        except ArchiveTooLarge as exc:
+            return f"not published: {exc}"
+        notes.extend(f"{ref.name}: archive leaves out {line}" for line in skipped)
+        inserted = self._index.publish_version(
+            NewVersion(
+                module_id=module.id,
+                version=tv.version,
+                version_key=tv.key,
+                tag=ref.name,
+                tag_sha=ref.tag_sha,
+                commit_sha=ref.commit_sha,
+                tree_sha=ref.tree_sha,
+                archive_sha256=sha256,
+                archive_size=size,
+                archive_mtime=ref.commit_time,
+            )
+        )
+        if not inserted:
+            # Another process published this version between our check and insert.
+            return self._publish_one(repo, module, tv, ref, notes)
+        log.info("published %s %s from %s (%s)", module.address, tv.version, ref.name, sha256)
+        return "published"
+
+    def _archive(self, mirror: Path, ref: TagRef) -> tuple[str, int, list[str]]:
+        """The archive for a tree, built once (A5) and kept under its sha256."""
+        known = self._index.archive_for_tree(ref.tree_sha, ref.commit_time)
+        if known is not None and self._blobs.exists(known[0]):
+            return known[0], known[1], []
+        with self._blobs.writer() as sink:
+            out = cast(BinaryIO, sink)
+            report = self._git.archive(mirror, ref.tree_sha, out, ref.commit_time, self._limits)
+        assert sink.result is not None
+        for line in report.skipped:
+            log.warning("archive of %s left out %s", ref.name, line)
+        return sink.result.sha256, sink.result.size, report.skipped

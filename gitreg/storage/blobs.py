@@ -1,0 +1,139 @@
+"""Content-addressed blob store on the local filesystem.
+
+Blobs are stored under their sha256 and never change, so they may be cached
+forever (checklist H2). A write goes to a temp file in the same filesystem, is
+fsynced, then renamed into place and the directory fsynced (checklist S2): a
+crash leaves either the whole blob or nothing under its final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from gitreg.errors import NotFound
+
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class StoredBlob:
+    sha256: str
+    size: int
+
+
+class BlobStore(Protocol):
+    """What the rest of gitreg needs from blob storage."""
+
+    def writer(self) -> contextlib.AbstractContextManager[BlobWriter]: ...
+
+    def path(self, sha256: str) -> Path: ...
+
+    def exists(self, sha256: str) -> bool: ...
+
+
+class BlobWriter:
+    """A file-like sink that hashes what is written; `result` is set on success."""
+
+    def __init__(self, fileobj: BinaryIO) -> None:
+        self._file = fileobj
+        self._hash = hashlib.sha256()
+        self._size = 0
+        self.result: StoredBlob | None = None
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        self._hash.update(data)
+        self._size += len(data)
+        return self._file.write(data)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def digest(self) -> StoredBlob:
+        return StoredBlob(self._hash.hexdigest(), self._size)
+
+
+class FileBlobStore:
+    """Blobs at `<root>/sha256/ab/abcdef...`; temp files at `<root>/tmp`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._tmp = root / "tmp"
+        self._tmp.mkdir(parents=True, exist_ok=True)
+        (root / "sha256").mkdir(exist_ok=True)
+
+    def path(self, sha256: str) -> Path:
+        if not SHA256_RE.match(sha256):
+            raise NotFound("no such blob")
+        return self.root / "sha256" / sha256[:2] / sha256
+
+    def exists(self, sha256: str) -> bool:
+        return SHA256_RE.match(sha256) is not None and self.path(sha256).is_file()
+
+    def open(self, sha256: str) -> BinaryIO:
+        try:
+            return self.path(sha256).open("rb")
+        except FileNotFoundError as exc:
+            raise NotFound("no such blob") from exc
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[BlobWriter]:
+        """Yield a writer; on a clean exit the blob is durable under its sha256."""
+        fd, tmp_name = tempfile.mkstemp(dir=self._tmp, prefix="blob-")
+        tmp = Path(tmp_name)
+        try:
+            with os.fdopen(fd, "wb") as raw:
+                sink = BlobWriter(raw)
+                yield sink
+                raw.flush()
+                os.fsync(raw.fileno())
+            stored = sink.digest()
+            final = self.path(stored.sha256)
+            final.parent.mkdir(exist_ok=True)
+            if final.exists():
+                # Same content already stored: identical bytes by definition.
+                tmp.unlink()
+            else:
+                os.chmod(tmp, 0o644)
+                os.replace(tmp, final)
+                _fsync_dir(final.parent)
+            sink.result = stored
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def put_bytes(self, data: bytes) -> StoredBlob:
+        with self.writer() as sink:
+            sink.write(data)
+        assert sink.result is not None
+        return sink.result
+
+    def remove_stale_temp_files(self, older_than: float = 3600.0) -> int:
+        """Temp files left by a crash are garbage: nothing refers to them. Only old
+        ones go, since another process may be writing a fresh one right now."""
+        count = 0
+        cutoff = time.time() - older_than
+        for leftover in self._tmp.glob("blob-*"):
+            with contextlib.suppress(FileNotFoundError):
+                if leftover.stat().st_mtime < cutoff:
+                    leftover.unlink()
+                    count += 1
+        return count
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,357 @@
+"""The SQLite index: every SQL statement in gitreg lives in this package.
+
+SQLite runs in WAL mode with a busy timeout, and every write opens with
+`BEGIN IMMEDIATE` so concurrent writers queue instead of failing with
+"database is locked" half-way through a transaction (checklist S1). Several
+processes (the server, CLI commands, more server workers) share one file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from gitreg.errors import Conflict, NotFound
+from gitreg.storage.records import (
+    ConflictRecord,
+    ModuleRecord,
+    NewVersion,
+    RepoRecord,
+    VersionRecord,
+)
+from gitreg.storage.schema import MIGRATIONS
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def utcnow() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def address_key(namespace: str, name: str, system: str) -> str:
+    """Terraform keeps the user's case in paths; we match case-insensitively."""
+    return f"{namespace}/{name}/{system}".lower()
+
+
+class SQLiteIndex:
+    """One connection shared by the threads of a process, behind a lock."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        conn.row_factory = sqlite3.Row
+        self._conn = conn
+        self._db = sqlite_utils.Database(conn)
+        self._lock = threading.RLock()
+        with self._lock:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- plumbing -----------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return list(self._conn.execute(sql, params))
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
+            )
+            applied = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+        for name, ddl in MIGRATIONS:
+            if name in applied:
+                continue
+            with self._write() as conn:
+                # Re-checked inside the write lock: another process may have won.
+                if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+                    continue
+                for statement in ddl.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, utcnow())
+                )
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (cheap, no lock taken)."""
+        return int(self._rows("PRAGMA data_version")[0][0])
+
+    def table_names(self) -> list[str]:
+        with self._lock:
+            return list(self._db.table_names())
+
+    def check_writable(self) -> None:
+        """For /readyz: a write transaction can be opened and committed."""
+        with self._write() as conn:
+            conn.execute("SELECT 1")
+
+    def backup(self, target: Path) -> None:
+        """SQLite's online backup API: consistent while the server keeps writing (S4)."""
+        dest = sqlite3.connect(target)
+        try:
+            with self._lock:
+                self._conn.backup(dest)
+        finally:
+            dest.close()
+
+    # -- repositories -------------------------------------------------------
+
+    def add_repo(self, url: str, forge_repo: str, webhook_secret: str = "") -> RepoRecord:
+        """Get or create the repository with this URL."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO repos (url, forge_repo, webhook_secret, created_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT(url) DO NOTHING",
+                (url, forge_repo, webhook_secret, utcnow()),
+            )
+            if webhook_secret:
+                conn.execute(
+                    "UPDATE repos SET webhook_secret = ? WHERE url = ?", (webhook_secret, url)
+                )
+        return self.repo_by_url(url)
+
+    def repo_by_url(self, url: str) -> RepoRecord:
+        rows = self._rows("SELECT * FROM repos WHERE url = ?", (url,))
+        if not rows:
+            raise NotFound(f"no repository {url}")
+        return _repo(rows[0])
+
+    def repo(self, repo_id: int) -> RepoRecord:
+        rows = self._rows("SELECT * FROM repos WHERE id = ?", (repo_id,))
+        if not rows:
+            raise NotFound(f"no repository #{repo_id}")
+        return _repo(rows[0])
+
+    def repos(self) -> list[RepoRecord]:
+        return [_repo(r) for r in self._rows("SELECT * FROM repos ORDER BY id")]
+
+    def repos_by_forge_name(self, forge_repo: str) -> list[RepoRecord]:
+        rows = self._rows(
+            "SELECT * FROM repos WHERE lower(forge_repo) = lower(?) ORDER BY id", (forge_repo,)
+        )
+        return [_repo(r) for r in rows]
+
+    def record_fetch(self, repo_id: int, error: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE repos SET last_fetch_at = ?, last_fetch_error = ? WHERE id = ?",
+                (utcnow(), error, repo_id),
+            )
+
+    # -- modules ------------------------------------------------------------
+
+    def add_module(
+        self, repo_id: int, namespace: str, name: str, system: str, subdir: str, tag_prefix: str
+    ) -> ModuleRecord:
+        """Register a module address for a repository; the address is unique."""
+        key = address_key(namespace, name, system)
+        with self._write() as conn:
+            existing = conn.execute(
+                "SELECT repo_id, subdir, tag_prefix FROM modules WHERE address_key = ?", (key,)
+            ).fetchone()
+            if existing is None:
+                conn.execute(
+                    "INSERT INTO modules (repo_id, namespace, name, system, address_key,"
+                    " subdir, tag_prefix, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (repo_id, namespace, name, system, key, subdir, tag_prefix, utcnow()),
+                )
+            elif tuple(existing) != (repo_id, subdir, tag_prefix):
+                raise Conflict(
+                    f"module {namespace}/{name}/{system} is already registered"
+                    " with another repository, subdirectory or tag prefix"
+                )
+        module = self.find_module(namespace, name, system)
+        assert module is not None
+        return module
+
+    def find_module(self, namespace: str, name: str, system: str) -> ModuleRecord | None:
+        rows = self._rows(
+            "SELECT * FROM modules WHERE address_key = ?", (address_key(namespace, name, system),)
+        )
+        return _module(rows[0]) if rows else None
+
+    def modules(self) -> list[ModuleRecord]:
+        rows = self._rows("SELECT * FROM modules ORDER BY address_key")
+        return [_module(r) for r in rows]
+
+    def modules_of_repo(self, repo_id: int) -> list[ModuleRecord]:
+        rows = self._rows("SELECT * FROM modules WHERE repo_id = ? ORDER BY id", (repo_id,))
+        return [_module(r) for r in rows]
+
+    def record_sync(self, module_id: int, report_json: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE modules SET last_sync_at = ?, sync_report = ? WHERE id = ?",
+                (utcnow(), report_json, module_id),
+            )
+
+    # -- versions -----------------------------------------------------------
+
+    def versions(self, module_id: int) -> list[VersionRecord]:
+        rows = self._rows(
+            "SELECT * FROM module_versions WHERE module_id = ? ORDER BY id", (module_id,)
+        )
+        return [_version(r) for r in rows]
+
+    def version_by_key(self, module_id: int, version_key: str) -> VersionRecord | None:
+        rows = self._rows(
+            "SELECT * FROM module_versions WHERE module_id = ? AND version_key = ?",
+            (module_id, version_key),
+        )
+        return _version(rows[0]) if rows else None
+
+    def publish_version(self, new: NewVersion) -> bool:
+        """Record a version in one transaction; False if that version already exists.
+
+        The archive blob is already durable in the blob store (S2), so a crash
+        before COMMIT leaves at most an unreferenced blob, never a version
+        without bytes.
+        """
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO archives (tree_sha, mtime, sha256, size) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (new.tree_sha, new.archive_mtime, new.archive_sha256, new.archive_size),
+            )
+            cursor = conn.execute(
+                "INSERT INTO module_versions (module_id, version, version_key, tag, tag_sha,"
+                " commit_sha, tree_sha, archive_sha256, archive_size, published_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (
+                    new.module_id,
+                    new.version,
+                    new.version_key,
+                    new.tag,
+                    new.tag_sha,
+                    new.commit_sha,
+                    new.tree_sha,
+                    new.archive_sha256,
+                    new.archive_size,
+                    utcnow(),
+                ),
+            )
+            return cursor.rowcount == 1
+
+    def set_yanked(self, module_id: int, version_key: str, yanked: bool) -> None:
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE module_versions SET yanked = ? WHERE module_id = ? AND version_key = ?",
+                (int(yanked), module_id, version_key),
+            )
+            if cursor.rowcount == 0:
+                raise NotFound(f"no version {version_key}")
+
+    def archive_for_tree(self, tree_sha: str, mtime: int) -> tuple[str, int] | None:
+        """An archive already built from this tree and mtime (A5: build once)."""
+        rows = self._rows(
+            "SELECT sha256, size FROM archives WHERE tree_sha = ? AND mtime = ?", (tree_sha, mtime)
+        )
+        return (rows[0]["sha256"], rows[0]["size"]) if rows else None
+
+    def archive_is_referenced(self, sha256: str) -> bool:
+        rows = self._rows("SELECT 1 FROM archives WHERE sha256 = ? LIMIT 1", (sha256,))
+        return bool(rows)
+
+    # -- conflicts ----------------------------------------------------------
+
+    def record_conflict(
+        self, module_id: int, version: str, tag: str, published: str, seen: str, reason: str
+    ) -> bool:
+        """Remember a tag that disagrees with a published version; True if new."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO module_conflicts (module_id, version, tag, published_commit,"
+                " seen_commit, reason, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (module_id, version, tag, published, seen, reason, utcnow()),
+            )
+            return cursor.rowcount == 1
+
+    def conflicts(self, module_id: int | None = None) -> list[ConflictRecord]:
+        if module_id is None:
+            rows = self._rows("SELECT * FROM module_conflicts ORDER BY id")
+        else:
+            rows = self._rows(
+                "SELECT * FROM module_conflicts WHERE module_id = ? ORDER BY id", (module_id,)
+            )
+        return [_conflict(r) for r in rows]
+
+
+def _repo(row: sqlite3.Row) -> RepoRecord:
+    return RepoRecord(
+        id=row["id"],
+        url=row["url"],
+        forge_repo=row["forge_repo"],
+        webhook_secret=row["webhook_secret"],
+        last_fetch_at=row["last_fetch_at"],
+        last_fetch_error=row["last_fetch_error"],
+    )
+
+
+def _module(row: sqlite3.Row) -> ModuleRecord:
+    return ModuleRecord(
+        id=row["id"],
+        repo_id=row["repo_id"],
+        namespace=row["namespace"],
+        name=row["name"],
+        system=row["system"],
+        subdir=row["subdir"],
+        tag_prefix=row["tag_prefix"],
+        last_sync_at=row["last_sync_at"],
+        sync_report=row["sync_report"],
+    )
+
+
+def _version(row: sqlite3.Row) -> VersionRecord:
+    return VersionRecord(
+        module_id=row["module_id"],
+        version=row["version"],
+        tag=row["tag"],
+        tag_sha=row["tag_sha"],
+        commit_sha=row["commit_sha"],
+        tree_sha=row["tree_sha"],
+        archive_sha256=row["archive_sha256"],
+        archive_size=row["archive_size"],
+        published_at=row["published_at"],
+        yanked=bool(row["yanked"]),
+    )
+
+
+def _conflict(row: sqlite3.Row) -> ConflictRecord:
+    return ConflictRecord(
+        module_id=row["module_id"],
+        version=row["version"],
+        tag=row["tag"],
+        published_commit=row["published_commit"],
+        seen_commit=row["seen_commit"],
+        reason=row["reason"],
+        first_seen=row["first_seen"],
+    )

@@ -1,0 +1,73 @@
+"""Plain records the index hands out; no behaviour, no SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RepoRecord:
+    id: int
+    url: str
+    forge_repo: str
+    webhook_secret: str
+    last_fetch_at: str | None
+    last_fetch_error: str
+
+
+@dataclass(frozen=True)
+class ModuleRecord:
+    id: int
+    repo_id: int
+    namespace: str
+    name: str
+    system: str
+    subdir: str
+    tag_prefix: str
+    last_sync_at: str | None
+    sync_report: str
+
+    @property
+    def address(self) -> str:
+        return f"{self.namespace}/{self.name}/{self.system}"
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    module_id: int
+    version: str
+    tag: str
+    tag_sha: str
+    commit_sha: str
+    tree_sha: str
+    archive_sha256: str
+    archive_size: int
+    published_at: str
+    yanked: bool
+
+
+@dataclass(frozen=True)
+class ConflictRecord:
+    module_id: int
+    version: str
+    tag: str
+    published_commit: str
+    seen_commit: str
+    reason: str
+    first_seen: str
+
+
+@dataclass(frozen=True)
+class NewVersion:
+    """What the publisher hands the index to record one version."""
+
+    module_id: int
+    version: str
+    version_key: str
+    tag: str
+    tag_sha: str
+    commit_sha: str
+    tree_sha: str
+    archive_sha256: str
+    archive_size: int
+    archive_mtime: int
