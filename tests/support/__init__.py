@@ -1,0 +1,1 @@
+"""Helpers for tests that drive real things: git, a gitreg server, Terraform."""

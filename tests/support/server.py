@@ -1,0 +1,134 @@
+"""A real `gitreg serve` process over TLS on 127.0.0.1, and the real CLI."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STARTUP_TIMEOUT = 30.0
+
+
+def free_port() -> int:
+    with contextlib.closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def cli(
+    data_dir: Path,
+    *args: str,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m gitreg ARGS --data-dir DATA_DIR` as a user would."""
+    command = [sys.executable, "-m", "gitreg", *args, "--data-dir", str(data_dir)]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(args)} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+        )
+    return result
+
+
+@dataclass
+class RunningServer:
+    data_dir: Path
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    args: tuple[str, ...] = field(default=())
+
+    @property
+    def host(self) -> str:
+        """The registry hostname Terraform users write: `127.0.0.1:PORT`."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}"
+
+    @property
+    def ca_pem(self) -> Path:
+        return self.data_dir / "tls" / "ca.pem"
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_pem))
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_server(
+    data_dir: Path, *args: str, port: int | None = None, env: dict[str, str] | None = None
+) -> RunningServer:
+    """Start `gitreg serve` and wait until /healthz answers over TLS."""
+    port = port or free_port()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = data_dir.parent / f"server-{port}.log"
+    command = [
+        sys.executable,
+        "-m",
+        "gitreg",
+        "serve",
+        "--data-dir",
+        str(data_dir),
+        "--port",
+        str(port),
+        *args,
+    ]
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
+    server = RunningServer(data_dir, port, process, log_path, args)
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"gitreg serve exited {process.returncode}:\n{server.log()}")
+        if server.ca_pem.exists() or "--no-tls" in args or "--tls-cert" in args:
+            with contextlib.suppress(OSError, urllib.error.URLError):
+                scheme = "http" if "--no-tls" in args else "https"
+                context = None if scheme == "http" else _context_for(server, args)
+                with urllib.request.urlopen(
+                    f"{scheme}://{server.host}/healthz", context=context, timeout=2
+                ) as answer:
+                    if answer.status == 200:
+                        return server
+        time.sleep(0.1)
+    server.stop(kill=True)
+    raise AssertionError(f"gitreg serve did not become healthy:\n{server.log()}")
+
+
+def _context_for(server: RunningServer, args: tuple[str, ...]) -> ssl.SSLContext:
+    if "--tls-cert" in args:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    return server.ssl_context()

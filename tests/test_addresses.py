@@ -1,0 +1,43 @@
+"""Module address and subdirectory validation (issue 2 "HTTP")."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitreg.addresses import check_subdir, parse_module_address
+from gitreg.errors import BadRequest
+
+
+def test_valid_address_keeps_case() -> None:
+    addr = parse_module_address("Platform/vpc-core/aws")
+    assert (addr.namespace, addr.name, addr.system) == ("Platform", "vpc-core", "aws")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a/b",
+        "a/b/c/d",
+        "-a/b/c",
+        "a/b-/c",
+        "a/b/c-d",
+        "a/b/",
+        "../b/c",
+        "a/b\x00/c",
+        "a" * 70 + "/b/c",
+    ],
+)
+def test_invalid_addresses_are_bad_requests(text: str) -> None:
+    with pytest.raises(BadRequest):
+        parse_module_address(text)
+
+
+@pytest.mark.parametrize(("raw", "clean"), [("modules/vpc/", "modules/vpc"), ("/x", "x"), ("", "")])
+def test_subdir_is_normalised(raw: str, clean: str) -> None:
+    assert check_subdir(raw) == clean
+
+
+@pytest.mark.parametrize("raw", ["../x", "a/../b", ".git", "a/.GIT/b", "a\\b", "a//b"])
+def test_hostile_subdirs_are_refused(raw: str) -> None:
+    with pytest.raises(BadRequest):
+        check_subdir(raw)
