@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("module", nargs="?", metavar="NAMESPACE/NAME/SYSTEM")
     sync.add_argument("--verbose", "-v", action="store_true")
 
+    backup = sub.add_parser("backup", parents=[common], help="copy a live data dir consistently")
+    backup.add_argument("dest", type=Path, help="directory to write the backup to")
+
     mods = sub.add_parser("modules", parents=[common], help="list modules and versions")
     mods.add_argument("--json", action="store_true")
     mods.add_argument("--verbose", "-v", action="store_true")
@@ -106,7 +109,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
-    from gitreg.commands import repos, serve
+    from gitreg.commands import admin, repos, serve
 
     if args.command == "serve":
         return serve.serve(settings)
@@ -129,6 +132,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             return repos.sync(svc, args.module, args.verbose)
         if args.command == "modules":
             return repos.modules(svc, args.json, args.verbose)
+        if args.command == "backup":
+            return admin.backup(svc, args.dest)
     finally:
         svc.close()
     raise BadRequest(f"unknown command {args.command}")
