@@ -1,0 +1,120 @@
+"""Operator JSON: the ingestion queue and publishing conflicts.
+
+    GET  /admin/jobs?state=failed&limit=50   jobs, newest first, and counts by state
+    GET  /admin/jobs/:id                     one job
+    POST /admin/jobs/:id/retry               queue a failed job again
+    GET  /admin/conflicts                    force-moved tags that were not published (G4)
+
+Every call needs `Authorization: Bearer <token>` for a token of scope `admin`
+(`gitreg hook-token create NAME --scope admin`), until scoped API tokens
+(issue 6) replace them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gitreg.api.responses import json_bytes, json_response
+from gitreg.errors import BadRequest, NotFound
+from gitreg.services import Services, services
+from gitreg.storage.jobs import STATES, JobRecord
+from gitreg.webhooks.routes import bearer_token, check_token
+
+MAX_LIMIT = 1000
+
+
+def job_json(svc: Services, job: JobRecord) -> dict[str, Any]:
+    data = job.to_json()
+    try:
+        data["repository"] = svc.index.repo(job.repo_id).url
+    except NotFound:
+        data["repository"] = None
+    return data
+
+
+def _int(value: str, what: str) -> int:
+    if not value.isdigit() or len(value) > 12:
+        raise BadRequest(f"{what} must be a positive integer")
+    return int(value)
+
+
+async def _authorised(request: Request) -> Services:
+    svc = services(request)
+    await run_in_threadpool(check_token, svc, bearer_token(request), ("admin",))
+    return svc
+
+
+async def list_jobs(request: Request) -> Response:
+    svc = await _authorised(request)
+    state = request.query_params.get("state") or None
+    if state is not None and state not in STATES:
+        raise BadRequest(f"state must be one of {', '.join(STATES)}")
+    limit = min(_int(request.query_params.get("limit", "100"), "limit"), MAX_LIMIT)
+
+    def build() -> dict[str, Any]:
+        jobs = svc.jobs.store.jobs(state=state, limit=limit)
+        return {"counts": svc.jobs.store.counts(), "jobs": [job_json(svc, j) for j in jobs]}
+
+    return json_response(json_bytes(await run_in_threadpool(build)))
+
+
+async def show_job(request: Request) -> Response:
+    svc = await _authorised(request)
+    job_id = _int(request.path_params["job_id"], "job id")
+
+    def build() -> dict[str, Any]:
+        return job_json(svc, svc.jobs.store.job(job_id))
+
+    return json_response(json_bytes(await run_in_threadpool(build)))
+
+
+async def retry_job(request: Request) -> Response:
+    svc = await _authorised(request)
+    job_id = _int(request.path_params["job_id"], "job id")
+
+    def retry() -> tuple[int, dict[str, Any]]:
+        outcome = svc.jobs.retry(job_id)
+        job = job_json(svc, svc.jobs.store.job(outcome.job_id))
+        if outcome.status == "duplicate":  # queued, running or done: nothing to retry
+            return 200, {"status": "unchanged", "job": job}
+        return 202, {"status": outcome.status, "job": job}
+
+    status, answer = await run_in_threadpool(retry)
+    return json_response(json_bytes(answer), status=status)
+
+
+async def conflicts(request: Request) -> Response:
+    svc = await _authorised(request)
+
+    def build() -> dict[str, Any]:
+        modules = {m.id: m.address for m in svc.index.modules()}
+        return {
+            "conflicts": [
+                {
+                    "module": modules.get(c.module_id),
+                    "version": c.version,
+                    "tag": c.tag,
+                    "published_commit": c.published_commit,
+                    "seen_commit": c.seen_commit,
+                    "reason": c.reason,
+                    "first_seen": c.first_seen,
+                }
+                for c in svc.index.conflicts()
+            ]
+        }
+
+    return json_response(json_bytes(await run_in_threadpool(build)))
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/admin/jobs", list_jobs, methods=["GET"]),
+        Route("/admin/jobs/{job_id}", show_job, methods=["GET"]),
+        Route("/admin/jobs/{job_id}/retry", retry_job, methods=["POST"]),
+        Route("/admin/conflicts", conflicts, methods=["GET"]),
+    ]

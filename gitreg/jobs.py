@@ -1,0 +1,312 @@
+"""The durable ingestion queue: submit, work, retry, reconcile.
+
+`JobQueue.submit` records a job in SQLite (one `BEGIN IMMEDIATE`
+transaction) before a webhook is answered, so the answer never waits on git
+(checklist W5). `JobRunner` threads in each server process claim jobs with a
+lease (S3), run `Publisher.sync_repo` (which takes the repository's
+cross-process lock and is idempotent, W6), and retry failures with
+exponential backoff. A housekeeping thread renews leases of running jobs,
+hands the jobs of dead workers back at once when it can tell (same host, pid
+gone) and otherwise lets their leases expire, and schedules the periodic
+reconcile that publishes tags no webhook announced (W9).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitreg.errors import GitError, NotFound
+from gitreg.publisher import Publisher
+from gitreg.settings import Settings
+from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, JobStore
+from gitreg.storage.records import RepoRecord
+
+if TYPE_CHECKING:
+    from gitreg.providers.ingest import ProviderPublisher
+    from gitreg.services import Services
+
+log = logging.getLogger("gitreg.jobs")
+
+MAX_BACKOFF = 15 * 60.0
+POLL_INTERVAL = 1.0  # picks up jobs submitted by other processes
+DEAD_WORKER_SCAN = 5.0
+RETENTION = 14 * 86400.0  # finished jobs and delivery ids are kept this long
+PRUNE_INTERVAL = 3600.0
+
+
+def backoff(attempt: int, base: float) -> float:
+    """Delay before retry number `attempt` (1-based): doubling, capped, with
+    jitter so repositories that failed together do not retry in lockstep."""
+    delay = min(MAX_BACKOFF, base * 2 ** max(0, attempt - 1))
+    return float(delay * random.uniform(0.8, 1.2))
+
+
+def _boot_id() -> str:
+    with contextlib.suppress(OSError):
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return "unknown-boot"
+
+
+def worker_identity() -> str:
+    """`host/boot/pid/nonce`: enough to tell, on the same machine, that the
+    process holding a lease is gone (the nonce tells apart a new process that
+    got the same pid, as PID 1 in a restarted container does)."""
+    return f"{socket.gethostname()}/{_boot_id()}/{os.getpid()}/{secrets.token_hex(4)}"
+
+
+def owner_is_dead(owner: str, me: str) -> bool:
+    """True only when certain; otherwise the lease simply runs out."""
+    try:
+        host, boot, pid_text, _ = owner.split("/")
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    my_host, my_boot, my_pid, _ = me.split("/")
+    if (host, boot) != (my_host, my_boot) or owner == me:
+        return False
+    if pid == int(my_pid):
+        return True  # that pid is this process, which did not take the lease
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, as another user
+    return False
+
+
+class JobQueue:
+    """Submitting work; shared by the webhook routes, the CLI and the runner."""
+
+    def __init__(self, store: JobStore, settings: Settings) -> None:
+        self.store = store
+        self._settings = settings
+        # Set on every submission so idle workers in this process start at once.
+        self.wakeup = threading.Event()
+
+    def submit(
+        self, repo_id: int, kind: JobKind, source: str, reason: str, delivery_id: str = ""
+    ) -> Enqueued:
+        result = self.store.enqueue(
+            repo_id,
+            kind,
+            source,
+            reason,
+            now=time.time(),
+            max_attempts=self._settings.job_max_attempts,
+            delivery_id=delivery_id[:200],
+        )
+        if result.status != "duplicate":
+            self.wakeup.set()
+        return result
+
+    def retry(self, job_id: int) -> Enqueued:
+        result = self.store.retry(job_id, time.time())
+        self.wakeup.set()
+        return result
+
+
+class JobRunner:
+    """Runs queued jobs on `settings.job_workers` threads of this process."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        index: SQLiteIndex,
+        queue: JobQueue,
+        publisher: Publisher,
+        providers: ProviderPublisher | None = None,
+    ) -> None:
+        self._settings = settings
+        self._index = index
+        self._queue = queue
+        self._store = queue.store
+        self._publisher = publisher
+        self._providers = providers
+        self.owner = worker_identity()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._active: set[int] = set()
+        self._active_lock = threading.Lock()
+
+    @classmethod
+    def for_services(cls, svc: Services) -> JobRunner:
+        return cls(svc.settings, svc.index, svc.jobs, svc.publisher, svc.providers)
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def start(self) -> None:
+        self._reclaim_from_dead_workers()
+        for number in range(self._settings.job_workers):
+            self._spawn(self._work_loop, f"gitreg-job-{number}")
+        self._spawn(self._housekeeping_loop, "gitreg-jobs-housekeeping")
+        log.info("job runner %s started with %d workers", self.owner, self._settings.job_workers)
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop claiming; wait a little for running jobs. A job still running at
+        exit keeps its lease until it expires, then another worker retries it."""
+        self._stop.set()
+        self._queue.wakeup.set()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads.clear()
+
+    # -- working ------------------------------------------------------------
+
+    def _work_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                ran = self.run_one()
+            except Exception:  # a broken database must not end the thread
+                log.exception("job worker error")
+                ran = None
+            if ran is None:
+                self._queue.wakeup.wait(POLL_INTERVAL)
+                self._queue.wakeup.clear()
+
+    def run_one(self) -> JobRecord | None:
+        """Claim and run one job in this thread; None when nothing is runnable."""
+        job = self._store.claim(self.owner, time.time(), self._settings.job_lease)
+        if job is None:
+            return None
+        # Another job may be waiting too: let an idle thread look for it.
+        self._queue.wakeup.set()
+        with self._active_lock:
+            self._active.add(job.id)
+        try:
+            self._execute(job)
+        finally:
+            with self._active_lock:
+                self._active.discard(job.id)
+        return self._store.job(job.id)
+
+    def drain(self) -> list[JobRecord]:
+        """Run every runnable job in this thread (`gitreg jobs run`, tests)."""
+        done: list[JobRecord] = []
+        while (job := self.run_one()) is not None:
+            done.append(job)
+        return done
+
+    def _execute(self, job: JobRecord) -> None:
+        started = time.monotonic()
+        try:
+            result = self._sync(job, self._index.repo(job.repo_id))
+        except NotFound as exc:
+            self._failed(job, str(exc), retry=False)
+            return
+        except GitError as exc:
+            self._failed(job, str(exc), retry=True)
+            return
+        except Exception as exc:  # a bug or a full disk: keep the job, retry later
+            log.exception("job %d failed unexpectedly", job.id)
+            self._failed(job, f"{type(exc).__name__}: {exc}", retry=True)
+            return
+        if not self._store.finish(job.id, self.owner, time.time(), json.dumps(result)):
+            log.warning("job %d finished after its lease was lost", job.id)
+        log.info("job %d done in %.2fs: %s", job.id, time.monotonic() - started, result["summary"])
+
+    def _sync(self, job: JobRecord, repo: RepoRecord) -> dict[str, object]:
+        """Modules from the repository's tags, providers from its forge releases."""
+        summaries: list[str] = []
+        result: dict[str, list[str]] = {"published": [], "conflicts": [], "yanked": []}
+        feeds_providers = self._providers is not None and self._providers.handles(repo)
+        if self._index.modules_of_repo(repo.id) or not feeds_providers:
+            if job.kind == "reconcile" and not self._publisher.remote_has_changes(repo):
+                summaries.append(f"{repo.url}: remote tags unchanged")
+            else:
+                sync = self._publisher.sync_repo(repo)
+                summaries.append(sync.summary())
+                result["published"] += sync.published
+                result["conflicts"] += sync.conflicts
+                result["yanked"] += sync.yanked
+        if feeds_providers and self._providers is not None:
+            releases = self._providers.sync_repo(repo)
+            summaries.append(releases.summary())
+            result["published"] += releases.published
+            result["conflicts"] += releases.conflicts
+        return {"summary": "; ".join(summaries), **result}
+
+    def _failed(self, job: JobRecord, error: str, retry: bool) -> None:
+        now = time.time()
+        retry_at = now + backoff(job.attempts, self._settings.job_backoff) if retry else None
+        state = self._store.fail(job.id, self.owner, now, error, retry_at)
+        if state == "queued" and retry_at is not None:
+            log.warning(
+                "job %d attempt %d/%d failed, retry in %.0fs: %s",
+                job.id,
+                job.attempts,
+                job.max_attempts,
+                retry_at - now,
+                error,
+            )
+        else:
+            log.error("job %d %s after %d attempt(s): %s", job.id, state, job.attempts, error)
+
+    # -- housekeeping -------------------------------------------------------
+
+    def _housekeeping_loop(self) -> None:
+        next_renew = next_scan = next_schedule = 0.0
+        while not self._stop.wait(0.5):
+            now = time.monotonic()
+            try:
+                if now >= next_renew:
+                    self._renew_leases()
+                    next_renew = now + self._settings.job_lease / 3
+                if now >= next_scan:
+                    self._reclaim_from_dead_workers()
+                    next_scan = now + DEAD_WORKER_SCAN
+                if now >= next_schedule:
+                    self._run_schedules()
+                    next_schedule = now + POLL_INTERVAL * 5
+            except Exception:
+                log.exception("job housekeeping error")
+
+    def _renew_leases(self) -> None:
+        with self._active_lock:
+            active = sorted(self._active)
+        held = self._store.renew(self.owner, active, time.time() + self._settings.job_lease)
+        for lost in set(active) - set(held):
+            # Harmless (the repository lock serialises, publishing is idempotent)
+            # but worth knowing: this job's lease ran out and it may run twice.
+            log.warning("lease of job %d was lost while it ran", lost)
+
+    def _reclaim_from_dead_workers(self) -> None:
+        dead = [o for o in self._store.running_owners() if o and owner_is_dead(o, self.owner)]
+        if dead and self._store.expire_leases(dead):
+            log.warning("taking over jobs of stopped workers %s", ", ".join(dead))
+            self._queue.wakeup.set()
+
+    def _run_schedules(self) -> None:
+        now = time.time()
+        interval = self._settings.reconcile_interval
+        if interval > 0 and self._store.claim_schedule("reconcile", now, interval):
+            self.reconcile()
+        if self._store.claim_schedule("prune", now, PRUNE_INTERVAL):
+            pruned = self._store.prune(now - RETENTION)
+            if pruned:
+                log.info("pruned %d finished jobs", pruned)
+
+    def reconcile(self) -> int:
+        """Queue a remote-tag check for every repository (W9); returns how many."""
+        repos = self._index.repos()
+        for repo in repos:
+            self._queue.submit(repo.id, "reconcile", "reconcile", "periodic reconcile")
+        return len(repos)

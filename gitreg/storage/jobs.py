@@ -1,0 +1,417 @@
+"""The ingestion queue's SQL: jobs, the deliveries that made them, schedules.
+
+A job is "bring repository R up to date". It is written in one `BEGIN
+IMMEDIATE` transaction before a webhook is answered (checklist W5), claimed
+with a lease by one worker at a time (S3), and retried with backoff.
+
+States: `queued` -> `running` -> `done` | `failed`; a running job whose worker
+failed transiently goes back to `queued` (or is `superseded` when another
+queued job for its repository already covers it). A partial unique index
+keeps at most one queued job per repository: later deliveries fold into it,
+since one fetch picks up every tag pushed so far.
+
+The store shares `SQLiteIndex`'s connection (same package): commits on that
+connection do not change its `PRAGMA data_version`, so queue traffic does not
+look like a publish by another process to the metadata cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from gitreg.errors import NotFound
+from gitreg.storage.index import SQLiteIndex
+
+JobKind = Literal["sync", "reconcile"]
+JobState = Literal["queued", "running", "done", "failed", "superseded"]
+STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed", "superseded")
+MAX_REASON_CHARS = 2000
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    id: int
+    repo_id: int
+    kind: JobKind
+    state: JobState
+    source: str
+    reason: str
+    deliveries: int
+    attempts: int
+    max_attempts: int
+    run_after: float
+    lease_owner: str
+    lease_until: float
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    last_error: str
+    result: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "repo_id": self.repo_id,
+            "kind": self.kind,
+            "state": self.state,
+            "source": self.source,
+            "reason": self.reason,
+            "deliveries": self.deliveries,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "run_after": iso(self.run_after),
+            "created_at": iso(self.created_at),
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "last_error": self.last_error,
+            "result": _decoded(self.result),
+        }
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    """What became of one submission: a new job, folded into a queued one,
+    a repeat of a delivery already seen, or a failed job queued again."""
+
+    job_id: int
+    status: Literal["queued", "merged", "duplicate", "requeued"]
+
+
+def _decoded(text: str) -> Any:
+    """A job's result is JSON written by the runner; show it as such."""
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return text
+
+
+def _merge_reason(old: str, new: str) -> str:
+    if not new or new in old.split("; "):
+        return old
+    merged = f"{old}; {new}" if old else new
+    if len(merged) > MAX_REASON_CHARS:
+        merged = merged[: MAX_REASON_CHARS - 1] + "…"
+    return merged
+
+
+class JobStore:
+    def __init__(self, index: SQLiteIndex) -> None:
+        # Same package: reuse the index's connection and lock (see module doc).
+        self._index = index
+
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._index._write()
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        return self._index._rows(sql, params)
+
+    # -- submitting ---------------------------------------------------------
+
+    def enqueue(
+        self,
+        repo_id: int,
+        kind: JobKind,
+        source: str,
+        reason: str,
+        now: float,
+        max_attempts: int,
+        delivery_id: str = "",
+    ) -> Enqueued:
+        """Record a request to sync a repository, in one transaction (W5, W6)."""
+        with self._write() as conn:
+            if delivery_id:
+                seen = conn.execute(
+                    "SELECT d.job_id, j.state FROM deliveries d JOIN jobs j ON j.id = d.job_id"
+                    " WHERE d.source = ? AND d.delivery_id = ? AND d.repo_id = ?",
+                    (source, delivery_id, repo_id),
+                ).fetchone()
+                if seen is not None:
+                    if seen["state"] in ("failed", "superseded"):
+                        # A forge's "redeliver" of a failed delivery retries it (W6).
+                        return self._requeue(conn, seen["job_id"], now)
+                    return Enqueued(seen["job_id"], "duplicate")
+            queued = conn.execute(
+                "SELECT id, kind, reason FROM jobs WHERE repo_id = ? AND state = 'queued'",
+                (repo_id,),
+            ).fetchone()
+            if queued is not None:
+                job_id = int(queued["id"])
+                # A sync covers a reconcile (it fetches regardless); a new
+                # delivery also cancels any backoff wait: the remote may be back.
+                conn.execute(
+                    "UPDATE jobs SET kind = ?, reason = ?, deliveries = deliveries + ?,"
+                    " run_after = MIN(run_after, ?) WHERE id = ?",
+                    (
+                        "sync" if "sync" in (kind, queued["kind"]) else "reconcile",
+                        _merge_reason(queued["reason"], reason),
+                        1 if delivery_id else 0,
+                        now,
+                        job_id,
+                    ),
+                )
+                status: Literal["queued", "merged"] = "merged"
+            else:
+                cursor = conn.execute(
+                    "INSERT INTO jobs (repo_id, kind, state, source, reason, deliveries,"
+                    " max_attempts, run_after, created_at)"
+                    " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
+                    (
+                        repo_id,
+                        kind,
+                        source,
+                        reason[:MAX_REASON_CHARS],
+                        1 if delivery_id else 0,
+                        max_attempts,
+                        now,
+                        now,
+                    ),
+                )
+                assert cursor.lastrowid is not None
+                job_id = cursor.lastrowid
+                status = "queued"
+            if delivery_id:
+                conn.execute(
+                    "INSERT INTO deliveries (source, delivery_id, repo_id, job_id, received_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (source, delivery_id, repo_id, job_id, now),
+                )
+            return Enqueued(job_id, status)
+
+    def retry(self, job_id: int, now: float) -> Enqueued:
+        """Queue a failed (or superseded) job again; other states are left alone."""
+        with self._write() as conn:
+            row = conn.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no job {job_id}")
+            if row["state"] not in ("failed", "superseded"):
+                return Enqueued(job_id, "duplicate")
+            return self._requeue(conn, job_id, now)
+
+    def _requeue(self, conn: sqlite3.Connection, job_id: int, now: float) -> Enqueued:
+        repo_id = conn.execute("SELECT repo_id FROM jobs WHERE id = ?", (job_id,)).fetchone()[0]
+        queued = conn.execute(
+            "SELECT id FROM jobs WHERE repo_id = ? AND state = 'queued'", (repo_id,)
+        ).fetchone()
+        if queued is not None:
+            return Enqueued(int(queued["id"]), "merged")
+        conn.execute(
+            "UPDATE jobs SET state = 'queued', attempts = 0, run_after = ?, lease_owner = '',"
+            " lease_until = 0, finished_at = NULL WHERE id = ?",
+            (now, job_id),
+        )
+        return Enqueued(job_id, "requeued")
+
+    # -- working ------------------------------------------------------------
+
+    def claim(self, owner: str, now: float, lease: float) -> JobRecord | None:
+        """Atomically take the next runnable job and lease it to `owner` (S3).
+
+        Runnable: queued and due, or running with an expired lease (its worker
+        died). A repository with a live running job is skipped, so jobs for one
+        repository run one at a time while different repositories run in parallel.
+        """
+        # Idle workers poll: look without the write lock first.
+        if not self._rows(
+            "SELECT 1 FROM jobs WHERE (state = 'queued' AND run_after <= ?)"
+            " OR (state = 'running' AND lease_until <= ?) LIMIT 1",
+            (now, now),
+        ):
+            return None
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE jobs SET state = 'failed', finished_at = ?, lease_owner = '',"
+                " last_error = 'worker lost (lease expired) ' || attempts || ' times; '"
+                " || last_error WHERE state = 'running' AND lease_until <= ?"
+                " AND attempts >= max_attempts",
+                (now, now),
+            )
+            row = conn.execute(
+                "SELECT j.id FROM jobs j WHERE"
+                " ((j.state = 'queued' AND j.run_after <= :now)"
+                "  OR (j.state = 'running' AND j.lease_until <= :now))"
+                " AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.repo_id = j.repo_id"
+                "  AND r.id != j.id AND r.state = 'running' AND r.lease_until > :now)"
+                " ORDER BY j.state = 'running' DESC, j.run_after, j.id LIMIT 1",
+                {"now": now},
+            ).fetchone()
+            if row is None:
+                return None
+            claimed = conn.execute(
+                "UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?,"
+                " attempts = attempts + 1, started_at = ? WHERE id = ? RETURNING *",
+                (owner, now + lease, now, row["id"]),
+            ).fetchone()
+            return _job(claimed)
+
+    def renew(self, owner: str, job_ids: list[int], until: float) -> list[int]:
+        """Extend the leases `owner` still holds; returns the ids it still holds."""
+        if not job_ids:
+            return []
+        marks = ",".join("?" * len(job_ids))
+        with self._write() as conn:
+            rows = conn.execute(
+                f"UPDATE jobs SET lease_until = ? WHERE lease_owner = ? AND state = 'running'"  # noqa: S608
+                f" AND id IN ({marks}) RETURNING id",
+                (until, owner, *job_ids),
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def finish(self, job_id: int, owner: str, now: float, result: str) -> bool:
+        """Mark a job done; False if `owner` no longer held it (lease lost)."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE jobs SET state = 'done', finished_at = ?, result = ?, last_error = '',"
+                " lease_owner = '', lease_until = 0"
+                " WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                (now, result, job_id, owner),
+            )
+            return cursor.rowcount == 1
+
+    def fail(
+        self, job_id: int, owner: str, now: float, error: str, retry_at: float | None
+    ) -> JobState | None:
+        """Record a failed attempt: back to `queued` at `retry_at`, or `failed`
+        for good when `retry_at` is None or attempts are used up. Returns the new
+        state, or None if `owner` no longer held the job."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT repo_id, attempts, max_attempts FROM jobs"
+                " WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                (job_id, owner),
+            ).fetchone()
+            if row is None:
+                return None
+            state: JobState
+            if retry_at is None or row["attempts"] >= row["max_attempts"]:
+                state = "failed"
+            else:
+                other = conn.execute(
+                    "SELECT id FROM jobs WHERE repo_id = ? AND state = 'queued'",
+                    (row["repo_id"],),
+                ).fetchone()
+                state = "queued" if other is None else "superseded"
+            conn.execute(
+                "UPDATE jobs SET state = ?, last_error = ?, lease_owner = '', lease_until = 0,"
+                " run_after = ?, finished_at = ? WHERE id = ?",
+                (
+                    state,
+                    error,
+                    retry_at if state == "queued" else now,
+                    None if state == "queued" else now,
+                    job_id,
+                ),
+            )
+            return state
+
+    def expire_leases(self, owners: list[str]) -> int:
+        """End the leases of workers known to be dead, so their jobs run now."""
+        if not owners:
+            return 0
+        marks = ",".join("?" * len(owners))
+        with self._write() as conn:
+            cursor = conn.execute(
+                f"UPDATE jobs SET lease_until = 0 WHERE state = 'running'"  # noqa: S608
+                f" AND lease_owner IN ({marks})",
+                tuple(owners),
+            )
+            return cursor.rowcount
+
+    def running_owners(self) -> list[str]:
+        rows = self._rows("SELECT DISTINCT lease_owner FROM jobs WHERE state = 'running'")
+        return [r[0] for r in rows]
+
+    # -- reading ------------------------------------------------------------
+
+    def job(self, job_id: int) -> JobRecord:
+        rows = self._rows("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        if not rows:
+            raise NotFound(f"no job {job_id}")
+        return _job(rows[0])
+
+    def jobs(
+        self, state: str | None = None, repo_id: int | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        """Newest first."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if state:
+            clauses.append("state = ?")
+            params.append(state)
+        if repo_id is not None:
+            clauses.append("repo_id = ?")
+            params.append(repo_id)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self._rows(
+            f"SELECT * FROM jobs{where} ORDER BY id DESC LIMIT ?",  # noqa: S608
+            (*params, limit),
+        )
+        return [_job(r) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        rows = self._rows("SELECT state, count(*) FROM jobs GROUP BY state")
+        found = {r[0]: int(r[1]) for r in rows}
+        return {state: found.get(state, 0) for state in STATES}
+
+    def delivery_count(self) -> int:
+        return int(self._rows("SELECT count(*) FROM deliveries")[0][0])
+
+    # -- housekeeping -------------------------------------------------------
+
+    def prune(self, before: float) -> int:
+        """Forget finished jobs (and their delivery ids) older than `before`."""
+        with self._write() as conn:
+            old = "SELECT id FROM jobs WHERE state IN ('done', 'superseded') AND finished_at < ?"
+            conn.execute(f"DELETE FROM deliveries WHERE job_id IN ({old})", (before,))  # noqa: S608
+            cursor = conn.execute(f"DELETE FROM jobs WHERE id IN ({old})", (before,))  # noqa: S608
+            return cursor.rowcount
+
+    def claim_schedule(self, name: str, now: float, interval: float) -> bool:
+        """True for exactly one caller per `interval`, across processes."""
+        # Read first: a write every few seconds from every process would look
+        # like a publish to the other processes' metadata caches.
+        due = self._rows("SELECT next_run FROM schedules WHERE name = ?", (name,))
+        if due and due[0][0] > now:
+            return False
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO schedules (name, next_run) VALUES (?, 0) ON CONFLICT DO NOTHING",
+                (name,),
+            )
+            cursor = conn.execute(
+                "UPDATE schedules SET next_run = ? WHERE name = ? AND next_run <= ?",
+                (now + interval, name, now),
+            )
+            return cursor.rowcount == 1
+
+
+def _job(row: sqlite3.Row) -> JobRecord:
+    return JobRecord(
+        id=row["id"],
+        repo_id=row["repo_id"],
+        kind=row["kind"],
+        state=row["state"],
+        source=row["source"],
+        reason=row["reason"],
+        deliveries=row["deliveries"],
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        run_after=row["run_after"],
+        lease_owner=row["lease_owner"],
+        lease_until=row["lease_until"],
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        last_error=row["last_error"],
+        result=row["result"],
+    )

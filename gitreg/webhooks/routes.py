@@ -1,0 +1,233 @@
+"""The webhook endpoints: size cap, JSON, authentication, then a durable job.
+
+Order of checks, for every forge: the body is read up to a cap (413 beyond,
+W7), must be a JSON object (400, W7), names a repository that is looked up
+by its configured forge name (W8), and must carry that repository's secret,
+or the global default (401 otherwise; no secret at all refuses everything,
+W2). Only then is the event interpreted: ping and unused events get 200 and
+change nothing (W4); tag events become a job, stored before the 202 (W5).
+The database work runs off the event loop; no git work happens here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gitreg.addresses import module_address
+from gitreg.api.responses import json_bytes, json_response
+from gitreg.errors import BadRequest, NotFound, PayloadTooLarge, Unauthorized
+from gitreg.git.remotes import normalise_remote
+from gitreg.services import Services, services
+from gitreg.storage.records import RepoRecord
+from gitreg.webhooks.bitbucket import Bitbucket
+from gitreg.webhooks.events import (
+    TAG_REF,
+    Delivery,
+    Forge,
+    change_from_shas,
+    ignore,
+    objects,
+    tag_delivery,
+    text,
+)
+from gitreg.webhooks.gitea import Gitea
+from gitreg.webhooks.github import GitHub
+from gitreg.webhooks.gitlab import GitLab
+from gitreg.webhooks.signatures import resolve_secret
+
+log = logging.getLogger("gitreg.webhooks")
+
+FORGES: tuple[Forge, ...] = (GitHub(), GitLab(), Gitea(), Bitbucket())
+# The public registry's naming convention for module repositories.
+_CONVENTIONAL = re.compile(r"^terraform-(?P<system>[0-9A-Za-z]+)-(?P<name>[0-9A-Za-z_-]+)$")
+
+
+async def read_json(request: Request, limit: int) -> tuple[bytes, dict[str, Any]]:
+    """The raw body and it as a JSON object, refusing oversize bodies before reading them
+    whole and anything that is not a JSON object (W7)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"body over {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"body over {limit} bytes")
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(
+            "body is not JSON; set the webhook's content type to application/json"
+        ) from exc
+    if not isinstance(payload, dict):
+        raise BadRequest("body must be a JSON object")
+    return body, payload
+
+
+def _secret(repo: RepoRecord | None, svc: Services) -> str:
+    own = resolve_secret(repo.webhook_secret) if repo is not None else ""
+    return own or resolve_secret(svc.settings.webhook_secret)
+
+
+def _authenticate(
+    svc: Services, forge: Forge, headers: Mapping[str, str], body: bytes, name: str | None
+) -> list[RepoRecord]:
+    """The registered repositories this delivery proves it is for; [] when it
+    is verified against the default secret but names no registered repository."""
+    repos = svc.index.repos_by_forge_name(name) if name else []
+    if repos:
+        verified = [r for r in repos if forge.verify(headers, body, _secret(r, svc))]
+        if verified:
+            return verified
+        if not any(_secret(r, svc) for r in repos):
+            raise Unauthorized(
+                f"no webhook secret is configured for {name}: refusing every delivery"
+                " (gitreg repo add --webhook-secret, or webhook_secret)"
+            )
+        raise Unauthorized(f"{forge.name} signature or token does not match")
+    default = _secret(None, svc)
+    if not default:
+        if name:
+            raise NotFound(
+                f"repository {name[:200]!r} is not registered with gitreg"
+                " (gitreg repo add URL --module NS/NAME/SYSTEM --forge-repo OWNER/REPO)"
+            )
+        raise Unauthorized("no webhook secret is configured: refusing every delivery")
+    if not forge.verify(headers, body, default):
+        raise Unauthorized(f"{forge.name} signature or token does not match")
+    return []
+
+
+def _auto_register(svc: Services, name: str) -> RepoRecord:
+    """Register `OWNER/terraform-SYSTEM-NAME` as module OWNER/NAME/SYSTEM when
+    the operator allowed that owner; the remote comes from the operator's
+    template, never from the payload (W8)."""
+    settings = svc.settings
+    owners = {o.strip().lower() for o in settings.auto_register_owners.split(",") if o.strip()}
+    parts = name.split("/")
+    match = _CONVENTIONAL.match(parts[-1]) if len(parts) == 2 else None
+    if not owners or parts[0].lower() not in owners or match is None:
+        raise NotFound(f"repository {name[:200]!r} is not registered with gitreg")
+    address = module_address(parts[0], match["name"], match["system"].lower())
+    remote = normalise_remote(
+        settings.auto_register_remote.format(forge_repo=name),
+        allow_local=settings.allow_local_remotes,
+        allow_http=settings.allow_http_remotes,
+    )
+    repo = svc.index.add_repo(remote, name)
+    svc.index.add_module(repo.id, address.namespace, address.name, address.system, "", "")
+    log.info("auto-registered %s as module %s from %s", name, address, remote)
+    return repo
+
+
+def _enqueue(
+    svc: Services, repos: list[RepoRecord], source: str, delivery: Delivery, delivery_id: str
+) -> tuple[int, dict[str, Any]]:
+    reason = delivery.describe()
+    jobs = []
+    for repo in repos:
+        outcome = svc.jobs.submit(repo.id, "sync", source, reason, delivery_id)
+        jobs.append({"id": outcome.job_id, "repository": repo.url, "status": outcome.status})
+        log.info("%s: job %d %s for %s", reason, outcome.job_id, outcome.status, repo.url)
+    fresh = any(j["status"] != "duplicate" for j in jobs)
+    return (202 if fresh else 200), {"status": "queued" if fresh else "duplicate", "jobs": jobs}
+
+
+def accept_forge_delivery(
+    svc: Services, forge: Forge, headers: Mapping[str, str], body: bytes, payload: dict[str, Any]
+) -> tuple[int, dict[str, Any]]:
+    """Blocking part of a forge delivery (database only): authenticate, then act."""
+    name = forge.repository(payload)
+    repos = _authenticate(svc, forge, headers, body, name)
+    delivery = forge.read(headers, payload)
+    if delivery.kind == "ping":
+        return 200, {"status": "ok", "message": "pong"}
+    if delivery.kind == "ignore":
+        return 200, {"status": "ignored", "reason": delivery.note}
+    if not repos:
+        if name is None:
+            return 200, {"status": "ignored", "reason": "payload names no repository"}
+        repos = [_auto_register(svc, name)]
+    return _enqueue(svc, repos, forge.name, delivery, forge.delivery_id(headers))
+
+
+def forge_endpoint(forge: Forge) -> Route:
+    async def receive(request: Request) -> Response:
+        svc = services(request)
+        body, payload = await read_json(request, svc.settings.webhook_max_bytes)
+        status, answer = await run_in_threadpool(
+            accept_forge_delivery, svc, forge, request.headers, body, payload
+        )
+        return json_response(json_bytes(answer), status=status)
+
+    return Route(f"/webhooks/{forge.name}", receive, methods=["POST"], name=f"webhook-{forge.name}")
+
+
+# -- hooks/post-receive ------------------------------------------------------
+
+
+def bearer_token(request: Request) -> str:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def check_token(svc: Services, token: str, scopes: tuple[str, ...]) -> str:
+    name = svc.hook_tokens.check(token, scopes)
+    if name is None:
+        raise Unauthorized(f"a valid {scopes[0]} token is required (gitreg hook-token create)")
+    return name
+
+
+def accept_notification(svc: Services, payload: dict[str, Any]) -> tuple[int, Any]:
+    """`{"repository": "OWNER/REPO", "refs": [{"ref", "old", "new"}], "delivery": id}`
+    from hooks/post-receive, already authenticated."""
+    name = text(payload, "repository")
+    if not name:
+        raise BadRequest("field 'repository' is required")
+    changes = [
+        change_from_shas(ref[len(TAG_REF) :], text(r, "old"), text(r, "new"))
+        for r in objects(payload, "refs")
+        if (ref := text(r, "ref") or "").startswith(TAG_REF)
+    ]
+    delivery = (
+        tag_delivery("hook", "post-receive", changes)
+        if changes
+        else ignore("hook", "post-receive", "no tag changed")
+    )
+    if delivery.kind == "ignore":
+        return 200, {"status": "ignored", "reason": delivery.note}
+    repos = svc.index.repos_by_forge_name(name)
+    if not repos:
+        raise NotFound(
+            f"repository {name[:200]!r} is not registered with gitreg"
+            " (set gitreg.repo in the hook's repository to its --forge-repo name)"
+        )
+    return _enqueue(svc, repos, "hook", delivery, (text(payload, "delivery") or "")[:200])
+
+
+async def notify(request: Request) -> Response:
+    svc = services(request)
+    # The token first: nothing of an unauthenticated body is read or parsed.
+    await run_in_threadpool(check_token, svc, bearer_token(request), ("notify", "admin"))
+    _, payload = await read_json(request, svc.settings.webhook_max_bytes)
+    status, answer = await run_in_threadpool(accept_notification, svc, payload)
+    return json_response(json_bytes(answer), status=status)
+
+
+def routes() -> list[Route]:
+    return [
+        *(forge_endpoint(forge) for forge in FORGES),
+        Route("/webhooks/git", notify, methods=["POST"], name="webhook-git"),
+    ]

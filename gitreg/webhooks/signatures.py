@@ -1,0 +1,66 @@
+"""Checking forge signatures and tokens, always in constant time (W1, W3).
+
+Every check takes the raw request body as received: re-serialised JSON would
+not reproduce the sender's bytes. An empty secret never verifies anything,
+so a route or repository without a secret refuses every delivery (W2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger("gitreg.webhooks")
+
+
+def hmac_sha256_hex(secret: str, body: bytes) -> str:
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def hex_signature_ok(secret: str, body: bytes, sent: str | None, prefix: str = "") -> bool:
+    """`sent` is `prefix` + the hex HMAC-SHA256 of `body` under `secret`.
+
+    GitHub (`X-Hub-Signature-256`) and Bitbucket (`X-Hub-Signature`) send
+    `sha256=<hex>`; Gitea and Forgejo send the bare hex digest.
+    """
+    if not secret or not sent:
+        return False
+    expected = prefix + hmac_sha256_hex(secret, body)
+    # Hex digests compare case-insensitively; compare_digest needs equal types.
+    return hmac.compare_digest(expected.encode(), sent.strip().lower().encode())
+
+
+def token_ok(secret: str, sent: str | None) -> bool:
+    """GitLab sends the secret itself in `X-Gitlab-Token`."""
+    if not secret or not sent:
+        return False
+    return hmac.compare_digest(secret.encode(), sent.encode())
+
+
+def resolve_secret(reference: str) -> str:
+    """A secret from its configured form: `env:NAME`, `file:/path`, or literal.
+
+    Read on every use, so rotating a file or variable needs no restart. A
+    reference that cannot be read yields "" and so refuses deliveries (W2);
+    the reason is logged, the secret never is.
+    """
+    if reference.startswith("env:"):
+        name = reference[4:]
+        value = os.environ.get(name, "")
+        if not value:
+            log.warning("webhook secret variable %s is unset or empty", name)
+        return value
+    if reference.startswith("file:"):
+        path = Path(reference[5:]).expanduser()
+        try:
+            value = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("cannot read webhook secret file %s: %s", path, exc)
+            return ""
+        if not value:
+            log.warning("webhook secret file %s is empty", path)
+        return value
+    return reference
