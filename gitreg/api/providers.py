@@ -1,0 +1,345 @@
+"""Provider registry protocol, `providers.v1` (spec: provider-registry-protocol.md),
+the files it points at, and CI uploads.
+
+    GET      /v1/providers/:namespace/:type/versions
+    GET      /v1/providers/:namespace/:type/:version/download/:os/:arch
+    GET|HEAD /v1/providers/:namespace/:type/:version/files/:filename
+    POST     /api/v1/providers/:namespace/:type/:version/uploads
+    PUT      /api/v1/providers/:namespace/:type/:version/uploads/:id/:filename
+    POST     /api/v1/providers/:namespace/:type/:version/uploads/:id/publish
+
+Metadata answers come from the metadata cache (no database work, and never a
+write, on a hit). Download answers carry absolute URLs (built like module
+download locations, from `public_url` when set); Terraform fetches the zip,
+SHA256SUMS and signature without credentials (TERRAFORM-CLIENT.md), so for a
+private namespace those URLs are time-limited signed URLs (checklist U2) and
+the answer is serialised per request. Files are immutable: ETag and
+`immutable` caching, true Content-Length on HEAD (H2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gitreg.api.blobs import blob_response
+from gitreg.api.responses import json_bytes, json_response
+from gitreg.api.urls import base_url
+from gitreg.auth.tokens import Scope
+from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
+from gitreg.providers.ingest import ProviderPublisher, Published, collect
+from gitreg.providers.names import (
+    MAX_FILENAME,
+    ProviderAddress,
+    check_platform,
+    check_version,
+    provider_address,
+    version_sort_key,
+)
+from gitreg.providers.uploads import UploadStaging
+from gitreg.services import Services, services
+from gitreg.storage.providers import ProviderStore
+
+PREFIX = "/v1/providers"
+UPLOADS = "/api/v1/providers"
+MAX_PUBLISH_BODY = 4096
+
+
+def _address(request: Request) -> ProviderAddress:
+    p = request.path_params
+    return provider_address(p["namespace"], p["type"])
+
+
+def _version(request: Request) -> str:
+    return check_version(request.path_params["version"])
+
+
+def files_path(address: ProviderAddress, version: str, filename: str) -> str:
+    return f"{PREFIX}/{address.namespace}/{address.type}/{version}/files/{filename}"
+
+
+# -- versions -----------------------------------------------------------------
+
+
+def _versions_body(store: ProviderStore, address: ProviderAddress) -> bytes | None:
+    provider = store.find_provider(address.key)
+    if provider is None:
+        return None
+    packages = store.packages_by_version(provider.id)
+    listed = []
+    for version in sorted(
+        store.provider_versions(provider.id), key=lambda v: version_sort_key(v.version)
+    ):
+        listed.append(
+            {
+                "version": version.version,
+                "protocols": list(version.protocols),
+                "platforms": [{"os": p.os, "arch": p.arch} for p in packages.get(version.id, [])],
+            }
+        )
+    return json_bytes({"versions": listed})
+
+
+async def versions(request: Request) -> Response:
+    address = _address(request)
+    svc = services(request)
+    await svc.access.require_read(request, address.namespace, f"provider {address} not found")
+    body = await svc.cache.get(
+        ("provider-versions", address.key), lambda: _versions_body(svc.providers.store, address)
+    )
+    if body is None:
+        raise NotFound(f"provider {address} not found")
+    assert isinstance(body, bytes)
+    return json_response(body)
+
+
+# -- download -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Download:
+    """Everything of one download answer except the URLs' base and signatures."""
+
+    data: dict[str, Any]
+    paths: dict[str, str]  # download_url, shasums_url, shasums_signature_url -> path
+
+
+def _download(
+    store: ProviderStore, address: ProviderAddress, version: str, os_: str, arch: str
+) -> _Download | str:
+    """The answer, or why there is none (404 message)."""
+    provider = store.find_provider(address.key)
+    if provider is None:
+        return f"provider {address} not found"
+    found = store.provider_version(provider.id, version)
+    if found is None:
+        return f"provider {address} has no version {version}"
+    package = next((p for p in store.packages(found.id) if (p.os, p.arch) == (os_, arch)), None)
+    if package is None:
+        return f"provider {address} {version} has no package for {os_}_{arch}"
+    key = store.key(found.key_row)
+    data = {
+        "protocols": list(found.protocols),
+        "os": os_,
+        "arch": arch,
+        "filename": package.filename,
+        "shasum": package.sha256,
+        "signing_keys": {
+            "gpg_public_keys": [
+                {
+                    "key_id": key.key_id,
+                    "ascii_armor": key.ascii_armor,
+                    # Left empty: a trust signature is the public registry's
+                    # partner programme, which has no meaning here (TERRAFORM-CLIENT.md).
+                    "trust_signature": "",
+                }
+            ]
+        },
+    }
+    paths = {
+        "download_url": files_path(address, version, package.filename),
+        "shasums_url": files_path(address, version, found.shasums_filename),
+        "shasums_signature_url": files_path(address, version, found.shasums_filename + ".sig"),
+    }
+    return _Download(data, paths)
+
+
+async def download(request: Request) -> Response:
+    address = _address(request)
+    version = _version(request)
+    os_, arch = check_platform(request.path_params["os"], request.path_params["arch"])
+    svc = services(request)
+    private = await svc.access.require_read(
+        request, address.namespace, f"provider {address} not found"
+    )
+    base = base_url(request, svc.settings)
+    found = await svc.cache.get(
+        ("provider-download", address.key, version, os_, arch),
+        lambda: _download(svc.providers.store, address, version, os_, arch),
+    )
+    if isinstance(found, str):
+        raise NotFound(found)
+    assert isinstance(found, _Download)
+    if private:
+        urls = {k: base + svc.access.signed(p) for k, p in found.paths.items()}
+        return json_response(json_bytes({**found.data, **urls}))
+    body = await svc.cache.get(
+        ("provider-download-body", address.key, version, os_, arch, base),
+        lambda: json_bytes({**found.data, **{k: base + p for k, p in found.paths.items()}}),
+    )
+    assert isinstance(body, bytes)
+    return json_response(body)
+
+
+# -- files --------------------------------------------------------------------
+
+
+def _files(store: ProviderStore, address: ProviderAddress, version: str) -> dict[str, str]:
+    """filename -> blob sha256 for one version's served files."""
+    provider = store.find_provider(address.key)
+    found = store.provider_version(provider.id, version) if provider else None
+    if found is None:
+        return {}
+    files = {p.filename: p.sha256 for p in store.packages(found.id)}
+    files[found.shasums_filename] = found.shasums_sha256
+    files[found.shasums_filename + ".sig"] = found.signature_sha256
+    return files
+
+
+def _media_type(filename: str) -> str:
+    if filename.endswith(".zip"):
+        return "application/zip"
+    if filename.endswith(".sig"):
+        return "application/pgp-signature"
+    return "text/plain; charset=utf-8"
+
+
+async def file(request: Request) -> Response:
+    address = _address(request)
+    version = _version(request)
+    filename = request.path_params["filename"]
+    svc = services(request)
+    files = await svc.cache.get(
+        ("provider-files", address.key, version),
+        lambda: _files(svc.providers.store, address, version),
+    )
+    assert isinstance(files, dict)
+    sha256 = files.get(filename)
+    if sha256 is None:
+        raise NotFound(f"provider {address} {version} has no file {filename[:120]!r}")
+    # Private namespaces' files need the signed URL the download answer gave (U2).
+    return await blob_response(request, sha256, _media_type(filename))
+
+
+# -- uploads ------------------------------------------------------------------
+
+
+def _staging(svc: Services) -> UploadStaging:
+    return UploadStaging(svc.settings.data_dir / "uploads")
+
+
+async def create_upload(request: Request) -> Response:
+    address = _address(request)
+    version = _version(request)
+    svc = services(request)
+    await svc.access.require(request, Scope.publish, address.namespace)
+    upload_id = await run_in_threadpool(_staging(svc).create, address, version)
+    base = base_url(request, svc.settings)
+    location = f"{UPLOADS}/{address.namespace}/{address.type}/{version}/uploads/{upload_id}"
+    return json_response(
+        json_bytes({"upload_id": upload_id, "url": base + location}),
+        status=201,
+        headers={"Location": base + location},
+    )
+
+
+async def put_file(request: Request) -> Response:
+    address = _address(request)
+    version = _version(request)
+    filename = request.path_params["filename"]
+    svc = services(request)
+    await svc.access.require(request, Scope.publish, address.namespace)
+    if len(filename) > MAX_FILENAME:
+        raise BadRequest("file name too long")
+    staging = _staging(svc)
+    directory = await run_in_threadpool(
+        staging.directory, request.path_params["upload_id"], address, version
+    )
+    target, cap = await run_in_threadpool(
+        staging.target,
+        directory,
+        filename,
+        address.type,
+        version,
+        svc.settings.max_provider_package_bytes,
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
+    partial = directory / f".{filename}.partial"
+    out = await run_in_threadpool(partial.open, "wb")
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > cap:
+                raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
+            await run_in_threadpool(out.write, chunk)
+    except BaseException:
+        await run_in_threadpool(out.close)
+        await run_in_threadpool(partial.unlink, True)
+        raise
+    await run_in_threadpool(out.close)
+    await run_in_threadpool(os.replace, partial, target)
+    return json_response(json_bytes({"filename": filename, "size": size}), status=201)
+
+
+async def _publish_options(request: Request) -> bool:
+    body = await request.body()
+    if len(body) > MAX_PUBLISH_BODY:
+        raise PayloadTooLarge("publish options are over 4 KiB")
+    if not body.strip():
+        return False
+    try:
+        options = json.loads(body)
+    except ValueError as exc:
+        raise BadRequest('publish body must be JSON such as {"sign": true}') from exc
+    if not isinstance(options, dict) or not isinstance(options.get("sign", False), bool):
+        raise BadRequest('publish body must be JSON such as {"sign": true}')
+    return bool(options.get("sign", False))
+
+
+def _publish_upload(
+    publisher: ProviderPublisher,
+    staging: UploadStaging,
+    address: ProviderAddress,
+    version: str,
+    upload_id: str,
+    sign: bool,
+) -> Published:
+    directory = staging.directory(upload_id, address, version)
+    try:
+        files = collect(staging.files(directory), address.type, version, strict=True)
+        provider = publisher.store.add_provider(address.namespace, address.type)
+        return publisher.publish(provider, version, files, sign=sign, source="upload")
+    finally:
+        staging.remove(directory)
+
+
+async def publish_upload(request: Request) -> Response:
+    address = _address(request)
+    version = _version(request)
+    svc = services(request)
+    await svc.access.require(request, Scope.publish, address.namespace)
+    sign = await _publish_options(request)
+    published = await run_in_threadpool(
+        _publish_upload,
+        svc.providers,
+        _staging(svc),
+        address,
+        version,
+        request.path_params["upload_id"],
+        sign,
+    )
+    status = 201 if published.status == "published" else 200
+    return json_response(json_bytes(published.to_json()), status=status)
+
+
+def routes() -> list[Route]:
+    one = PREFIX + "/{namespace}/{type}"
+    up = UPLOADS + "/{namespace}/{type}/{version}/uploads"
+    return [
+        Route(one + "/versions", versions, methods=["GET"]),
+        Route(one + "/{version}/download/{os}/{arch}", download, methods=["GET"]),
+        Route(one + "/{version}/files/{filename}", file, methods=["GET", "HEAD"]),
+        Route(up, create_upload, methods=["POST"]),
+        Route(up + "/{upload_id}/publish", publish_upload, methods=["POST"]),
+        Route(up + "/{upload_id}/{filename}", put_file, methods=["PUT"]),
+    ]
