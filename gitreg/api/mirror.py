@@ -1,0 +1,91 @@
+"""Provider network mirror protocol (spec: provider-network-mirror-protocol.md).
+
+Base URL `https://HOST/mirror/`, so the CLI configuration is
+
+    provider_installation { network_mirror { url = "https://HOST/mirror/" } }
+
+    GET /mirror/:hostname/:namespace/:type/index.json      {"versions": {...}}
+    GET /mirror/:hostname/:namespace/:type/:version.json   {"archives": {...}}
+    GET|HEAD /mirror/:hostname/:namespace/:type/terraform-provider-TYPE_V_OS_ARCH.zip
+
+JSON is `application/json` (Terraform requires it, TERRAFORM-CLIENT.md) with an
+ETag, and a matching If-None-Match gets 304 (checklist H2). Archive URLs in
+VERSION.json are relative file names, resolved by Terraform against the
+VERSION.json URL, so zips are served by gitreg beside the JSON with the blob
+helper (immutable, ETag = sha256). Providers published to gitreg appear under
+gitreg's own hostnames and obey namespace privacy (issue 6): Terraform sends no
+credentials for the zips, so a private namespace's zip URLs are signed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gitreg.api.blobs import blob_response
+from gitreg.api.responses import json_bytes, json_response
+from gitreg.errors import NotFound
+from gitreg.mirror.addresses import ProviderAddress, provider_address
+from gitreg.services import Services, services
+
+PREFIX = "/mirror"
+
+
+def _etag(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def _json(request: Request, body: bytes) -> Response:
+    etag = _etag(body)
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return json_response(body, headers=headers)
+
+
+def _sign_archives(svc: Services, request: Request, body: bytes) -> bytes:
+    """A private namespace's zips are only served through signed URLs (U2)."""
+    document = json.loads(body)
+    directory = request.url.path.rsplit("/", 1)[0]
+    for archive in document.get("archives", {}).values():
+        archive["url"] += "?" + svc.access.signer.sign(f"{directory}/{archive['url']}")
+    return json_bytes(document)
+
+
+async def mirror_file(request: Request) -> Response:
+    params = request.path_params
+    address: ProviderAddress = provider_address(
+        params["hostname"], params["namespace"], params["type"]
+    )
+    svc = services(request)
+    mirror = svc.mirror
+    private = False
+    if mirror.is_local(address):
+        private = await svc.access.require_read(
+            request, address.namespace, f"provider {address} not found"
+        )
+    name: str = params["file"]
+    if name == "index.json":
+        return _json(request, await mirror.index_json(address))
+    if name.endswith(".json"):
+        body = await mirror.version_json(address, name[: -len(".json")])
+        if private:
+            # Signed URLs expire, so this body is never cached or given an old ETag.
+            return json_response(_sign_archives(svc, request, body))
+        return _json(request, body)
+    if name.endswith(".zip"):
+        sha256 = await mirror.archive_sha256(address, name)
+        return await blob_response(request, sha256, "application/zip")
+    raise NotFound(f"no such mirror file {name[:120]!r}")
+
+
+def routes() -> list[Route]:
+    return [
+        Route(
+            PREFIX + "/{hostname}/{namespace}/{type}/{file}", mirror_file, methods=["GET", "HEAD"]
+        )
+    ]

@@ -1,0 +1,14 @@
+"""The provider network mirror (issue 5, docs/mirror.md): a verified pull-through
+cache of provider registries, served with the provider network mirror protocol
+(spec: provider-network-mirror-protocol.md), plus `gitreg mirror sync|export`.
+
+    addresses    provider addresses and platforms
+    constraints  Terraform's version constraint language, exactly
+    config       required_providers and .terraform.lock.hcl from a configuration
+    options      the mirror's settings: upstream mapping, allow list, platforms, limits
+    upstream     the outbound client: discovery, providers.v1, bounded https fetches
+    verify       signature, SHA256SUMS and zip checks before anything is kept
+    hosted       gitreg's own providers (issue 4's storage) as mirror entries
+    service      the cache itself: single-flight fills, stale-if-error, JSON bodies
+    export       the static mirror layout
+"""

@@ -1,0 +1,60 @@
+"""gitreg's own providers (issue 4's storage) as seen by the mirror.
+
+Providers published to gitreg appear in the mirror under gitreg's own
+hostnames (the host of `public_url`, plus `mirror_hostnames`), with the same
+zips and the `h1:`/`zh:` hashes computed when they were published. Blocking:
+callers run these in a thread (the metadata cache does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitreg.mirror.constraints import ConstraintError, parse_version
+from gitreg.storage.providers import ProviderStore
+
+
+@dataclass(frozen=True)
+class HostedPackage:
+    platform: str
+    filename: str
+    sha256: str
+    size: int
+    h1: str
+
+
+@dataclass(frozen=True)
+class HostedProvider:
+    namespace: str
+    type: str
+    versions: dict[str, tuple[HostedPackage, ...]]  # version -> packages
+
+
+class HostedProviders:
+    def __init__(self, store: ProviderStore) -> None:
+        self._store = store
+
+    def provider(self, namespace: str, type_: str) -> HostedProvider | None:
+        record = self._store.find_provider(f"{namespace}/{type_}")
+        if record is None:
+            return None
+        packages = self._store.packages_by_version(record.id)
+        versions: dict[str, tuple[HostedPackage, ...]] = {}
+        for version in self._store.provider_versions(record.id):
+            try:
+                parse_version(version.version)
+            except ConstraintError:
+                continue
+            versions[version.version] = tuple(
+                HostedPackage(f"{p.os}_{p.arch}", p.filename, p.sha256, p.size, p.h1)
+                for p in packages.get(version.id, [])
+            )
+        return HostedProvider(record.namespace.lower(), record.type.lower(), versions)
+
+    def all(self) -> list[HostedProvider]:
+        found = []
+        for record in self._store.providers():
+            hosted = self.provider(record.namespace, record.type)
+            if hosted is not None:
+                found.append(hosted)
+        return found

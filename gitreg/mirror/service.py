@@ -1,0 +1,507 @@
+"""The pull-through cache behind the mirror protocol and `gitreg mirror sync`.
+
+Version lists (`index.json`): an upstream's list is reused for
+`mirror_index_ttl` seconds, then asked again. When asking fails (down, 5xx,
+timeout, a bad answer) the last good list is served for up to
+`mirror_stale_if_error` seconds after it was fetched (checklist M3), and the
+upstream is not asked again for `RETRY_AFTER` seconds.
+
+Packages (`VERSION.json` and the zips): on a miss the packages of the version
+for the platforms in `mirror_platforms` are fetched and verified together
+(gitreg.mirror.verify), each at most once at a time however many requests
+wait for it (single-flight, M2). A package that fails is remembered for
+`RETRY_AFTER` seconds so a broken upstream is not hammered, and is never
+stored (M1). Stored packages are never replaced (M4).
+
+Warm hits read pre-serialised bytes from the metadata cache: no JSON encoding,
+no database access, no write. Every write here invalidates this process's
+cache; other processes notice through the index's `data_version`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import anyio.to_thread
+
+from gitreg.api.responses import json_bytes
+from gitreg.cache import MetadataCache
+from gitreg.errors import GitregError, NotFound, UpstreamError
+from gitreg.mirror.addresses import PLATFORM_RE, ProviderAddress
+from gitreg.mirror.constraints import ConstraintError, Version, parse_version
+from gitreg.mirror.hosted import HostedPackage, HostedProvider, HostedProviders
+from gitreg.mirror.options import MirrorOptions, mirror_options
+from gitreg.mirror.upstream import Progress, UpstreamClient, UpstreamNotFound
+from gitreg.mirror.verify import verify_checksums, verify_zip
+from gitreg.providers.checksums import MAX_SHASUMS_BYTES
+from gitreg.providers.package import PackageLimits
+from gitreg.providers.signing import MAX_SIGNATURE_BYTES
+from gitreg.settings import Settings
+from gitreg.storage.blobs import FileBlobStore
+from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage, MirrorStore
+from gitreg.storage.providers import ProviderStore
+
+log = logging.getLogger("gitreg.mirror")
+
+T = TypeVar("T")
+RETRY_AFTER = 30.0
+MAX_FAILURES = 10_000  # remembered failures; bounded like the metadata cache
+
+
+def archive_filename(type_: str, version: str, platform: str) -> str:
+    """The zip's name in the mirror: `terraform providers mirror`'s layout."""
+    return f"terraform-provider-{type_}_{version}_{platform}.zip"
+
+
+def parse_archive_filename(type_: str, filename: str) -> tuple[str, str]:
+    """(version, platform) from an archive name; raises NotFound when it is not one."""
+    prefix = f"terraform-provider-{type_}_"
+    if not filename.startswith(prefix) or not filename.endswith(".zip"):
+        raise NotFound(f"no such file {filename[:120]!r}")
+    parts = filename[len(prefix) : -len(".zip")].rsplit("_", 2)
+    platform = f"{parts[1]}_{parts[2]}" if len(parts) == 3 else ""
+    if not PLATFORM_RE.match(platform):
+        raise NotFound(f"no such file {filename[:120]!r}")
+    return parts[0], platform
+
+
+def _sorted_versions(versions: list[str]) -> list[str]:
+    return sorted(versions, key=parse_version)
+
+
+class SingleFlight:
+    """At most one run per key at a time; concurrent callers share its result."""
+
+    def __init__(self) -> None:
+        self._running: dict[Hashable, asyncio.Task[Any]] = {}
+
+    async def run(self, key: Hashable, factory: Callable[[], Awaitable[T]]) -> T:
+        task = self._running.get(key)
+        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
+            task = asyncio.ensure_future(factory())
+            self._running[key] = task
+            task.add_done_callback(lambda done: self._finished(key, done))
+        # shield: a client that disconnects does not cancel the others' fetch.
+        return await asyncio.shield(task)
+
+    def _finished(self, key: Hashable, task: asyncio.Task[Any]) -> None:
+        if self._running.get(key) is task:
+            del self._running[key]
+        if not task.cancelled():
+            task.exception()  # retrieved, so an unawaited failure is not logged as lost
+
+    def in_flight(self) -> int:
+        return len(self._running)
+
+
+@dataclass(frozen=True)
+class VersionView:
+    """What VERSION.json says now, and whether a fill could add to it."""
+
+    body: bytes
+    packages: tuple[MirrorPackage, ...]
+    missing: tuple[str, ...]  # wanted platforms the upstream offers and we lack
+
+
+class _HashingFile:
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.hash.update(data)
+        self.size += len(data)
+        return self.raw.write(data)
+
+
+class MirrorService:
+    def __init__(
+        self,
+        options: MirrorOptions,
+        store: MirrorStore,
+        blobs: FileBlobStore,
+        cache: MetadataCache[object],
+        upstream: UpstreamClient,
+        hosted: HostedProviders | None = None,
+    ) -> None:
+        self.options = options
+        self.store = store
+        self.blobs = blobs
+        self.cache = cache
+        self.upstream = upstream
+        self.hosted = hosted
+        self.flight = SingleFlight()
+        self._fresh: dict[str, float] = {}  # provider key -> monotonic time it was good
+        # (provider, version, platform) -> (monotonic time to retry after, the error)
+        self._failed: dict[tuple[str, str, str], tuple[float, GitregError]] = {}
+        self._limits = PackageLimits(
+            options.max_package_bytes, options.max_unpacked_bytes, options.max_files
+        )
+
+    # -- which source ------------------------------------------------------------------
+
+    def is_local(self, address: ProviderAddress) -> bool:
+        return address.hostname in self.options.local_hostnames
+
+    def check_allowed(self, address: ProviderAddress) -> None:
+        if not self.options.allowed(address):
+            raise NotFound(
+                f"{address} is not mirrored here: its hostname/namespace is not in"
+                " mirror_allow, and no upstream is mapped for its hostname"
+            )
+
+    async def hosted_view(self, address: ProviderAddress) -> HostedView:
+        """gitreg's own provider, with its JSON answers serialised once."""
+        hosted = self.hosted
+        found = None
+        if hosted is not None:
+            found = await self.cache.get(
+                ("mirror-hosted", address.key),
+                lambda: _hosted_view(hosted.provider(address.namespace, address.type)),
+            )
+        if not isinstance(found, HostedView):
+            raise NotFound(f"provider {address} not found")
+        return found
+
+    # -- index.json ---------------------------------------------------------------------
+
+    async def index_json(self, address: ProviderAddress) -> bytes:
+        if self.is_local(address):
+            return (await self.hosted_view(address)).index_body
+        self.check_allowed(address)
+        await self.current_index(address)
+        body = await self.cache.get(
+            ("mirror-index", address.key), lambda: self._index_body(address)
+        )
+        if not isinstance(body, bytes):
+            raise NotFound(f"provider {address} not found")
+        return body
+
+    def _index_body(self, address: ProviderAddress) -> bytes | None:
+        index = self.store.index(address.key)
+        if index is None:
+            return None
+        return json_bytes({"versions": {v: {} for v in _sorted_versions(_names(index))}})
+
+    async def current_index(self, address: ProviderAddress, force: bool = False) -> CachedIndex:
+        """The upstream's version list: fresh, re-fetched, or stale within the window."""
+        good_at = self._fresh.get(address.key)
+        fresh = good_at is not None and time.monotonic() - good_at < self.options.index_ttl
+        if fresh and not force:
+            cached = await self.cache.get(
+                ("mirror-index-record", address.key), lambda: self.store.index(address.key)
+            )
+            if isinstance(cached, CachedIndex):
+                return cached
+        try:
+            return await self.flight.run(("index", address.key), lambda: self._refresh(address))
+        except UpstreamNotFound as exc:
+            raise NotFound(f"provider {address} not found upstream: {exc}") from exc
+        except UpstreamError as exc:
+            stored = await anyio.to_thread.run_sync(self.store.index, address.key)
+            if stored is None or time.time() - stored.fetched_at > self.options.stale_if_error:
+                raise
+            age = time.time() - stored.fetched_at
+            # Stale-if-error (M3): serve the last good list and back off a little.
+            log.warning(
+                "%s: upstream failed (%s); serving the list from %.0fs ago", address, exc, age
+            )
+            self._fresh[address.key] = (
+                time.monotonic() - self.options.index_ttl + min(RETRY_AFTER, self.options.index_ttl)
+            )
+            return stored
+
+    async def _refresh(self, address: ProviderAddress) -> CachedIndex:
+        listed = await self.upstream.versions(address)
+        versions = [CachedVersion(v.version, v.protocols, v.platforms) for v in listed]
+        now = time.time()
+        changed = await anyio.to_thread.run_sync(
+            lambda: self.store.save_index(
+                address.key, address.hostname, address.namespace, address.type, versions, now
+            )
+        )
+        if changed:
+            self.cache.invalidate()
+        self._fresh[address.key] = time.monotonic()
+        return CachedIndex(
+            address.key, address.hostname, address.namespace, address.type, tuple(versions), now
+        )
+
+    # -- VERSION.json -------------------------------------------------------------------
+
+    async def version_json(self, address: ProviderAddress, version: str) -> bytes:
+        _check_version(address, version)
+        if self.is_local(address):
+            bodies = (await self.hosted_view(address)).version_bodies
+            if version not in bodies:
+                raise NotFound(f"provider {address} has no version {version}")
+            return bodies[version]
+        self.check_allowed(address)
+        view = await self._view(address, version)
+        if view.missing or not view.packages:
+            errors = await self.fill_version(address, version)
+            view = await self._view(address, version)
+            if not view.packages:
+                if errors:
+                    raise errors[0]
+                raise NotFound(f"provider {address} {version} has no package for any platform")
+        return view.body
+
+    async def _view(self, address: ProviderAddress, version: str) -> VersionView:
+        found = await self.cache.get(
+            ("mirror-version", address.key, version), lambda: self._build_view(address, version)
+        )
+        assert isinstance(found, VersionView)
+        return found
+
+    def _build_view(self, address: ProviderAddress, version: str) -> VersionView:
+        packages = tuple(self.store.packages(address.key, version))
+        have = {p.platform for p in packages}
+        index = self.store.index(address.key)
+        offered = next(
+            (v.platforms for v in (index.versions if index else ()) if v.version == version), ()
+        )
+        wanted = [p for p in self.options.platforms if not offered or p in offered]
+        body = _archives_body(
+            address.type,
+            version,
+            [HostedPackage(p.platform, p.filename, p.sha256, p.size, p.h1) for p in packages],
+        )
+        return VersionView(body, packages, tuple(p for p in wanted if p not in have))
+
+    async def fill_version(self, address: ProviderAddress, version: str) -> list[GitregError]:
+        """Fetch the version's missing packages for `mirror_platforms` (those the
+        upstream offers); returns the errors of those that failed."""
+        index = await self.current_index(address)
+        listed = next((v for v in index.versions if v.version == version), None)
+        if listed is None:
+            raise NotFound(f"provider {address} has no version {version}")
+        wanted = self.options.platforms
+        targets = [p for p in wanted if not listed.platforms or p in listed.platforms]
+        results = await asyncio.gather(
+            *(self.ensure_package(address, version, p) for p in targets), return_exceptions=True
+        )
+        errors: list[GitregError] = []
+        for platform, result in zip(targets, results, strict=True):
+            if isinstance(result, GitregError):
+                if not isinstance(result, NotFound):  # NotFound: a platform the upstream lacks
+                    errors.append(result)
+                log.warning("%s %s %s: %s", address, version, platform, result)
+            elif isinstance(result, BaseException):
+                raise result
+        return errors
+
+    # -- archives -----------------------------------------------------------------------
+
+    async def archive_sha256(self, address: ProviderAddress, filename: str) -> str:
+        version, platform = parse_archive_filename(address.type, filename)
+        _check_version(address, version)
+        if self.is_local(address):
+            sha256 = (await self.hosted_view(address)).archives.get((version, platform))
+            if sha256 is None:
+                raise NotFound(f"no such file {filename[:120]!r}")
+            return sha256
+        self.check_allowed(address)
+        found = await self.cache.get(
+            ("mirror-archive", address.key, version, platform),
+            lambda: self.store.package(address.key, version, platform),
+        )
+        if isinstance(found, MirrorPackage):
+            return found.sha256
+        # Pull-through for a platform VERSION.json did not list, but only for a
+        # version and platform the upstream lists: made-up names cost no request.
+        index = await self.current_index(address)
+        listed = next((v for v in index.versions if v.version == version), None)
+        if listed is None or (listed.platforms and platform not in listed.platforms):
+            raise NotFound(f"no such file {filename[:120]!r}")
+        return (await self.ensure_package(address, version, platform)).sha256
+
+    # -- one package --------------------------------------------------------------------
+
+    async def ensure_package(
+        self,
+        address: ProviderAddress,
+        version: str,
+        platform: str,
+        progress: Progress | None = None,
+    ) -> MirrorPackage:
+        stored = await anyio.to_thread.run_sync(self.store.package, address.key, version, platform)
+        if stored is not None:
+            return stored
+        key = (address.key, version, platform)
+        failed = self._failed.get(key)
+        if failed and time.monotonic() < failed[0]:
+            raise failed[1]
+        if len(self._failed) > MAX_FAILURES:
+            self._failed.clear()
+        try:
+            return await self.flight.run(
+                ("package", *key), lambda: self._fill_package(address, version, platform, progress)
+            )
+        except UpstreamNotFound as exc:
+            # A platform the upstream does not have stays absent for a while.
+            error: GitregError = NotFound(str(exc))
+            hold = max(RETRY_AFTER, self.options.index_ttl)
+            self._failed[key] = (time.monotonic() + hold, error)
+            raise error from exc
+        except GitregError as exc:
+            self._failed[key] = (time.monotonic() + RETRY_AFTER, exc)
+            raise
+
+    async def _fill_package(
+        self, address: ProviderAddress, version: str, platform: str, progress: Progress | None
+    ) -> MirrorPackage:
+        what = f"{address} {version} {platform}"
+        info = await self.upstream.download(address, version, platform)
+        shasums, signature = await asyncio.gather(
+            self.upstream.fetch_small(info.shasums_url, f"SHA256SUMS of {what}", MAX_SHASUMS_BYTES),
+            self.upstream.fetch_small(
+                info.shasums_signature_url, f"SHA256SUMS signature of {what}", MAX_SIGNATURE_BYTES
+            ),
+        )
+        key_id, expected = await anyio.to_thread.run_sync(
+            verify_checksums, address, info, shasums, signature
+        )
+        fd, name = tempfile.mkstemp(dir=self.blobs.root / "tmp", prefix="blob-mirror-")
+        path = Path(name)
+        try:
+            with open(fd, "wb") as raw:
+                sink = _HashingFile(raw)
+                headers = await self.upstream.fetch_to(
+                    info.download_url,
+                    f"package {what}",
+                    self.options.max_package_bytes,
+                    sink,
+                    progress,
+                )
+            package = await anyio.to_thread.run_sync(
+                lambda: verify_zip(
+                    address,
+                    info,
+                    path,
+                    sink.hash.hexdigest(),
+                    expected,
+                    headers.get("content-type", ""),
+                    self._limits,
+                )
+            )
+            record = MirrorPackage(
+                provider_key=address.key,
+                version=version,
+                platform=platform,
+                filename=archive_filename(address.type, version, platform),
+                sha256=package.sha256,
+                size=package.size,
+                h1=package.h1,
+                protocols=info.protocols,
+                key_id=key_id,
+                source_url=info.download_url,
+                fetched_at=time.time(),
+            )
+            stored = await anyio.to_thread.run_sync(self._keep, path, record)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        self.cache.invalidate()
+        log.info("mirrored %s (%d bytes, signed by %s)", what, stored.size, stored.key_id)
+        return stored
+
+    def _keep(self, path: Path, record: MirrorPackage) -> MirrorPackage:
+        """Blob first (durable, S2), then the row: a crash leaves at most an orphan blob."""
+        with self.blobs.writer() as sink, path.open("rb") as source:
+            while chunk := source.read(1024 * 1024):
+                sink.write(chunk)
+        assert sink.result is not None
+        if sink.result.sha256 != record.sha256:
+            raise UpstreamError(f"{record.filename}: the file changed while being stored")
+        stored = self.store.add_package(record)
+        if stored.sha256 != record.sha256:
+            log.warning(
+                "%s %s %s: upstream now serves other bytes (%s); keeping the cached %s (M4)",
+                record.provider_key,
+                record.version,
+                record.platform,
+                record.sha256,
+                stored.sha256,
+            )
+        return stored
+
+
+@dataclass(frozen=True)
+class HostedView:
+    index_body: bytes
+    version_bodies: dict[str, bytes]
+    archives: dict[tuple[str, str], str]  # (version, platform) -> sha256
+
+
+def _hosted_view(provider: HostedProvider | None) -> HostedView | None:
+    if provider is None:
+        return None
+    listed = _sorted_versions(list(provider.versions))
+    return HostedView(
+        index_body=json_bytes({"versions": {v: {} for v in listed}}),
+        version_bodies={
+            v: _archives_body(provider.type, v, packages)
+            for v, packages in provider.versions.items()
+        },
+        archives={
+            (v, p.platform): p.sha256 for v, packages in provider.versions.items() for p in packages
+        },
+    )
+
+
+def _names(index: CachedIndex) -> list[str]:
+    return [v.version for v in index.versions]
+
+
+def _check_version(address: ProviderAddress, version: str) -> Version:
+    try:
+        return parse_version(version)
+    except ConstraintError as exc:
+        raise NotFound(f"provider {address} has no version {version[:80]!r}") from exc
+
+
+def _archives_body(type_: str, version: str, packages: Any) -> bytes:
+    # Relative URLs resolve against VERSION.json's own URL (spec: "url"), so the
+    # zip sits beside it, as in `terraform providers mirror` output; both h1: and
+    # zh: are always given (M4), so Terraform verifies and locks what it installs.
+    return json_bytes(
+        {
+            "archives": {
+                p.platform: {
+                    "url": archive_filename(type_, version, p.platform),
+                    "hashes": [p.h1, f"zh:{p.sha256}"],
+                }
+                for p in packages
+            }
+        }
+    )
+
+
+def build_mirror(
+    settings: Settings,
+    index: SQLiteIndex,
+    blobs: FileBlobStore,
+    cache: MetadataCache[object],
+    providers: ProviderStore | None = None,
+) -> MirrorService:
+    options = mirror_options(settings)
+    return MirrorService(
+        options,
+        MirrorStore(index),
+        blobs,
+        cache,
+        UpstreamClient(options),
+        HostedProviders(providers) if providers is not None else None,
+    )

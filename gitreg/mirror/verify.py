@@ -1,0 +1,110 @@
+"""Verification of an upstream package before the mirror keeps it (checklist M1).
+
+Terraform installs from a network mirror without any signature check of its
+own (TERRAFORM-CLIENT.md, Network mirror), so the mirror does what the CLI
+would have done against the origin registry, in this order:
+
+1. the detached signature over SHA256SUMS verifies against one of the
+   upstream's `signing_keys` (before the zip is even downloaded);
+2. SHA256SUMS lists the package's `filename`, with the `shasum` the download
+   metadata announced;
+3. the downloaded bytes are a zip whose sha256 is that line's;
+4. the zip unpacks within limits (zip bombs, checklist P4) and has the layout
+   Terraform needs; this also yields its `h1:` hash.
+
+The parsing, signature and zip functions are issue 4's (gitreg.providers), so
+in-house and mirrored providers are held to one standard. Every refusal is a
+`VerificationError` whose message names the reason. These functions block:
+callers run them in a thread.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitreg.errors import BadRequest, UpstreamError
+from gitreg.mirror.addresses import ProviderAddress
+from gitreg.mirror.upstream import DownloadInfo
+from gitreg.providers.checksums import parse_shasums
+from gitreg.providers.package import PackageError, PackageInfo, PackageLimits, inspect_package
+from gitreg.providers.signing import (
+    PublicKeyInfo,
+    SignatureError,
+    parse_public_key,
+    verify_detached,
+)
+
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+
+
+class VerificationError(UpstreamError):
+    """An upstream package failed a check; it was not stored and is not served."""
+
+
+def verify_checksums(
+    address: ProviderAddress, download: DownloadInfo, shasums: bytes, signature: bytes
+) -> tuple[str, str]:
+    """Steps 1-2: (key ID of the signer, expected sha256 of the zip)."""
+    keys: list[PublicKeyInfo] = []
+    for armor in download.public_keys:
+        try:
+            keys.append(parse_public_key(armor.encode()))
+        except BadRequest:
+            continue  # one unreadable key does not spoil the others
+    if not keys:
+        raise VerificationError(f"{address}: none of the upstream's signing keys is readable")
+    try:
+        verified = verify_detached(
+            shasums, signature, keys, f"{address.hostname}/{address.namespace}"
+        )
+    except SignatureError as exc:
+        raise VerificationError(
+            f"{address}: the SHA256SUMS signature does not verify against the upstream's"
+            f" signing keys: {exc}"
+        ) from exc
+    try:
+        entries = parse_shasums(shasums)
+    except BadRequest as exc:
+        raise VerificationError(f"{address}: unusable SHA256SUMS: {exc}") from exc
+    listed = entries.get(download.filename)
+    if listed is None:
+        raise VerificationError(f"{address}: SHA256SUMS does not list {download.filename}")
+    if listed != download.shasum:
+        raise VerificationError(
+            f"{address}: the download metadata's shasum for {download.filename} differs"
+            " from its signed SHA256SUMS"
+        )
+    return verified.signer.key_id, listed
+
+
+def verify_zip(
+    address: ProviderAddress,
+    download: DownloadInfo,
+    path: Path,
+    sha256: str,
+    expected: str,
+    content_type: str,
+    limits: PackageLimits,
+) -> PackageInfo:
+    """Steps 3-4 on the downloaded file; returns its hashes."""
+    with path.open("rb") as head:
+        magic = head.read(4)
+    if magic not in _ZIP_MAGIC:
+        shown = content_type or "no Content-Type"
+        raise VerificationError(
+            f"{address}: {download.filename} is not a zip archive (upstream sent {shown},"
+            f" starting {magic!r}; an error page?)"
+        )
+    if sha256 != expected:
+        raise VerificationError(
+            f"{address}: {download.filename} has sha256 {sha256}, but the signed SHA256SUMS"
+            f" says {expected}"
+        )
+    os_ = download.platform.partition("_")[0]
+    try:
+        info = inspect_package(path, address.type, os_, limits)
+    except PackageError as exc:
+        raise VerificationError(f"{address}: {download.filename} refused: {exc}") from exc
+    if info.sha256 != expected:  # the file changed under us: never keep it
+        raise VerificationError(f"{address}: {download.filename} changed while being checked")
+    return info

@@ -1,0 +1,201 @@
+"""All SQL of the provider network mirror (migration `0004-mirror`).
+
+`MirrorStore` shares `SQLiteIndex`'s connection and lock, as the provider and
+job stores do: one writer per process, `BEGIN IMMEDIATE` writes (checklist S1).
+Commits on the shared connection do not move its `PRAGMA data_version`, so the
+mirror invalidates its own process's metadata cache after writing; other
+processes notice through their connections.
+
+Package rows are immutable (checklist M4): a second fill of the same
+(provider, version, platform) keeps the first row, and `add_package` reports
+the stored one so the caller can see a conflicting upstream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from gitreg.storage.index import SQLiteIndex
+
+
+@dataclass(frozen=True)
+class CachedVersion:
+    version: str
+    protocols: tuple[str, ...]
+    platforms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CachedIndex:
+    provider_key: str
+    hostname: str
+    namespace: str
+    type: str
+    versions: tuple[CachedVersion, ...]
+    fetched_at: float
+
+
+@dataclass(frozen=True)
+class MirrorPackage:
+    provider_key: str
+    version: str
+    platform: str
+    filename: str
+    sha256: str
+    size: int
+    h1: str
+    protocols: tuple[str, ...]
+    key_id: str
+    source_url: str
+    fetched_at: float
+
+    @property
+    def zh(self) -> str:
+        return f"zh:{self.sha256}"
+
+
+class MirrorStore:
+    def __init__(self, index: SQLiteIndex) -> None:
+        self._index = index
+
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._index._write()
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        return self._index._rows(sql, params)
+
+    # -- version lists ------------------------------------------------------------------
+
+    def index(self, provider_key: str) -> CachedIndex | None:
+        rows = self._rows("SELECT * FROM mirror_indexes WHERE provider_key = ?", (provider_key,))
+        return _index(rows[0]) if rows else None
+
+    def indexes(self) -> list[CachedIndex]:
+        return [_index(r) for r in self._rows("SELECT * FROM mirror_indexes ORDER BY provider_key")]
+
+    def save_index(
+        self,
+        provider_key: str,
+        hostname: str,
+        namespace: str,
+        type_: str,
+        versions: list[CachedVersion],
+        fetched_at: float,
+    ) -> bool:
+        """Record a good upstream answer; True when the version list changed."""
+        document = json.dumps(
+            [
+                {
+                    "version": v.version,
+                    "protocols": list(v.protocols),
+                    "platforms": list(v.platforms),
+                }
+                for v in versions
+            ],
+            separators=(",", ":"),
+        )
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT versions FROM mirror_indexes WHERE provider_key = ?", (provider_key,)
+            ).fetchone()
+            conn.execute(
+                "INSERT INTO mirror_indexes (provider_key, hostname, namespace, type, versions,"
+                " fetched_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (provider_key) DO UPDATE"
+                " SET versions = excluded.versions, fetched_at = excluded.fetched_at",
+                (provider_key, hostname, namespace, type_, document, fetched_at),
+            )
+        return row is None or row["versions"] != document
+
+    # -- packages -----------------------------------------------------------------------
+
+    def packages(self, provider_key: str, version: str | None = None) -> list[MirrorPackage]:
+        if version is None:
+            rows = self._rows(
+                "SELECT * FROM mirror_packages WHERE provider_key = ? ORDER BY version, platform",
+                (provider_key,),
+            )
+        else:
+            rows = self._rows(
+                "SELECT * FROM mirror_packages WHERE provider_key = ? AND version = ?"
+                " ORDER BY platform",
+                (provider_key, version),
+            )
+        return [_package(r) for r in rows]
+
+    def package(self, provider_key: str, version: str, platform: str) -> MirrorPackage | None:
+        rows = self._rows(
+            "SELECT * FROM mirror_packages WHERE provider_key = ? AND version = ? AND platform = ?",
+            (provider_key, version, platform),
+        )
+        return _package(rows[0]) if rows else None
+
+    def cached_provider_keys(self) -> list[str]:
+        rows = self._rows("SELECT DISTINCT provider_key FROM mirror_packages ORDER BY 1")
+        return [str(r[0]) for r in rows]
+
+    def add_package(self, package: MirrorPackage) -> MirrorPackage:
+        """Insert unless present; returns the row now stored (the older one wins, M4)."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO mirror_packages (provider_key, version, platform, filename, sha256,"
+                " size, h1, protocols, key_id, source_url, fetched_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (
+                    package.provider_key,
+                    package.version,
+                    package.platform,
+                    package.filename,
+                    package.sha256,
+                    package.size,
+                    package.h1,
+                    json.dumps(list(package.protocols)),
+                    package.key_id,
+                    package.source_url,
+                    package.fetched_at,
+                ),
+            )
+        stored = self.package(package.provider_key, package.version, package.platform)
+        assert stored is not None
+        return stored
+
+    def blob_is_referenced(self, sha256: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM mirror_packages WHERE sha256 = ? LIMIT 1", (sha256,)))
+
+
+def _index(row: sqlite3.Row) -> CachedIndex:
+    versions = tuple(
+        CachedVersion(
+            str(v["version"]),
+            tuple(str(p) for p in v.get("protocols", [])),
+            tuple(str(p) for p in v.get("platforms", [])),
+        )
+        for v in json.loads(row["versions"])
+    )
+    return CachedIndex(
+        provider_key=row["provider_key"],
+        hostname=row["hostname"],
+        namespace=row["namespace"],
+        type=row["type"],
+        versions=versions,
+        fetched_at=float(row["fetched_at"]),
+    )
+
+
+def _package(row: sqlite3.Row) -> MirrorPackage:
+    return MirrorPackage(
+        provider_key=row["provider_key"],
+        version=row["version"],
+        platform=row["platform"],
+        filename=row["filename"],
+        sha256=row["sha256"],
+        size=int(row["size"]),
+        h1=row["h1"],
+        protocols=tuple(json.loads(row["protocols"])),
+        key_id=row["key_id"],
+        source_url=row["source_url"],
+        fetched_at=float(row["fetched_at"]),
+    )
