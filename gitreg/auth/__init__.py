@@ -1,0 +1,1 @@
+"""Who may read and publish: API tokens, namespace visibility, signed download URLs."""

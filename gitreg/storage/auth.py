@@ -1,0 +1,108 @@
+"""SQL for API tokens and namespace visibility (issue 6; checklist U1).
+
+Tokens are stored only as sha256 hex of the secret: the secret is 32 random
+bytes, so a fast hash is as good as a slow one and lets every request check
+in one dictionary lookup. Shares `SQLiteIndex`'s connection and lock.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from gitreg.errors import NotFound
+from gitreg.storage.index import SQLiteIndex, utcnow
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    id: int
+    token_hash: str
+    prefix: str
+    scope: str
+    namespaces: tuple[str, ...]
+    description: str
+    created_at: str
+    expires_at: float | None
+    revoked_at: str | None
+
+
+class AuthStore:
+    def __init__(self, index: SQLiteIndex) -> None:
+        self._index = index
+
+    def add_token(
+        self,
+        token_hash: str,
+        prefix: str,
+        scope: str,
+        namespaces: list[str],
+        description: str,
+        expires_at: float | None,
+    ) -> int:
+        with self._index._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO api_tokens (token_hash, prefix, scope, namespaces, description,"
+                " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    token_hash,
+                    prefix,
+                    scope,
+                    json.dumps(namespaces),
+                    description,
+                    utcnow(),
+                    expires_at,
+                ),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def tokens(self, include_revoked: bool = False) -> list[TokenRecord]:
+        sql = "SELECT * FROM api_tokens"
+        if not include_revoked:
+            sql += " WHERE revoked_at IS NULL"
+        return [
+            TokenRecord(
+                id=r["id"],
+                token_hash=r["token_hash"],
+                prefix=r["prefix"],
+                scope=r["scope"],
+                namespaces=tuple(json.loads(r["namespaces"])),
+                description=r["description"],
+                created_at=r["created_at"],
+                expires_at=r["expires_at"],
+                revoked_at=r["revoked_at"],
+            )
+            for r in self._index._rows(sql + " ORDER BY id")
+        ]
+
+    def revoke(self, token_id: int) -> None:
+        with self._index._write() as conn:
+            cursor = conn.execute(
+                "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (utcnow(), token_id),
+            )
+            if cursor.rowcount == 0:
+                raise NotFound(f"no active token #{token_id}")
+
+    def set_namespace_private(self, namespace: str, private: bool) -> None:
+        with self._index._write() as conn:
+            conn.execute(
+                "INSERT INTO namespace_access (namespace_key, namespace, private) VALUES (?, ?, ?)"
+                " ON CONFLICT(namespace_key) DO UPDATE SET private = excluded.private,"
+                " namespace = excluded.namespace",
+                (namespace.lower(), namespace, int(private)),
+            )
+
+    def namespace_visibility(self) -> dict[str, bool]:
+        """Lower-cased namespace -> private, for namespaces set explicitly."""
+        rows = self._index._rows("SELECT namespace_key, private FROM namespace_access")
+        return {r["namespace_key"]: bool(r["private"]) for r in rows}
+
+    def module_archives(self) -> list[tuple[str, str]]:
+        """(lower-cased namespace, archive sha256) of every module version, so the
+        access policy can tell which blobs need a signed URL."""
+        rows = self._index._rows(
+            "SELECT DISTINCT lower(m.namespace), v.archive_sha256 FROM module_versions v"
+            " JOIN modules m ON m.id = v.module_id"
+        )
+        return [(r[0], r[1]) for r in rows]
