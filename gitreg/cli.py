@@ -56,13 +56,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="honour X-Forwarded-Proto/Host (only behind your own proxy)",
     )
     serve.add_argument("--workers", type=int)
+    serve.add_argument("--job-workers", type=int, help="threads running webhook jobs (0: none)")
+    serve.add_argument(
+        "--reconcile-interval", type=float, help="seconds between remote tag checks (0: off)"
+    )
+    serve.add_argument(
+        "--yank-deleted-tags",
+        action="store_true",
+        default=None,
+        help="yank a version when its tag is deleted upstream",
+    )
     serve.add_argument("--log-level")
+    serve.add_argument(
+        "--upstream",
+        action="append",
+        metavar="HOSTNAME=BASE_URL",
+        help="mirror: fetch HOSTNAME's providers from BASE_URL (repeatable)",
+    )
 
     repo = sub.add_parser("repo", parents=[common], help="register repositories")
     repo_sub = repo.add_subparsers(dest="repo_command", required=True)
-    add = repo_sub.add_parser("add", parents=[common], help="register a repository's module")
+    add = repo_sub.add_parser(
+        "add", parents=[common], help="register a repository's module or provider"
+    )
     add.add_argument("url", help="https, ssh, or a local path / file:// URL")
-    add.add_argument("--module", required=True, metavar="NAMESPACE/NAME/SYSTEM")
+    what = add.add_mutually_exclusive_group(required=True)
+    what.add_argument("--module", metavar="NAMESPACE/NAME/SYSTEM")
+    what.add_argument("--provider", metavar="NAMESPACE/TYPE", help="publish its forge releases")
     add.add_argument("--subdir", default="", help="the module's directory in a monorepo")
     add.add_argument("--tag-prefix", default="", help="e.g. 'vpc/' for tags like vpc/v1.2.0")
     add.add_argument(
@@ -71,7 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OWNER/REPO",
         help="the repository's name on its forge (default: from the URL)",
     )
-    add.add_argument("--webhook-secret", default="", help="secret for this repository's webhooks")
+    add.add_argument(
+        "--webhook-secret",
+        default="",
+        metavar="SECRET|env:NAME|file:PATH",
+        help="this repository's webhook secret, or where to read it (docs/webhooks.md)",
+    )
     add.add_argument("--no-sync", action="store_true", help="register only, publish later")
     lst = repo_sub.add_parser("list", parents=[common], help="list repositories")
     lst.add_argument("--json", action="store_true")
@@ -82,6 +107,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     backup = sub.add_parser("backup", parents=[common], help="copy a live data dir consistently")
     backup.add_argument("dest", type=Path, help="directory to write the backup to")
+
+    # Command groups that register their own parsers set `handler(svc, args)`.
+    from gitreg.commands import access, jobs, providers
+
+    access.register(sub, common)
+    jobs.register(sub, common)
+    providers.register(sub, common)
+    providers.add_repo_options(add)
+    from gitreg.commands import mirror as mirror_commands
+
+    mirror_commands.register(sub, common)
 
     mods = sub.add_parser("modules", parents=[common], help="list modules and versions")
     mods.add_argument("--json", action="store_true")
@@ -102,9 +138,14 @@ def _settings(args: argparse.Namespace) -> Settings:
             "no_tls",
             "trust_forwarded",
             "workers",
+            "job_workers",
+            "reconcile_interval",
+            "yank_deleted_tags",
             "log_level",
         )
     }
+    if getattr(args, "upstream", None):  # repeatable --upstream HOST=URL
+        flags["upstream"] = ",".join(args.upstream)
     return load_settings(flags, config_file=args.config)
 
 
@@ -113,8 +154,19 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.command == "serve":
         return serve.serve(settings)
+    # Commands that may run without a local data dir (e.g. uploading to a server).
+    standalone = getattr(args, "standalone", None)
+    if standalone is not None and (code := standalone(args, settings)) is not None:
+        return int(code)
     svc = build_services(settings)
     try:
+        handler = getattr(args, "handler", None)
+        if handler is not None:
+            return int(handler(svc, args))
+        if args.command == "repo" and args.repo_command == "add" and args.provider:
+            from gitreg.commands.providers import repo_add_provider
+
+            return repo_add_provider(svc, args)
         if args.command == "repo" and args.repo_command == "add":
             return repos.repo_add(
                 svc,

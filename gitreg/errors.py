@@ -9,10 +9,14 @@ exits non-zero. Nothing raised for bad input should ever reach a 500.
     │   └── PayloadTooLarge (413)
     ├── Unauthorized (401)      no or unknown credentials
     ├── Forbidden (403)         credentials without the needed scope
+    ├── TooManyRequests (429)   too many failed authentications from one client
     ├── NotFound (404)          unknown module, version, blob or route
     ├── Conflict (409)          an immutable thing would change
     ├── ConfigError (500)       settings that cannot work; raised at start-up
     ├── GitError (502)          fetching from a remote failed
+    ├── UpstreamError (502)     an upstream registry failed or sent a package that
+    │   │                       fails verification (mirror)
+    │   └── UpstreamTimeout (504)
     └── PublishError (422)      a tag or tree cannot become a version
 """
 
@@ -49,6 +53,16 @@ class Forbidden(GitregError):
     status = 403
 
 
+class TooManyRequests(GitregError):
+    """A client failed authentication too often; `retry_after` says for how long."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class NotFound(GitregError):
     """The addressed module, version, artifact or route does not exist."""
 
@@ -71,6 +85,19 @@ class GitError(GitregError):
     """A git remote could not be reached or read."""
 
     status = 502
+
+
+class UpstreamError(GitregError):
+    """An upstream registry was unreachable, answered badly, or sent a package
+    that failed verification; nothing of it was cached (mirror, checklist M1)."""
+
+    status = 502
+
+
+class UpstreamTimeout(UpstreamError):
+    """An upstream registry did not answer within the mirror's timeouts."""
+
+    status = 504
 
 
 class PublishError(GitregError):

@@ -25,7 +25,7 @@ from gitreg.settings import Settings
 from gitreg.storage.blobs import FileBlobStore
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.records import ModuleRecord, NewVersion, RepoRecord
-from gitreg.versions import NotAVersion, TagVersion, sort_key, version_from_tag
+from gitreg.versions import NotAVersion, TagVersion, parse_version, sort_key, version_from_tag
 
 log = logging.getLogger("gitreg.publisher")
 
@@ -38,6 +38,7 @@ class SyncResult:
     published: list[str] = field(default_factory=list)  # "ns/name/system 1.2.0"
     conflicts: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # "tag: reason"
+    yanked: list[str] = field(default_factory=list)  # tag deleted upstream (yank_deleted_tags)
     error: str = ""
 
     def summary(self) -> str:
@@ -72,6 +73,18 @@ class Publisher:
     def mirror_path(self, repo: RepoRecord) -> Path:
         return self._settings.git_dir / f"{repo.id}.git"
 
+    def remote_has_changes(self, repo: RepoRecord) -> bool:
+        """Whether the remote's tags differ from the mirror's (`git ls-remote`),
+        so a periodic reconcile fetches only repositories that changed (W9)."""
+        remote = self._git.remote_tags(repo.url)
+        with file_lock(self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"):
+            tags, problems = self._git.tags(self.mirror_path(repo))
+        local = {t.name: t.tag_sha for t in tags}
+        unreadable = {p.name for p in problems}
+        return any(local.get(n) != sha and n not in unreadable for n, sha in remote.items()) or (
+            bool(local.keys() - remote.keys())
+        )
+
     def sync_repo(self, repo: RepoRecord) -> SyncResult:
         """Fetch and publish; blocking (call from a thread). Raises GitError."""
         result = SyncResult(repo.url)
@@ -86,7 +99,7 @@ class Publisher:
             tags, problems = self._git.tags(mirror)
             for module in self._index.modules_of_repo(repo.id):
                 self._sync_module(repo, module, tags, problems, result)
-        if result.published:
+        if result.published or result.yanked:
             self._on_change()
         log.info("sync %s", result.summary())
         return result
@@ -119,6 +132,19 @@ class Publisher:
                 ignored.append(f"{ref.name}: {outcome}")
         result.ignored.extend(f"{module.address}: {line}" for line in ignored)
         self._index.record_sync(module.id, json.dumps(ignored))
+        if self._settings.yank_deleted_tags:
+            self._yank_untagged(module, {tv.key for tv, _ in candidates}, result)
+
+    def _yank_untagged(self, module: ModuleRecord, live: set[str], result: SyncResult) -> None:
+        """Opt-in: yank versions no tag maps to any more (their tag was deleted
+        upstream). The archive stays downloadable (G4); `versions` hides it."""
+        for version in self._index.versions(module.id):
+            key = str(parse_version(version.version).replace(build=None))
+            if version.yanked or key in live:
+                continue
+            self._index.set_yanked(module.id, key, True)
+            log.info("yanked %s %s: tag %s was deleted", module.address, key, version.tag)
+            result.yanked.append(f"{module.address} {version.version}")
 
     def _publish_one(
         self,

@@ -10,12 +10,22 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
+from gitreg.auth.access import Access
+from gitreg.auth.signed_urls import UrlSigner
 from gitreg.cache import MetadataCache
 from gitreg.git.backend import DulwichBackend
+from gitreg.jobs import JobQueue
+from gitreg.mirror.service import MirrorService, build_mirror
+from gitreg.providers.ingest import ProviderPublisher
 from gitreg.publisher import Publisher
 from gitreg.settings import Settings
+from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import FileBlobStore
+from gitreg.storage.hook_tokens import HookTokenStore
 from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.jobs import JobStore
+from gitreg.storage.providers import ProviderStore
+from gitreg.webhooks.tokens import HookTokens
 
 
 @dataclass
@@ -25,6 +35,12 @@ class Services:
     blobs: FileBlobStore
     publisher: Publisher
     cache: MetadataCache[object]
+    jobs: JobQueue
+    hook_tokens: HookTokens
+    access: Access
+    auth: AuthStore
+    providers: ProviderPublisher
+    mirror: MirrorService
 
     def close(self) -> None:
         self.index.close()
@@ -36,9 +52,31 @@ def build_services(settings: Settings) -> Services:
     blobs = FileBlobStore(settings.blob_dir)
     cache: MetadataCache[object] = MetadataCache(index.data_version)
     publisher = Publisher(
-        settings, index, blobs, DulwichBackend(settings.git_timeout), on_change=cache.invalidate
+        settings,
+        index,
+        blobs,
+        DulwichBackend(settings.git_timeout, settings.max_fetch_bytes),
+        on_change=cache.invalidate,
     )
-    return Services(settings, index, blobs, publisher, cache)
+    jobs = JobQueue(JobStore(index), settings)
+    hook_tokens = HookTokens(HookTokenStore(index))
+    auth = AuthStore(index)
+    access = Access(settings, auth, cache, UrlSigner(settings.secrets_dir, settings.signed_url_ttl))
+    providers = ProviderPublisher(settings, ProviderStore(index), blobs, cache.invalidate)
+    access.add_blob_owners(providers.store.blob_owners)
+    return Services(
+        settings,
+        index,
+        blobs,
+        publisher,
+        cache,
+        jobs,
+        hook_tokens,
+        access,
+        auth,
+        providers,
+        build_mirror(settings, index, blobs, cache, providers.store),
+    )
 
 
 def services(request: Request) -> Services:

@@ -42,6 +42,7 @@ class Settings:
     allow_local_remotes: bool = True
     allow_http_remotes: bool = False
     git_timeout: float = 120.0
+    max_fetch_bytes: int = 2 * 1024**3  # one fetch's pack from a network remote (G3)
     max_archive_bytes: int = 256 * 1024 * 1024
     max_archive_files: int = 20_000
     max_file_bytes: int = 64 * 1024 * 1024
@@ -49,6 +50,51 @@ class Settings:
     refresh_interval: float = 0.25
     log_level: str = "info"
     workers: int = 1
+    # Webhooks and the ingestion queue (docs/webhooks.md). Secrets may be given
+    # literally or as `env:NAME` / `file:/path` references, read at use time.
+    webhook_secret: str = ""  # default for repositories without their own
+    webhook_max_bytes: int = 5 * 1024 * 1024  # checked before parsing (W7)
+    job_workers: int = 4  # job threads per server process; 0 runs none
+    job_lease: float = 60.0  # seconds; renewed while a job runs
+    job_max_attempts: int = 8
+    job_backoff: float = 5.0  # first retry delay, doubling up to 15 minutes
+    reconcile_interval: float = 300.0  # list remote tags this often (W9); 0 = off
+    yank_deleted_tags: bool = False  # a tag deleted upstream yanks its version
+    # Register unknown repositories named `terraform-<SYSTEM>-<NAME>` owned by
+    # one of these (comma-separated) forge owners, fetched from
+    # `auto_register_remote`, a template such as `https://github.com/{forge_repo}.git`.
+    auto_register_owners: str = ""
+    auto_register_remote: str = ""
+    # Providers (docs/providers.md). Limits stop a hostile or broken package
+    # before it fills the disk or memory (checklist P4); forges are `[forges.*]`
+    # tables in the config file, kept in `extra`.
+    max_provider_package_bytes: int = 1024 * 1024 * 1024  # one zip as uploaded
+    max_provider_unpacked_bytes: int = 4 * 1024 * 1024 * 1024  # one zip unpacked
+    max_provider_files: int = 1000  # entries in one zip
+    forge_timeout: float = 60.0  # seconds per forge API call or asset read
+    # Terraform 1.0.x cannot read Ed25519 (or any non-RSA/DSA/NIST-ECC) keys; a
+    # signature by such a key is refused unless the operator says all clients are newer.
+    allow_unverifiable_keys: bool = False
+    # Access (docs/security.md): "public" serves namespaces not set private to
+    # anyone; "token" makes every namespace not set public need a read token.
+    read_default: str = "public"
+    signed_url_ttl: float = 600.0  # seconds a signed download URL stays valid (U2)
+    auth_fail_limit: int = 10  # failed authentications per client per window
+    auth_fail_window: float = 60.0
+    # Provider network mirror (docs/mirror.md). Lists are comma-separated (or
+    # TOML arrays). `upstream` maps provider hostnames to other base URLs,
+    # `HOST=https://URL,...` (also an `[upstreams]` table); `mirror_allow` lists
+    # `HOST/NAMESPACE/TYPE` globs that may be pulled through (SSRF guard).
+    upstream: str = ""
+    mirror_allow: str = "registry.terraform.io/*/*"
+    mirror_platforms: str = "linux_amd64,linux_arm64,darwin_amd64,darwin_arm64,windows_amd64"
+    mirror_hostnames: str = ""  # more names gitreg's own providers are mirrored under
+    mirror_index_ttl: float = 600.0  # seconds an upstream version list is reused as is
+    mirror_stale_if_error: float = 7 * 86400.0  # serve an older list while upstream fails (M3)
+    mirror_connect_timeout: float = 10.0
+    mirror_read_timeout: float = 60.0
+    mirror_total_timeout: float = 900.0  # one upstream request, body included (M2)
+    mirror_concurrency: int = 4  # requests in flight to one upstream host (M2)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -66,6 +112,10 @@ class Settings:
     @property
     def git_dir(self) -> Path:
         return self.data_dir / "git"
+
+    @property
+    def secrets_dir(self) -> Path:
+        return self.data_dir / "secrets"
 
     @property
     def tls_dir(self) -> Path:
@@ -99,6 +149,8 @@ def _coerce(name: str, value: Any) -> Any:
             return int(value)
         if kind == "float":
             return float(value)
+        if isinstance(value, list):  # a TOML array for a comma-separated list
+            return ",".join(str(item) for item in value)
         return str(value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"setting {name}: {exc}") from exc
@@ -157,5 +209,31 @@ def _validate(settings: Settings) -> None:
             raise ConfigError(f"public_url must be an http(s) URL, got {settings.public_url!r}")
     if bool(settings.tls_cert) != bool(settings.tls_key):
         raise ConfigError("--tls-cert and --tls-key go together")
+    if settings.read_default not in ("public", "token"):
+        raise ConfigError(f"read_default must be public or token, got {settings.read_default!r}")
+    if not 0 < settings.signed_url_ttl <= 900:
+        raise ConfigError("signed_url_ttl must be between 1 and 900 seconds (checklist U2)")
     if not 0 < settings.port < 65536:
         raise ConfigError(f"port must be 1-65535, got {settings.port}")
+    if settings.job_workers < 0 or settings.job_max_attempts < 1:
+        raise ConfigError("job_workers must be >= 0 and job_max_attempts >= 1")
+    if settings.job_lease < 1 or settings.job_backoff < 0 or settings.reconcile_interval < 0:
+        raise ConfigError("job_lease must be >= 1 s; job_backoff, reconcile_interval >= 0")
+    if settings.webhook_max_bytes < 1024:
+        raise ConfigError("webhook_max_bytes must be at least 1024")
+    if settings.auto_register_owners:
+        try:
+            settings.auto_register_remote.format(forge_repo="owner/repo")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(f"auto_register_remote: bad template ({exc})") from exc
+        if "{forge_repo}" not in settings.auto_register_remote:
+            raise ConfigError("auto_register_owners needs auto_register_remote with {forge_repo}")
+    mirror_times = (
+        settings.mirror_connect_timeout,
+        settings.mirror_read_timeout,
+        settings.mirror_total_timeout,
+    )
+    if min(mirror_times) <= 0 or settings.mirror_concurrency < 1:
+        raise ConfigError("mirror timeouts must be > 0 and mirror_concurrency >= 1")
+    if settings.mirror_index_ttl < 0 or settings.mirror_stale_if_error < 0:
+        raise ConfigError("mirror_index_ttl and mirror_stale_if_error must be >= 0")

@@ -30,10 +30,10 @@ def test_precedence(tmp_path: Path) -> None:
 
 
 def test_config_file_in_data_dir_is_read(tmp_path: Path) -> None:
-    (tmp_path / "gitreg.toml").write_text("git_timeout = 5\n[upstreams]\n")
+    (tmp_path / "gitreg.toml").write_text("git_timeout = 5\n[forges.github]\n")
     settings = load_settings({"data_dir": tmp_path}, environ={})
     assert settings.git_timeout == 5.0
-    assert "upstreams" in settings.extra
+    assert "forges" in settings.extra
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,9 @@ class BlobFileResponse(FileResponse):
 async def blob_response(request: Request, sha256: str, media_type: str) -> Response:
     if not SHA256_RE.match(sha256):
         raise NotFound("no such archive")
-    path = services(request).blobs.path(sha256)
+    svc = services(request)
+    await svc.access.check_blob(request, sha256)
+    path = svc.blobs.path(sha256)
     try:
         stat = await run_in_threadpool(os.stat, path)
     except FileNotFoundError as exc:

@@ -17,6 +17,7 @@ from gitreg.api.responses import json_bytes, json_response
 
 SERVICES: Mapping[str, str] = {
     "modules.v1": "/v1/modules/",
+    "providers.v1": "/v1/providers/",
 }
 
 

@@ -51,6 +51,7 @@ def _download_target(index: SQLiteIndex, addr: ModuleAddress, key: str) -> tuple
 async def versions(request: Request) -> Response:
     addr = _address(request)
     svc = services(request)
+    await svc.access.require_read(request, addr.namespace, f"module {addr} not found")
     body = await svc.cache.get(
         ("module-versions", address_key(addr.namespace, addr.name, addr.system)),
         lambda: _versions_body(svc.index, addr),
@@ -69,6 +70,7 @@ async def download(request: Request) -> Response:
     except NotAVersion as exc:
         raise BadRequest(str(exc)) from exc
     svc = services(request)
+    private = await svc.access.require_read(request, addr.namespace, f"module {addr} not found")
     target = await svc.cache.get(
         ("module-download", address_key(addr.namespace, addr.name, addr.system), key),
         lambda: _download_target(svc.index, addr, key),
@@ -82,6 +84,11 @@ async def download(request: Request) -> Response:
     location = base_url(request, svc.settings) + archive_path(sha256)
     if subdir:
         location += "//" + subdir
+    if private:
+        # Terraform fetches the archive without credentials: the URL carries a
+        # time-limited signature instead (U2). go-getter moves a query string
+        # after `//subdir` back onto the archive URL.
+        location += "?" + svc.access.signer.sign(archive_path(sha256))
     headers = {"X-Terraform-Get": location}
     if "application/json" in request.headers.get("accept", ""):
         return json_response(json_bytes({"location": location}), headers=headers)

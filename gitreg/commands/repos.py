@@ -62,6 +62,7 @@ def repo_list(svc: Services, as_json: bool) -> int:
             "url": r.url,
             "forge_repo": r.forge_repo,
             "modules": [m.address for m in svc.index.modules_of_repo(r.id)],
+            "providers": [p.address for p in svc.providers.store.providers_of_repo(r.id)],
             "last_fetch_at": r.last_fetch_at,
             "last_fetch_error": r.last_fetch_error,
         }
@@ -72,7 +73,8 @@ def repo_list(svc: Services, as_json: bool) -> int:
         return 0
     for row in rows:
         status = row["last_fetch_error"] or "ok"
-        print(f"{row['url']}  [{row['forge_repo']}]  {', '.join(row['modules'])}  ({status})")
+        feeds = ", ".join([*row["modules"], *(f"provider {p}" for p in row["providers"])])
+        print(f"{row['url']}  [{row['forge_repo']}]  {feeds}  ({status})")
     return 0
 
 

@@ -9,13 +9,14 @@ commit and tree here (checklist G4). Nothing is ever checked out.
 
 from __future__ import annotations
 
+import time
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from dulwich.client import get_transport_and_path
+from dulwich.client import LocalGitClient, get_transport_and_path
 from dulwich.config import ConfigDict
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.objects import Commit, ObjectID, Tag, Tree
@@ -65,10 +66,12 @@ class GitBackend(Protocol):
 class DulwichBackend:
     """`GitBackend` on dulwich: one code path for local, https and ssh remotes."""
 
-    def __init__(self, timeout: float = 120.0) -> None:
+    def __init__(self, timeout: float = 120.0, max_pack_bytes: int = 2 * 1024**3) -> None:
         self._config = ConfigDict()
         # dulwich reads http.timeout for its urllib3 pool (checklist G3).
         self._config.set((b"http",), b"timeout", str(int(timeout)).encode())
+        self._timeout = timeout
+        self._max_pack_bytes = max_pack_bytes
 
     def _open_mirror(self, mirror: Path) -> Repo:
         if not (mirror / "objects").is_dir():
@@ -96,6 +99,7 @@ class DulwichBackend:
         repo = self._open_mirror(mirror)
         try:
             client, path = self._client(url)
+            _limit_pack(client, self._max_pack_bytes, time.monotonic() + self._timeout * 10)
             try:
                 result = client.fetch(path, repo, ref_prefix=[TAG_PREFIX])
             except (GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
@@ -170,6 +174,41 @@ class DulwichBackend:
             )
         finally:
             repo.close()
+
+
+def _limit_pack(client: typing.Any, max_bytes: int, deadline: float) -> None:
+    """Stop a fetch whose pack grows past `max_bytes` or that runs past `deadline` (G3).
+
+    dulwich's `fetch` streams the pack through `fetch_pack(..., pack_data)`, so
+    counting there catches a hostile or runaway remote before the disk fills.
+    The local-path client copies objects without a pack; its size is the
+    operator's own repository.
+    """
+    if isinstance(client, LocalGitClient):
+        return
+    original = client.fetch_pack
+
+    def counted_fetch_pack(
+        path: typing.Any,
+        determine_wants: typing.Any,
+        graph_walker: typing.Any,
+        pack_data: Callable[[bytes], object],
+        **kwargs: typing.Any,
+    ) -> typing.Any:
+        received = 0
+
+        def counting(chunk: bytes) -> object:
+            nonlocal received
+            received += len(chunk)
+            if received > max_bytes:
+                raise GitError(f"pack from remote exceeds {max_bytes} bytes; fetch abandoned")
+            if time.monotonic() > deadline:
+                raise GitError("fetch took too long; abandoned")
+            return pack_data(chunk)
+
+        return original(path, determine_wants, graph_walker, counting, **kwargs)
+
+    client.fetch_pack = counted_fetch_pack
 
 
 def _tag_refs(refs: Mapping[bytes, bytes | None]) -> dict[str, str]:

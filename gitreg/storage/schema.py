@@ -69,4 +69,167 @@ MIGRATIONS: list[tuple[str, str]] = [
     );
     """,
     ),
+    (
+        # Ingestion jobs (issue 3). Times are Unix seconds (REAL) so leases and
+        # backoff compare with plain arithmetic. At most one queued job per
+        # repository: later deliveries fold into it (one sync covers them all).
+        "0002-jobs",
+        """
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        repo_id INTEGER NOT NULL REFERENCES repos(id),
+        kind TEXT NOT NULL,
+        state TEXT NOT NULL,
+        source TEXT NOT NULL,
+        reason TEXT NOT NULL DEFAULT '',
+        deliveries INTEGER NOT NULL DEFAULT 0,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL,
+        run_after REAL NOT NULL,
+        lease_owner TEXT NOT NULL DEFAULT '',
+        lease_until REAL NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        started_at REAL,
+        finished_at REAL,
+        last_error TEXT NOT NULL DEFAULT '',
+        result TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX jobs_state ON jobs(state, run_after);
+    CREATE INDEX jobs_repo ON jobs(repo_id, state);
+    CREATE UNIQUE INDEX jobs_one_queued_per_repo ON jobs(repo_id) WHERE state = 'queued';
+    CREATE TABLE deliveries (
+        source TEXT NOT NULL,
+        delivery_id TEXT NOT NULL,
+        repo_id INTEGER NOT NULL REFERENCES repos(id),
+        job_id INTEGER NOT NULL REFERENCES jobs(id),
+        received_at REAL NOT NULL,
+        PRIMARY KEY (source, delivery_id, repo_id)
+    );
+    CREATE INDEX deliveries_job ON deliveries(job_id);
+    CREATE TABLE schedules (
+        name TEXT PRIMARY KEY,
+        next_run REAL NOT NULL
+    );
+    CREATE TABLE hook_tokens (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        scope TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT
+    );
+    """,
+    ),
+    (
+        # Providers (issue 4, docs/providers.md). A version is immutable once
+        # recorded (checklist P2); `key_id` names the key that signed its
+        # SHA256SUMS, so a rotated key stays served for the versions it signed (P3).
+        "0003-providers",
+        """
+    CREATE TABLE providers (
+        id INTEGER PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        type TEXT NOT NULL,
+        address_key TEXT NOT NULL UNIQUE,
+        repo_id INTEGER REFERENCES repos(id),
+        forge TEXT NOT NULL DEFAULT '',
+        sign_releases INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        last_sync_at TEXT,
+        last_sync_report TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE INDEX providers_repo ON providers(repo_id);
+    CREATE TABLE provider_keys (
+        id INTEGER PRIMARY KEY,
+        namespace_key TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        ascii_armor TEXT NOT NULL,
+        algorithms TEXT NOT NULL,
+        terraform_compatible INTEGER NOT NULL,
+        origin TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        retired_at TEXT,
+        UNIQUE (namespace_key, fingerprint)
+    );
+    CREATE TABLE provider_versions (
+        id INTEGER PRIMARY KEY,
+        provider_id INTEGER NOT NULL REFERENCES providers(id),
+        version TEXT NOT NULL,
+        protocols TEXT NOT NULL,
+        shasums_filename TEXT NOT NULL,
+        shasums_sha256 TEXT NOT NULL,
+        signature_sha256 TEXT NOT NULL,
+        key_id INTEGER NOT NULL REFERENCES provider_keys(id),
+        signed_by TEXT NOT NULL,
+        source TEXT NOT NULL,
+        published_at TEXT NOT NULL,
+        UNIQUE (provider_id, version)
+    );
+    CREATE TABLE provider_packages (
+        version_id INTEGER NOT NULL REFERENCES provider_versions(id),
+        os TEXT NOT NULL,
+        arch TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        h1 TEXT NOT NULL,
+        PRIMARY KEY (version_id, os, arch)
+    );
+    """,
+    ),
+    (
+        # API tokens and namespace visibility (issue 6); SQL in storage/auth.py.
+        "0010-auth",
+        """
+        CREATE TABLE api_tokens (
+            id INTEGER PRIMARY KEY,
+            token_hash TEXT NOT NULL UNIQUE,
+            prefix TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            namespaces TEXT NOT NULL DEFAULT '[]',
+            description TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            expires_at REAL,
+            revoked_at TEXT
+        );
+        CREATE TABLE namespace_access (
+            namespace_key TEXT PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            private INTEGER NOT NULL
+        );
+        """,
+    ),
+    (
+        # Provider network mirror (issue 5, docs/mirror.md; SQL in storage/mirror.py).
+        # An upstream's last good version list, kept for stale-if-error (checklist
+        # M3), and every package that passed verification. A package row is never
+        # replaced (M4); its zip is the blob `sha256`.
+        "0004-mirror",
+        """
+    CREATE TABLE mirror_indexes (
+        provider_key TEXT PRIMARY KEY,
+        hostname TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        type TEXT NOT NULL,
+        versions TEXT NOT NULL,
+        fetched_at REAL NOT NULL
+    );
+    CREATE TABLE mirror_packages (
+        provider_key TEXT NOT NULL,
+        version TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        h1 TEXT NOT NULL,
+        protocols TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        source_url TEXT NOT NULL,
+        fetched_at REAL NOT NULL,
+        PRIMARY KEY (provider_key, version, platform)
+    );
+    CREATE INDEX mirror_packages_sha256 ON mirror_packages(sha256);
+    """,
+    ),
 ]
