@@ -21,11 +21,9 @@ from gitreg.publisher import Publisher
 from gitreg.settings import Settings
 from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import FileBlobStore
-from gitreg.storage.hook_tokens import HookTokenStore
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.providers import ProviderStore
-from gitreg.webhooks.tokens import HookTokens
 
 
 @dataclass
@@ -36,7 +34,6 @@ class Services:
     publisher: Publisher
     cache: MetadataCache[object]
     jobs: JobQueue
-    hook_tokens: HookTokens
     access: Access
     auth: AuthStore
     providers: ProviderPublisher
@@ -59,7 +56,6 @@ def build_services(settings: Settings) -> Services:
         on_change=cache.invalidate,
     )
     jobs = JobQueue(JobStore(index), settings)
-    hook_tokens = HookTokens(HookTokenStore(index))
     auth = AuthStore(index)
     access = Access(settings, auth, cache, UrlSigner(settings.secrets_dir, settings.signed_url_ttl))
     providers = ProviderPublisher(settings, ProviderStore(index), blobs, cache.invalidate)
@@ -71,7 +67,6 @@ def build_services(settings: Settings) -> Services:
         publisher,
         cache,
         jobs,
-        hook_tokens,
         access,
         auth,
         providers,

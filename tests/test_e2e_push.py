@@ -131,7 +131,8 @@ def test_git_push_of_a_tag_becomes_installable(servers: Servers, tmp_path: Path)
     bare = bare_remote(work, tmp_path / "git" / "acme" / "greeting.git", hook=True)
     push(work, "main")
     cli(data_dir, "repo", "add", str(bare), "--module", "acme/greeting/null", "--no-sync")
-    token = cli(data_dir, "hook-token", "create", "git-server").stdout.strip()
+    created = cli(data_dir, "token", "create", "--scope", "publish", "--namespace", "acme")
+    token = created.stdout.strip().splitlines()[-1]
     server = servers(data_dir, "--reconcile-interval", "0")
     configure_hook(bare, server, token, tmp_path)
 

@@ -359,7 +359,7 @@ def test_jobs_of_a_dead_worker_run_without_waiting_for_the_lease(
 # -- command line ------------------------------------------------------------
 
 
-def test_jobs_and_hook_token_commands(tmp_path: Path, make_repo: Any) -> None:
+def test_jobs_commands(tmp_path: Path, make_repo: Any) -> None:
     from tests.support.server import cli
 
     data = tmp_path / "cli-data"
@@ -375,15 +375,6 @@ def test_jobs_and_hook_token_commands(tmp_path: Path, make_repo: Any) -> None:
     listing = cli(data, "jobs", "list", "--state", "done", "--json").stdout
     assert '"published": [\n' in listing and "acme/cli/null 1.0.0" in listing
     assert cli(data, "jobs", "retry", "1", check=False).returncode == 1  # not failed
-
-    token = cli(data, "hook-token", "create", "git-host").stdout.strip()
-    assert token.startswith("gitreg_hook_")
-    assert "git-host  notify" in cli(data, "hook-token", "list").stdout
-    assert token not in cli(data, "hook-token", "list").stdout
-    duplicate = cli(data, "hook-token", "create", "git-host", check=False)
-    assert duplicate.returncode != 0 and "already exists" in duplicate.stderr
-    cli(data, "hook-token", "revoke", "git-host")
-    assert cli(data, "hook-token", "list").stdout == ""
 
 
 @pytest.mark.parametrize(

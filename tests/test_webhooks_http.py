@@ -16,6 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from gitreg.app import create_app
+from gitreg.auth.tokens import new_token, token_hash
 from gitreg.jobs import JobRunner
 from gitreg.services import Services
 from gitreg.settings import load_settings
@@ -45,6 +46,13 @@ class Registry:
         record = self.svc.index.add_repo(str(repo.path), forge_repo, secret)
         self.svc.index.add_module(record.id, "acme", name, "null", "", "")
         return repo, record
+
+    def token(self, scope: str, namespaces: list[str] | None = None) -> dict[str, str]:
+        """An API token (issue 6) as an Authorization header."""
+        token = new_token()
+        self.svc.auth.add_token(token_hash(token), token[:12], scope, namespaces or [], "", None)
+        self.svc.cache.invalidate()
+        return {"Authorization": f"Bearer {token}"}
 
     def post(self, prepared: Prepared, route: str | None = None) -> Any:
         return self.client.post(
@@ -534,15 +542,18 @@ def notify_body(repo: str = "acme/hello", ref: str = "refs/tags/v1.0.0") -> byte
 def test_notify_needs_a_token(registry: Registry) -> None:
     registry.repo(forge_repo="acme/hello")
     assert_error(registry.client.post("/webhooks/git", content=notify_body()), 401)
-    bad = {"Authorization": "Bearer gitreg_hook_not-a-real-token"}
+    bad = {"Authorization": "Bearer gitreg_not-a-real-token"}
     assert_error(registry.client.post("/webhooks/git", content=notify_body(), headers=bad), 401)
+    read_only = registry.token("read", ["acme"])
+    assert_error(
+        registry.client.post("/webhooks/git", content=notify_body(), headers=read_only), 403
+    )
     assert registry.jobs() == []
 
 
-def test_notify_with_a_token_queues_a_sync(registry: Registry) -> None:
+def test_notify_with_a_publish_token_queues_a_sync(registry: Registry) -> None:
     registry.repo(forge_repo="acme/hello")
-    token = registry.svc.hook_tokens.create("git-server", "notify")
-    headers = {"Authorization": f"Bearer {token}"}
+    headers = registry.token("publish", ["acme"])
     answer = registry.client.post("/webhooks/git", content=notify_body(), headers=headers)
     assert answer.status_code == 202, answer.text
     [job] = registry.jobs()
@@ -553,34 +564,38 @@ def test_notify_with_a_token_queues_a_sync(registry: Registry) -> None:
     assert registry.client.post("/webhooks/git", content=branch, headers=headers).status_code == 200
     unknown = notify_body(repo="acme/nope")
     assert_error(registry.client.post("/webhooks/git", content=unknown, headers=headers), 404)
-    [record] = registry.svc.hook_tokens.all()
-    assert token not in json.dumps(record.__dict__)  # only the hash is stored
-    assert record.last_used_at is not None
+
+
+def test_notify_token_for_another_namespace_is_forbidden(registry: Registry) -> None:
+    registry.repo(forge_repo="acme/hello")
+    headers = registry.token("publish", ["other"])
+    assert_error(registry.client.post("/webhooks/git", content=notify_body(), headers=headers), 403)
+    assert registry.jobs() == []
 
 
 def test_revoked_notify_token_stops_working(registry: Registry) -> None:
     registry.repo(forge_repo="acme/hello")
-    token = registry.svc.hook_tokens.create("old", "notify")
-    registry.svc.hook_tokens.revoke("old")
-    headers = {"Authorization": f"Bearer {token}"}
+    headers = registry.token("publish", ["acme"])
+    registry.svc.auth.revoke(registry.svc.auth.tokens()[-1].id)
+    registry.svc.cache.invalidate()
     assert_error(registry.client.post("/webhooks/git", content=notify_body(), headers=headers), 401)
 
 
 # -- admin endpoint ----------------------------------------------------------
 
 
-def test_admin_endpoint_needs_an_admin_token(registry: Registry) -> None:
+def test_admin_endpoint_needs_a_registry_wide_admin_token(registry: Registry) -> None:
     assert_error(registry.client.get("/admin/jobs"), 401)
-    notify = registry.svc.hook_tokens.create("hook", "notify")
-    assert_error(
-        registry.client.get("/admin/jobs", headers={"Authorization": f"Bearer {notify}"}), 401
-    )
+    assert_error(registry.client.get("/admin/jobs", headers=registry.token("publish")), 403)
+    scoped = registry.token("admin", ["acme"])
+    assert_error(registry.client.get("/admin/jobs", headers=scoped), 403)
+    assert registry.client.get("/admin/jobs", headers=registry.token("admin")).status_code == 200
 
 
 def test_admin_lists_and_retries_failed_jobs(impatient: Registry) -> None:
     registry = impatient
     repo, _ = registry.repo()
-    admin = {"Authorization": f"Bearer {registry.svc.hook_tokens.create('ops', 'admin')}"}
+    admin = registry.token("admin")
     moved = repo.path.with_name("gone")
     repo.path.rename(moved)
     registry.post(delivery("github", "push-tag-created", secret=SECRET))
@@ -605,7 +620,7 @@ def test_admin_lists_and_retries_failed_jobs(impatient: Registry) -> None:
     "path", ["/admin/jobs?state=bogus", "/admin/jobs?limit=-1", "/admin/jobs/abc", "/admin/jobs/99"]
 )
 def test_admin_bad_input_is_4xx_json(registry: Registry, path: str) -> None:
-    admin = {"Authorization": f"Bearer {registry.svc.hook_tokens.create('ops', 'admin')}"}
+    admin = registry.token("admin")
     answer = registry.client.get(path, headers=admin)
     assert 400 <= answer.status_code < 500
     assert "errors" in answer.json()
@@ -613,7 +628,7 @@ def test_admin_bad_input_is_4xx_json(registry: Registry, path: str) -> None:
 
 def test_admin_shows_conflicts(registry: Registry) -> None:
     repo, _ = registry.repo()
-    admin = {"Authorization": f"Bearer {registry.svc.hook_tokens.create('ops', 'admin')}"}
+    admin = registry.token("admin")
     registry.post(delivery("github", "push-tag-created", secret=SECRET))
     registry.drain()
     repo.write("main.tf", "# moved\n")

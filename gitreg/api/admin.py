@@ -5,9 +5,8 @@
     POST /admin/jobs/:id/retry               queue a failed job again
     GET  /admin/conflicts                    force-moved tags that were not published (G4)
 
-Every call needs `Authorization: Bearer <token>` for a token of scope `admin`
-(`gitreg hook-token create NAME --scope admin`), until scoped API tokens
-(issue 6) replace them.
+Every call needs `Authorization: Bearer <token>` for a registry-wide token of
+scope `admin` (`gitreg token create --scope admin`).
 """
 
 from __future__ import annotations
@@ -20,10 +19,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.api.responses import json_bytes, json_response
+from gitreg.auth.tokens import Scope
 from gitreg.errors import BadRequest, NotFound
 from gitreg.services import Services, services
 from gitreg.storage.jobs import STATES, JobRecord
-from gitreg.webhooks.routes import bearer_token, check_token
 
 MAX_LIMIT = 1000
 
@@ -45,7 +44,7 @@ def _int(value: str, what: str) -> int:
 
 async def _authorised(request: Request) -> Services:
     svc = services(request)
-    await run_in_threadpool(check_token, svc, bearer_token(request), ("admin",))
+    await svc.access.require(request, Scope.admin, None)
     return svc
 
 

@@ -130,11 +130,19 @@ class Access:
             raise NotFound(not_found)
         return True
 
-    async def require(self, request: Request, scope: Scope, namespace: str | None) -> Principal:
-        """Publishing and admin actions: a token with `scope` for `namespace`, else 401/403."""
+    async def authenticate(self, request: Request, scope: Scope) -> Principal:
+        """A valid token of at least `scope` (namespaces checked later by the caller,
+        once it knows them), else 401/403."""
         principal = await self.principal(request)
         if principal is None:
-            raise Unauthorized(f"this action needs a {scope.name} token")
+            raise Unauthorized(f"this action needs a {scope.name} token (gitreg token create)")
+        if principal.scope < scope:
+            raise Forbidden(f"this action needs a {scope.name} token")
+        return principal
+
+    async def require(self, request: Request, scope: Scope, namespace: str | None) -> Principal:
+        """Publishing and admin actions: a token with `scope` for `namespace`, else 401/403."""
+        principal = await self.authenticate(request, scope)
         if not principal.allows(scope, namespace):
             where = f"namespace {namespace}" if namespace else "the whole registry"
             raise Forbidden(f"this token may not {scope.name} in {where}")

@@ -1,5 +1,4 @@
-"""`gitreg jobs` (the ingestion queue) and `gitreg hook-token` (post-receive
-and admin tokens). Both register their own parsers; `handler(svc, args)` runs."""
+"""`gitreg jobs`: the ingestion queue. Registers its own parsers; `handler(svc, args)` runs."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from typing import Any
 from gitreg.jobs import JobRunner
 from gitreg.services import Services
 from gitreg.storage.jobs import STATES, JobRecord, iso
-from gitreg.webhooks.tokens import SCOPES
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -34,20 +32,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "reconcile", parents=[common], help="queue a remote tag check for every repository"
     )
     reconcile.set_defaults(handler=reconcile_all)
-
-    tokens = sub.add_parser(
-        "hook-token", parents=[common], help="tokens for hooks/post-receive and /admin"
-    )
-    tokens_sub = tokens.add_subparsers(dest="token_command", required=True)
-    create = tokens_sub.add_parser("create", parents=[common], help="make a token (shown once)")
-    create.add_argument("name")
-    create.add_argument("--scope", choices=SCOPES, default="notify")
-    create.set_defaults(handler=create_token)
-    tlist = tokens_sub.add_parser("list", parents=[common], help="list tokens (never the secret)")
-    tlist.set_defaults(handler=list_tokens)
-    revoke = tokens_sub.add_parser("revoke", parents=[common], help="delete a token")
-    revoke.add_argument("name")
-    revoke.set_defaults(handler=revoke_token)
 
 
 def _line(svc: Services, job: JobRecord) -> str:
@@ -95,24 +79,4 @@ def run_jobs(svc: Services, args: argparse.Namespace) -> int:
 def reconcile_all(svc: Services, args: argparse.Namespace) -> int:
     runner = JobRunner.for_services(svc)
     print(f"queued a remote tag check for {runner.reconcile()} repositories")
-    return 0
-
-
-def create_token(svc: Services, args: argparse.Namespace) -> int:
-    token = svc.hook_tokens.create(args.name, args.scope)
-    print(f"created {args.scope} token {args.name!r}; it is shown only this once:", file=sys.stderr)
-    print(token)
-    return 0
-
-
-def list_tokens(svc: Services, args: argparse.Namespace) -> int:
-    for record in svc.hook_tokens.all():
-        used = record.last_used_at or "never"
-        print(f"{record.name}  {record.scope}  created {record.created_at}  last used {used}")
-    return 0
-
-
-def revoke_token(svc: Services, args: argparse.Namespace) -> int:
-    svc.hook_tokens.revoke(args.name)
-    print(f"revoked {args.name}")
     return 0

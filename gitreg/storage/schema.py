@@ -110,14 +110,6 @@ MIGRATIONS: list[tuple[str, str]] = [
         name TEXT PRIMARY KEY,
         next_run REAL NOT NULL
     );
-    CREATE TABLE hook_tokens (
-        id INTEGER PRIMARY KEY,
-        name TEXT NOT NULL UNIQUE,
-        scope TEXT NOT NULL,
-        token_hash TEXT NOT NULL UNIQUE,
-        created_at TEXT NOT NULL,
-        last_used_at TEXT
-    );
     """,
     ),
     (

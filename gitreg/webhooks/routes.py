@@ -24,7 +24,8 @@ from starlette.routing import Route
 
 from gitreg.addresses import module_address
 from gitreg.api.responses import json_bytes, json_response
-from gitreg.errors import BadRequest, NotFound, PayloadTooLarge, Unauthorized
+from gitreg.auth.tokens import Principal, Scope
+from gitreg.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, Unauthorized
 from gitreg.git.remotes import normalise_remote
 from gitreg.services import Services, services
 from gitreg.storage.records import RepoRecord
@@ -178,21 +179,19 @@ def forge_endpoint(forge: Forge) -> Route:
 # -- hooks/post-receive ------------------------------------------------------
 
 
-def bearer_token(request: Request) -> str:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
+def _namespaces(svc: Services, repo: RepoRecord) -> set[str]:
+    """Every namespace a repository publishes into (its modules and providers)."""
+    found = {m.namespace for m in svc.index.modules_of_repo(repo.id)}
+    found |= {p.namespace for p in svc.providers.store.providers_of_repo(repo.id)}
+    return found
 
 
-def check_token(svc: Services, token: str, scopes: tuple[str, ...]) -> str:
-    name = svc.hook_tokens.check(token, scopes)
-    if name is None:
-        raise Unauthorized(f"a valid {scopes[0]} token is required (gitreg hook-token create)")
-    return name
-
-
-def accept_notification(svc: Services, payload: dict[str, Any]) -> tuple[int, Any]:
+def accept_notification(
+    svc: Services, payload: dict[str, Any], principal: Principal
+) -> tuple[int, Any]:
     """`{"repository": "OWNER/REPO", "refs": [{"ref", "old", "new"}], "delivery": id}`
-    from hooks/post-receive, already authenticated."""
+    from hooks/post-receive, from the holder of a publish token. The token must
+    cover every namespace the repository publishes into (403 otherwise)."""
     name = text(payload, "repository")
     if not name:
         raise BadRequest("field 'repository' is required")
@@ -214,15 +213,21 @@ def accept_notification(svc: Services, payload: dict[str, Any]) -> tuple[int, An
             f"repository {name[:200]!r} is not registered with gitreg"
             " (set gitreg.repo in the hook's repository to its --forge-repo name)"
         )
+    for repo in repos:
+        refused = sorted(
+            ns for ns in _namespaces(svc, repo) if not principal.allows(Scope.publish, ns)
+        )
+        if refused:
+            raise Forbidden(f"this token may not publish in namespace {', '.join(refused)}")
     return _enqueue(svc, repos, "hook", delivery, (text(payload, "delivery") or "")[:200])
 
 
 async def notify(request: Request) -> Response:
     svc = services(request)
     # The token first: nothing of an unauthenticated body is read or parsed.
-    await run_in_threadpool(check_token, svc, bearer_token(request), ("notify", "admin"))
+    principal = await svc.access.authenticate(request, Scope.publish)
     _, payload = await read_json(request, svc.settings.webhook_max_bytes)
-    status, answer = await run_in_threadpool(accept_notification, svc, payload)
+    status, answer = await run_in_threadpool(accept_notification, svc, payload, principal)
     return json_response(json_bytes(answer), status=status)
 
 
