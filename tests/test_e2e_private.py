@@ -1,9 +1,10 @@
 """End to end with the real Terraform CLI against a private namespace (issue 6).
 
 No credentials: `terraform init` fails naming the authentication problem. A read
-token in the CLI config: the module installs, its archive fetched through a
-signed URL (Terraform sends no credentials for archives). A token for another
-namespace: not found.
+token in the CLI config: the module and the provider install, the archive and
+the zip (with SHA256SUMS and signature) fetched through signed URLs, since
+Terraform sends no credentials for those. A token for another namespace: not
+found.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.gitrepo import GitRepo, simple_module
+from tests.support.provider_dist import make_dist
 from tests.support.server import RunningServer, cli, start_server
-from tests.support.terraform import run_terraform
+from tests.support.terraform import null_provider_binary, run_terraform
 
 
 @dataclass
@@ -40,6 +42,11 @@ def private(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Private]:
     repo.commit()
     repo.tag("v1.0.0")
     cli(data_dir, "repo", "add", str(repo.path), "--module", "team/vpc/aws")
+    cli(data_dir, "key", "generate", "team")
+    dist = make_dist("null", "2.1.2", ["linux_amd64"], null_provider_binary().read_bytes())
+    del dist.files[dist.shasums_name]
+    dist_dir = dist.write(root / "dist")
+    cli(data_dir, "provider", "publish", "team/null", "2.1.2", str(dist_dir), "--sign")
     cli(data_dir, "namespace", "set", "team", "--private")
     team = _token(data_dir, "--namespace", "team", "--expires-in", "1d")
     other = _token(data_dir, "--namespace", "elsewhere")
@@ -50,7 +57,12 @@ def private(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Private]:
 
 def _workdir(tmp_path: Path, server: RunningServer) -> Path:
     (tmp_path / "main.tf").write_text(
+        "terraform {\n  required_providers {\n"
+        f'    null = {{\n      source  = "{server.host}/team/null"\n'
+        '      version = "2.1.2"\n    }\n'
+        "  }\n}\n\n"
         f'module "vpc" {{\n  source  = "{server.host}/team/vpc/aws"\n  version = "1.0.0"\n}}\n\n'
+        'resource "null_resource" "private" {}\n\n'
         'output "greeting" {\n  value = module.vpc.greeting\n}\n'
     )
     return tmp_path
@@ -76,8 +88,13 @@ def test_read_token_installs_through_a_signed_archive_url(private: Private, tmp_
         workdir, "apply", "-auto-approve", ca_pem=private.server.ca_pem, cli_config=config
     )
     assert 'greeting = "private hello"' in applied.stdout
+    assert "null_resource.private: Creation complete" in applied.stdout
     log = private.server.log()
-    assert "signature=" in log  # the archive GET carried its signed query
+    # The archive, zip, SHA256SUMS and .sig GETs all carried a signed query.
+    signed = [line for line in log.splitlines() if "signature=" in line and " 200" in line]
+    assert any(".tar.gz" in line for line in signed)
+    assert any(".zip" in line for line in signed)
+    assert any("SHA256SUMS" in line for line in signed)
     assert private.team_token not in log  # tokens never reach the logs
 
 
