@@ -4,6 +4,7 @@ pulling through a fake upstream served over real TLS."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitreg.app import create_app
+from gitreg.auth.tokens import new_token, token_hash
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from tests.support.fake_upstream import FakeUpstream, ServedUpstream, serve_tls
@@ -186,6 +188,28 @@ def test_own_providers_appear_under_gitregs_hostname(svc: Services, tmp_path: Pa
     assert archives["darwin_arm64"]["hashes"][1] == "zh:" + hashlib.sha256(expected).hexdigest()
     listing = json.loads(cli(data_dir, "providers", "--json").stdout)
     assert archives["darwin_arm64"]["hashes"][0] in json.dumps(listing)
+
+
+def test_locked_down_registry_needs_a_read_token_for_mirrored_providers(
+    svc: Services, tmp_path: Path
+) -> None:
+    settings = dataclasses.replace(svc.settings, read_default="token")
+    locked = build_services(settings)
+    try:
+        (anonymous,) = get(locked, f"{BASE}/index.json")
+        assert anonymous.status_code == 401
+        token = new_token()
+        locked.auth.add_token(token_hash(token), token[:12], "read", [], "", None)
+        locked.cache.invalidate()
+        headers = {"authorization": f"Bearer {token}"}
+        (index,) = get(locked, f"{BASE}/index.json", headers=headers)
+        assert index.status_code == 200
+        locked.auth.set_namespace_private("hashicorp", False)
+        locked.cache.invalidate()
+        (opened,) = get(locked, f"{BASE}/index.json")
+        assert opened.status_code == 200
+    finally:
+        locked.close()
 
 
 PART = st.text(st.characters(codec="utf-8", exclude_characters="/"), min_size=1, max_size=40)

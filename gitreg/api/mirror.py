@@ -13,8 +13,9 @@ ETag, and a matching If-None-Match gets 304 (checklist H2). Archive URLs in
 VERSION.json are relative file names, resolved by Terraform against the
 VERSION.json URL, so zips are served by gitreg beside the JSON with the blob
 helper (immutable, ETag = sha256). Providers published to gitreg appear under
-gitreg's own hostnames and obey namespace privacy (issue 6): Terraform sends no
-credentials for the zips, so a private namespace's zip URLs are signed.
+gitreg's own hostnames; every namespace, hosted or mirrored, obeys namespace
+privacy (issue 6): Terraform sends no credentials for the zips, so a private
+namespace's zip URLs are signed.
 """
 
 from __future__ import annotations
@@ -63,11 +64,13 @@ async def mirror_file(request: Request) -> Response:
     )
     svc = services(request)
     mirror = svc.mirror
-    private = False
-    if mirror.is_local(address):
-        private = await svc.access.require_read(
-            request, address.namespace, f"provider {address} not found"
-        )
+    # Hosted and upstream providers alike follow namespace visibility: with
+    # `read_default = "token"` a locked-down registry serves nothing, mirrored
+    # public providers included, without a read token (unless the operator
+    # marks such a namespace public with `gitreg namespace set NS --public`).
+    private = await svc.access.require_read(
+        request, address.namespace, f"provider {address} not found"
+    )
     name: str = params["file"]
     if name == "index.json":
         return _json(request, await mirror.index_json(address))
