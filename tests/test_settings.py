@@ -55,3 +55,17 @@ def test_broken_config_file_is_a_clear_error(tmp_path: Path) -> None:
     config.write_text("port = [\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings({"data_dir": tmp_path}, environ={}, config_file=config)
+
+
+def test_every_setting_is_documented() -> None:
+    import dataclasses
+
+    from gitreg.settings import Settings
+
+    doc = (Path(__file__).parent.parent / "docs" / "configuration.md").read_text()
+    missing = [
+        f.name
+        for f in dataclasses.fields(Settings)
+        if f.name != "extra" and f"`{f.name}`" not in doc
+    ]
+    assert missing == []
