@@ -37,7 +37,7 @@ def job_json(svc: Services, job: JobRecord) -> dict[str, Any]:
 
 
 def _int(value: str, what: str) -> int:
-    if not value.isdigit() or len(value) > 12:
+    if not (value.isascii() and value.isdigit()) or len(value) > 12:
         raise BadRequest(f"{what} must be a positive integer")
     return int(value)
 

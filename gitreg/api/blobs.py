@@ -1,7 +1,8 @@
 """Content-addressed downloads: `GET|HEAD /archives/:sha256.tar.gz`.
 
 The bytes never change for a name, so the answer carries the sha256 as ETag and
-`Cache-Control: immutable` (checklist H2). HEAD answers with the true
+`Cache-Control: immutable` (checklist H2); private blobs are `private, no-store`
+instead, since their signed URLs expire (U2). HEAD answers with the true
 Content-Length: Terraform's getter sends HEAD twice before the GET and would
 skip the GET on a zero length.
 """
@@ -20,6 +21,9 @@ from gitreg.services import services
 from gitreg.storage.blobs import SHA256_RE
 
 IMMUTABLE = "public, max-age=31536000, immutable"
+# A private blob is served through a signed URL that expires (U2); a shared
+# cache keeping it "public, immutable" would serve it past the expiry.
+PRIVATE = "private, no-store"
 
 
 class BlobFileResponse(FileResponse):
@@ -32,13 +36,14 @@ async def blob_response(request: Request, sha256: str, media_type: str) -> Respo
         raise NotFound("no such archive")
     svc = services(request)
     await svc.access.check_blob(request, sha256)
+    signed = sha256 in (await svc.access.snapshot()).signed_blobs
     path = svc.blobs.path(sha256)
     try:
         stat = await run_in_threadpool(os.stat, path)
     except FileNotFoundError as exc:
         raise NotFound("no such archive") from exc
     etag = f'"{sha256}"'
-    headers = {"ETag": etag, "Cache-Control": IMMUTABLE}
+    headers = {"ETag": etag, "Cache-Control": PRIVATE if signed else IMMUTABLE}
     if request.headers.get("if-none-match") == etag:
         return Response(status_code=304, headers=headers)
     return BlobFileResponse(path, media_type=media_type, headers=headers, stat_result=stat)

@@ -261,7 +261,7 @@ async def put_file(request: Request) -> Response:
         svc.settings.max_provider_package_bytes,
     )
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > cap:
+    if declared.isascii() and declared.isdigit() and int(declared) > cap:
         raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
     partial = directory / f".{filename}.partial"
     out = await run_in_threadpool(partial.open, "wb")

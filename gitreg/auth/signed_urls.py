@@ -82,10 +82,13 @@ class UrlSigner:
         """Raise Forbidden unless the query carries a current signature for `path`."""
         raw_expires = query.get("expires", "")
         signature = query.get("signature", "")
-        if not raw_expires.isdigit() or len(raw_expires) > 12 or not signature:
+        digits = raw_expires.isascii() and raw_expires.isdigit()  # isdigit() alone takes "²"
+        if not digits or len(raw_expires) > 12 or not signature:
             raise Forbidden("this download needs a valid signed URL; ask the registry again")
         expires = int(raw_expires)
         if expires < (now or time.time()):
             raise Forbidden("this signed download URL has expired; ask the registry again")
-        if not any(hmac.compare_digest(_mac(k, path, expires), signature) for k in self._keys):
+        # Bytes: compare_digest refuses str with non-ASCII characters (a 500, not a 403).
+        sent = signature.encode()
+        if not any(hmac.compare_digest(_mac(k, path, expires).encode(), sent) for k in self._keys):
             raise Forbidden("invalid signature on this download URL")

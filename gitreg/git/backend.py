@@ -9,6 +9,8 @@ commit and tree here (checklist G4). Nothing is ever checked out.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 import typing
 from collections.abc import Callable, Mapping
@@ -16,7 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from dulwich.client import LocalGitClient, get_transport_and_path
+from dulwich.client import (
+    LocalGitClient,
+    SSHGitClient,
+    SubprocessSSHVendor,
+    SubprocessWrapper,
+    get_transport_and_path,
+)
 from dulwich.config import ConfigDict
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.objects import Commit, ObjectID, Tag, Tree
@@ -85,12 +93,21 @@ class DulwichBackend:
         except ValueError as exc:
             raise GitError(f"cannot use remote {url}: {exc}") from exc
 
+    def _watch_ssh(self, client: typing.Any, deadline: float) -> None:
+        """G3 for ssh remotes: dulwich reads the ssh process's pipe with no
+        timeout, so a server that connects and then sends nothing would hold
+        a worker thread forever. The process is killed instead when it is
+        silent for `timeout` seconds or runs past `deadline`."""
+        if isinstance(client, SSHGitClient) and isinstance(client.ssh_vendor, SubprocessSSHVendor):
+            client.ssh_vendor = _WatchedSSHVendor(self._timeout, deadline)
+
     def remote_tags(self, url: str) -> dict[str, str]:
         """`git ls-remote --tags`: tag name -> the sha the ref points at."""
         client, path = self._client(url)
+        self._watch_ssh(client, time.monotonic() + self._timeout * 10)
         try:
             refs = client.get_refs(path)
-        except (GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
+        except (GitError, GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
             raise GitError(f"cannot list tags of {url}: {exc}") from exc
         return _tag_refs(getattr(refs, "refs", refs))
 
@@ -99,10 +116,12 @@ class DulwichBackend:
         repo = self._open_mirror(mirror)
         try:
             client, path = self._client(url)
-            _limit_pack(client, self._max_pack_bytes, time.monotonic() + self._timeout * 10)
+            deadline = time.monotonic() + self._timeout * 10
+            self._watch_ssh(client, deadline)
+            _limit_pack(client, self._max_pack_bytes, deadline)
             try:
                 result = client.fetch(path, repo, ref_prefix=[TAG_PREFIX])
-            except (GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
+            except (GitError, GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
                 raise GitError(f"cannot fetch {url}: {exc}") from exc
             remote = {
                 Ref(TAG_PREFIX + name.encode()): ObjectID(sha.encode())
@@ -209,6 +228,95 @@ def _limit_pack(client: typing.Any, max_bytes: int, deadline: float) -> None:
         return original(path, determine_wants, graph_walker, counting, **kwargs)
 
     client.fetch_pack = counted_fetch_pack
+
+
+class _Watchdog:
+    """Calls `kill` once the watched process is silent for `idle` seconds or
+    runs past `deadline` (monotonic), unless stopped first."""
+
+    def __init__(self, kill: Callable[[], None], idle: float, deadline: float) -> None:
+        self._kill = kill
+        self._idle = idle
+        self._deadline = deadline
+        self._last = time.monotonic()
+        self._done = threading.Event()
+        self.fired = ""
+        threading.Thread(target=self._watch, name="gitreg-git-watchdog", daemon=True).start()
+
+    def touch(self) -> None:
+        self._last = time.monotonic()
+
+    def stop(self) -> None:
+        self._done.set()
+
+    def _watch(self) -> None:
+        while True:
+            now = time.monotonic()
+            if now >= self._deadline:
+                self.fired = "fetch took too long"
+            elif now >= self._last + self._idle:
+                self.fired = f"remote sent nothing for {self._idle:g}s"
+            elif self._done.wait(min(self._deadline, self._last + self._idle) - now):
+                return
+            else:
+                continue
+            if not self._done.is_set():
+                with contextlib.suppress(OSError):
+                    self._kill()
+            return
+
+
+class _WatchedProcess(SubprocessWrapper):
+    """dulwich's ssh connection, with every read feeding a `_Watchdog` (G3)."""
+
+    def __init__(self, inner: SubprocessWrapper, idle: float, deadline: float) -> None:
+        # Not `super().__init__`: that would put a second reader on the same pipe.
+        self.proc = inner.proc
+        self._inner = inner
+        self._dog = _Watchdog(inner.proc.kill, idle, deadline)
+        self.write = inner.write
+        self.read = self._read
+
+    def _read(self, size: int | None = -1) -> bytes:
+        data = self._inner.read(size)
+        if self._dog.fired:
+            self.close()  # reap the killed process now; dulwich may not close on errors
+            raise GitError(f"{self._dog.fired}; abandoned (git_timeout)")
+        self._dog.touch()
+        return data
+
+    def close(self, timeout: int | None = 60) -> None:
+        self._dog.stop()
+        self._inner.close(timeout)
+
+
+class _WatchedSSHVendor(SubprocessSSHVendor):
+    def __init__(self, idle: float, deadline: float) -> None:
+        self._idle = idle
+        self._deadline = deadline
+
+    def run_command(
+        self,
+        host: str,
+        command: bytes,
+        username: str | None = None,
+        port: int | None = None,
+        password: str | None = None,
+        key_filename: str | None = None,
+        ssh_command: str | None = None,
+        protocol_version: int | None = None,
+    ) -> SubprocessWrapper:
+        inner = super().run_command(
+            host,
+            command,
+            username=username,
+            port=port,
+            password=password,
+            key_filename=key_filename,
+            ssh_command=ssh_command,
+            protocol_version=protocol_version,
+        )
+        return _WatchedProcess(inner, self._idle, self._deadline)
 
 
 def _tag_refs(refs: Mapping[bytes, bytes | None]) -> dict[str, str]:

@@ -7,24 +7,24 @@ and hosts on link-local addresses (cloud metadata services) are refused.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from gitreg.errors import BadRequest
+from gitreg.hosts import refused_address
 
 _SCP_LIKE = re.compile(r"^(?P<user>[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+):(?P<path>[^/].*)$")
 
 
-def _check_host(host: str, url: str) -> None:
+def _check_host(host: str, url: str, user: str | None = None) -> None:
     if not host:
         raise BadRequest(f"remote {url!r} has no host")
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return
-    if address.is_link_local or address.is_multicast or address.is_unspecified:
+    # ssh is run with `[user@]host` as an argument: a leading '-' would be an option.
+    if host.startswith("-") or (user or "").startswith("-"):
+        raise BadRequest(f"remote {url!r} has a host or user name starting with '-'")
+    address = refused_address(host)
+    if address is not None:
         raise BadRequest(f"remote {url!r} points at a refused address ({address})")
 
 
@@ -41,15 +41,18 @@ def normalise_remote(url: str, *, allow_local: bool, allow_http: bool) -> str:
         raise BadRequest(f"remote {text!r} starts with '-'")
     if "::" in text.split("/", 1)[0]:
         raise BadRequest(f"remote helper transports such as {text.split('::')[0]}:: are refused")
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:  # e.g. an unbalanced `[` ("Invalid IPv6 URL")
+        raise BadRequest(f"remote {text!r} is not a valid URL: {exc}") from exc
     scheme = parts.scheme.lower()
     if scheme in ("https", "ssh", "git+ssh", "ssh+git"):
-        _check_host(parts.hostname or "", text)
+        _check_host(parts.hostname or "", text, parts.username)
         return text
     if scheme == "http":
         if not allow_http:
             raise BadRequest(f"plain http remote {text!r} refused (set allow_http_remotes)")
-        _check_host(parts.hostname or "", text)
+        _check_host(parts.hostname or "", text, parts.username)
         return text
     if scheme == "file" or (not scheme and (text.startswith(("/", ".", "~")))):
         if not allow_local:

@@ -17,8 +17,6 @@ shorter than its Content-Length is an error, not a file.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ipaddress
 import json
 import logging
 import os
@@ -36,6 +34,7 @@ import httpx
 
 from gitreg import __version__
 from gitreg.errors import BadRequest, NotFound, UpstreamError, UpstreamTimeout
+from gitreg.hosts import refused_address
 from gitreg.mirror.addresses import ProviderAddress, check_platform
 from gitreg.mirror.constraints import ConstraintError, parse_version
 from gitreg.mirror.options import MirrorOptions
@@ -101,12 +100,11 @@ def _require_https(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
         raise UpstreamError(f"refused non-https upstream URL {url[:200]!r} (mirror is https only)")
-    with contextlib.suppress(ValueError):
-        # An upstream's metadata names the hosts to fetch from; never a cloud
-        # metadata service or similar (as for git remotes, checklist G2).
-        address = ipaddress.ip_address(parts.hostname)
-        if address.is_link_local or address.is_multicast or address.is_unspecified:
-            raise UpstreamError(f"refused upstream URL {url[:200]!r}: address {address}")
+    # An upstream's metadata names the hosts to fetch from; never a cloud
+    # metadata service or similar (as for git remotes, checklist G2).
+    address = refused_address(parts.hostname)
+    if address is not None:
+        raise UpstreamError(f"refused upstream URL {url[:200]!r}: address {address}")
 
 
 class _LoopState:

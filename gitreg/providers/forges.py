@@ -31,7 +31,6 @@ byte cap (the same rules as checklist M2 for upstreams).
 from __future__ import annotations
 
 import io
-import ipaddress
 import json
 import ssl
 from collections.abc import Mapping
@@ -44,6 +43,7 @@ import httpx
 
 from gitreg import __version__
 from gitreg.errors import ConfigError, GitError, NotFound
+from gitreg.hosts import refused_address
 from gitreg.settings import Settings
 from gitreg.webhooks.signatures import resolve_secret
 
@@ -184,12 +184,8 @@ class _HTTP:
         parts = urlsplit(url)
         if parts.scheme != "https" and not (parts.scheme == "http" and self.config.allow_http):
             raise ForgeError(f"{self.config.name}: refusing to fetch {parts.scheme}:// URL {url!r}")
-        host = (parts.hostname or "").strip("[]")
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return
-        if address.is_link_local or address.is_multicast or address.is_unspecified:
+        address = refused_address(parts.hostname or "")
+        if address is not None:
             raise ForgeError(f"{self.config.name}: refusing to fetch from {address}")
 
     def _headers(self, url: str, accept: str) -> dict[str, str]:
@@ -216,7 +212,7 @@ class _HTTP:
                             f"{self.config.name}: {answer.status_code} from {_safe(url)}"
                         )
                     declared = answer.headers.get("content-length", "")
-                    if declared.isdigit() and int(declared) > max_bytes:
+                    if declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
                         raise ForgeError(f"{_safe(url)} is over the {max_bytes}-byte limit")
                     size = 0
                     for chunk in answer.iter_bytes(1024 * 1024):

@@ -126,6 +126,13 @@ def text(payload: Any, *path: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise BadRequest(f"payload field {'.'.join(path)} must be a string")
+    if not value.isascii():
+        # JSON may escape a lone surrogate (`"\ud800"`), which no database or
+        # log can store: refuse them here rather than fail later with a 500.
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise BadRequest(f"payload field {'.'.join(path)} is not valid Unicode") from exc
     return value
 
 

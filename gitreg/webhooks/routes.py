@@ -56,7 +56,7 @@ async def read_json(request: Request, limit: int) -> tuple[bytes, dict[str, Any]
     """The raw body and it as a JSON object, refusing oversize bodies before reading them
     whole and anything that is not a JSON object (W7)."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"body over {limit} bytes")
     chunks: list[bytes] = []
     size = 0
