@@ -51,6 +51,16 @@ def test_versions_lists_every_version(client: TestClient) -> None:
     assert listed == ["1.0.0", "1.1.0", "2.0.0-rc1", "3.0.0"]
 
 
+def test_versions_carry_an_etag_and_answer_304(client: TestClient) -> None:
+    first = client.get("/v1/modules/acme/vpc/aws/versions")
+    etag = first.headers["etag"]
+    assert first.headers["cache-control"] == "no-cache"
+    again = client.get("/v1/modules/acme/vpc/aws/versions", headers={"if-none-match": etag})
+    assert again.status_code == 304
+    stale = client.get("/v1/modules/acme/vpc/aws/versions", headers={"if-none-match": '"x"'})
+    assert stale.status_code == 200
+
+
 def test_names_match_case_insensitively(client: TestClient) -> None:
     assert client.get("/v1/modules/ACME/Vpc/AWS/versions").status_code == 200
 

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import ModuleAddress, module_address
-from gitreg.api.responses import json_bytes, json_response
+from gitreg.api.responses import CachedJson, json_bytes, json_response
 from gitreg.api.urls import archive_path, base_url
 from gitreg.errors import BadRequest, NotFound
 from gitreg.services import services
@@ -31,13 +31,13 @@ def _address(request: Request) -> ModuleAddress:
     return module_address(p["namespace"], p["name"], p["system"])
 
 
-def _versions_body(index: SQLiteIndex, addr: ModuleAddress) -> bytes | None:
+def _versions_body(index: SQLiteIndex, addr: ModuleAddress) -> CachedJson | None:
     module = index.find_module(addr.namespace, addr.name, addr.system)
     if module is None:
         return None
     listed = sorted((v.version for v in index.versions(module.id) if not v.yanked), key=sort_key)
     # One-element `modules` list, as the spec asks for forward compatibility.
-    return json_bytes({"modules": [{"versions": [{"version": v} for v in listed]}]})
+    return CachedJson.of({"modules": [{"versions": [{"version": v} for v in listed]}]})
 
 
 def _download_target(index: SQLiteIndex, addr: ModuleAddress, key: str) -> tuple[str, str] | None:
@@ -58,8 +58,8 @@ async def versions(request: Request) -> Response:
     )
     if body is None:
         raise NotFound(f"module {addr} not found")
-    assert isinstance(body, bytes)
-    return json_response(body)
+    assert isinstance(body, CachedJson)
+    return body.response(request)
 
 
 async def download(request: Request) -> Response:

@@ -30,7 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.api.blobs import blob_response
-from gitreg.api.responses import json_bytes, json_response
+from gitreg.api.responses import CachedJson, json_bytes, json_response
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
 from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
@@ -68,7 +68,7 @@ def files_path(address: ProviderAddress, version: str, filename: str) -> str:
 # -- versions -----------------------------------------------------------------
 
 
-def _versions_body(store: ProviderStore, address: ProviderAddress) -> bytes | None:
+def _versions_body(store: ProviderStore, address: ProviderAddress) -> CachedJson | None:
     provider = store.find_provider(address.key)
     if provider is None:
         return None
@@ -84,7 +84,7 @@ def _versions_body(store: ProviderStore, address: ProviderAddress) -> bytes | No
                 "platforms": [{"os": p.os, "arch": p.arch} for p in packages.get(version.id, [])],
             }
         )
-    return json_bytes({"versions": listed})
+    return CachedJson.of({"versions": listed})
 
 
 async def versions(request: Request) -> Response:
@@ -96,8 +96,8 @@ async def versions(request: Request) -> Response:
     )
     if body is None:
         raise NotFound(f"provider {address} not found")
-    assert isinstance(body, bytes)
-    return json_response(body)
+    assert isinstance(body, CachedJson)
+    return body.response(request)
 
 
 # -- download -----------------------------------------------------------------
