@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 from gitreg.errors import NotFound
-from gitreg.storage.index import SQLiteIndex, utcnow
+from gitreg.storage.index import IndexBackedStore, utcnow
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,7 @@ class TokenRecord:
     revoked_at: str | None
 
 
-class AuthStore:
-    def __init__(self, index: SQLiteIndex) -> None:
-        self._index = index
-
+class AuthStore(IndexBackedStore):
     def add_token(
         self,
         token_hash: str,
@@ -40,7 +37,7 @@ class AuthStore:
         description: str,
         expires_at: float | None,
     ) -> int:
-        with self._index._write() as conn:
+        with self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO api_tokens (token_hash, prefix, scope, namespaces, description,"
                 " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -72,11 +69,11 @@ class AuthStore:
                 expires_at=r["expires_at"],
                 revoked_at=r["revoked_at"],
             )
-            for r in self._index._rows(sql + " ORDER BY id")
+            for r in self._rows(sql + " ORDER BY id")
         ]
 
     def revoke(self, token_id: int) -> None:
-        with self._index._write() as conn:
+        with self._write() as conn:
             cursor = conn.execute(
                 "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 (utcnow(), token_id),
@@ -85,7 +82,7 @@ class AuthStore:
                 raise NotFound(f"no active token #{token_id}")
 
     def set_namespace_private(self, namespace: str, private: bool) -> None:
-        with self._index._write() as conn:
+        with self._write() as conn:
             conn.execute(
                 "INSERT INTO namespace_access (namespace_key, namespace, private) VALUES (?, ?, ?)"
                 " ON CONFLICT(namespace_key) DO UPDATE SET private = excluded.private,"
@@ -95,13 +92,13 @@ class AuthStore:
 
     def namespace_visibility(self) -> dict[str, bool]:
         """Lower-cased namespace -> private, for namespaces set explicitly."""
-        rows = self._index._rows("SELECT namespace_key, private FROM namespace_access")
+        rows = self._rows("SELECT namespace_key, private FROM namespace_access")
         return {r["namespace_key"]: bool(r["private"]) for r in rows}
 
     def module_archives(self) -> list[tuple[str, str]]:
         """(lower-cased namespace, archive sha256) of every module version, so the
         access policy can tell which blobs need a signed URL."""
-        rows = self._index._rows(
+        rows = self._rows(
             "SELECT DISTINCT lower(m.namespace), v.archive_sha256 FROM module_versions v"
             " JOIN modules m ON m.id = v.module_id"
         )

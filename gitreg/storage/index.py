@@ -305,6 +305,22 @@ class SQLiteIndex:
         return [_conflict(r) for r in rows]
 
 
+class IndexBackedStore:
+    """Base for the feature stores (jobs, providers, mirror, auth): their SQL
+    runs on the index's one connection and lock, so their writes are not
+    mistaken for another process's commit by the metadata cache, and every
+    write is `BEGIN IMMEDIATE` like the index's own."""
+
+    def __init__(self, index: SQLiteIndex) -> None:
+        self._index = index
+
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._index._write()
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        return self._index._rows(sql, params)
+
+
 def _repo(row: sqlite3.Row) -> RepoRecord:
     return RepoRecord(
         id=row["id"],

@@ -17,7 +17,6 @@ look like a publish by another process to the metadata cache.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gitreg.errors import NotFound
-from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.index import IndexBackedStore
 
 JobKind = Literal["sync", "reconcile"]
 JobState = Literal["queued", "running", "done", "failed", "superseded"]
@@ -105,17 +104,7 @@ def _merge_reason(old: str, new: str) -> str:
     return merged
 
 
-class JobStore:
-    def __init__(self, index: SQLiteIndex) -> None:
-        # Same package: reuse the index's connection and lock (see module doc).
-        self._index = index
-
-    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return self._index._write()
-
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        return self._index._rows(sql, params)
-
+class JobStore(IndexBackedStore):
     # -- submitting ---------------------------------------------------------
 
     def enqueue(

@@ -13,13 +13,11 @@ the stored one so the caller can see a conflicting upstream.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
 
-from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.index import IndexBackedStore
 
 
 @dataclass(frozen=True)
@@ -58,16 +56,7 @@ class MirrorPackage:
         return f"zh:{self.sha256}"
 
 
-class MirrorStore:
-    def __init__(self, index: SQLiteIndex) -> None:
-        self._index = index
-
-    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return self._index._write()
-
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        return self._index._rows(sql, params)
-
+class MirrorStore(IndexBackedStore):
     # -- version lists ------------------------------------------------------------------
 
     def index(self, provider_key: str) -> CachedIndex | None:

@@ -10,14 +10,12 @@ themselves; other processes notice through their own connections.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
 
 from gitreg.errors import Conflict, NotFound
-from gitreg.storage.index import SQLiteIndex, utcnow
+from gitreg.storage.index import IndexBackedStore, utcnow
 
 
 @dataclass(frozen=True)
@@ -89,16 +87,7 @@ class NewProviderVersion:
     packages: list[PackageRecord] = field(default_factory=list)
 
 
-class ProviderStore:
-    def __init__(self, index: SQLiteIndex) -> None:
-        self._index = index
-
-    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return self._index._write()
-
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        return self._index._rows(sql, params)
-
+class ProviderStore(IndexBackedStore):
     # -- providers ----------------------------------------------------------
 
     def add_provider(
