@@ -254,16 +254,39 @@ def _text(data: Mapping[str, Any], key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-class GitHubReleases:
+class _ForgeReleases:
+    """What both forges share: listing the newest releases and streaming an asset.
+    Subclasses set `_http` and `_base` and read one release (`_release`)."""
+
+    _http: _HTTP
+    _base: str
+
+    def _release(self, data: Any) -> Release | None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._http.close()
+
+    def releases(self) -> list[Release]:
+        data = self._http.get_json(f"{self._base}/releases?per_page={RELEASES_PAGE}")
+        if not isinstance(data, list):
+            return []
+        return [r for r in map(self._release, data) if r is not None]
+
+    def download(self, asset: Asset, out: BinaryIO, max_bytes: int) -> int:
+        size = self._http.stream(asset.url, "application/octet-stream", out, max_bytes)
+        if size is None:
+            raise ForgeError(f"release asset {asset.name} is not at {_safe(asset.url)}")
+        return size
+
+
+class GitHubReleases(_ForgeReleases):
     def __init__(self, http: _HTTP, forge_repo: str) -> None:
         parts = forge_repo.split("/")
         if len(parts) != 2 or not all(parts):
             raise ConfigError(f"GitHub repository must be OWNER/REPO, got {forge_repo!r}")
         self._http = http
         self._base = f"{http.config.api_url}/repos/{quote(parts[0])}/{quote(parts[1])}"
-
-    def close(self) -> None:
-        self._http.close()
 
     def _release(self, data: Any) -> Release | None:
         if not isinstance(data, dict) or not _text(data, "tag_name"):
@@ -290,28 +313,13 @@ class GitHubReleases:
     def release(self, tag: str) -> Release | None:
         return self._release(self._http.get_json(f"{self._base}/releases/tags/{quote(tag, '')}"))
 
-    def releases(self) -> list[Release]:
-        data = self._http.get_json(f"{self._base}/releases?per_page={RELEASES_PAGE}")
-        if not isinstance(data, list):
-            return []
-        return [r for r in map(self._release, data) if r is not None]
 
-    def download(self, asset: Asset, out: BinaryIO, max_bytes: int) -> int:
-        size = self._http.stream(asset.url, "application/octet-stream", out, max_bytes)
-        if size is None:
-            raise ForgeError(f"release asset {asset.name} disappeared")
-        return size
-
-
-class GitLabReleases:
+class GitLabReleases(_ForgeReleases):
     def __init__(self, http: _HTTP, forge_repo: str) -> None:
         if not forge_repo.strip("/") or ".." in forge_repo.split("/"):
             raise ConfigError(f"GitLab project must be GROUP/PROJECT, got {forge_repo!r}")
         self._http = http
         self._base = f"{http.config.api_url}/projects/{quote(forge_repo.strip('/'), safe='')}"
-
-    def close(self) -> None:
-        self._http.close()
 
     def _release(self, data: Any) -> Release | None:
         if not isinstance(data, dict) or not _text(data, "tag_name"):
@@ -334,18 +342,6 @@ class GitLabReleases:
 
     def release(self, tag: str) -> Release | None:
         return self._release(self._http.get_json(f"{self._base}/releases/{quote(tag, '')}"))
-
-    def releases(self) -> list[Release]:
-        data = self._http.get_json(f"{self._base}/releases?per_page={RELEASES_PAGE}")
-        if not isinstance(data, list):
-            return []
-        return [r for r in map(self._release, data) if r is not None]
-
-    def download(self, asset: Asset, out: BinaryIO, max_bytes: int) -> int:
-        size = self._http.stream(asset.url, "application/octet-stream", out, max_bytes)
-        if size is None:
-            raise ForgeError(f"release asset {asset.name} is not at {_safe(asset.url)}")
-        return size
 
 
 def release_source(
