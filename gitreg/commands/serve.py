@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from gitreg.app import create_app
 from gitreg.settings import ENV_PREFIX, Settings
-from gitreg.tls import describe_trust, ensure_local_tls
 
 # Names that mean "every interface" are no hostname a certificate can carry.
 _WILDCARDS = ("0.0.0.0", "::", "")  # noqa: S104
+
+
+def _local_tls(tls_dir: Path, names: list[str]) -> tuple[str, str, str]:
+    """In the child: make or reuse the local CA and certificate; plain strings back."""
+    from gitreg.tls import describe_trust, ensure_local_tls
+
+    tls = ensure_local_tls(tls_dir, names)
+    return str(tls.cert), str(tls.key), describe_trust(tls)
 
 
 def _tls_options(settings: Settings) -> dict[str, Any]:
@@ -22,9 +31,12 @@ def _tls_options(settings: Settings) -> dict[str, Any]:
     if settings.tls_cert and settings.tls_key:
         return {"ssl_certfile": str(settings.tls_cert), "ssl_keyfile": str(settings.tls_key)}
     names = [h for h in (settings.public_host, settings.host) if h not in _WILDCARDS]
-    tls = ensure_local_tls(settings.tls_dir, names)
-    print(describe_trust(tls), flush=True)
-    return {"ssl_certfile": str(tls.cert), "ssl_keyfile": str(tls.key)}
+    # Certificates are made in a short-lived child process, so the server never
+    # keeps the `cryptography` package in memory (RSS target, docs/performance.md).
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        cert, key, trust = pool.apply(_local_tls, (settings.tls_dir, names))
+    print(trust, flush=True)
+    return {"ssl_certfile": cert, "ssl_keyfile": key}
 
 
 def _export_settings(settings: Settings) -> None:

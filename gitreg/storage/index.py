@@ -16,8 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from gitreg.errors import Conflict, NotFound
 from gitreg.storage.records import (
     ConflictRecord,
@@ -50,7 +48,6 @@ class SQLiteIndex:
         )
         conn.row_factory = sqlite3.Row
         self._conn = conn
-        self._db = sqlite_utils.Database(conn)
         self._lock = threading.RLock()
         with self._lock:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -106,7 +103,11 @@ class SQLiteIndex:
 
     def table_names(self) -> list[str]:
         with self._lock:
-            return list(self._db.table_names())
+            # Imported here, not at start-up: sqlite-utils brings click, dateutil
+            # and pygments, about 4 MiB a server worker does not need.
+            import sqlite_utils
+
+            return list(sqlite_utils.Database(self._conn).table_names())
 
     def check_writable(self) -> None:
         """For /readyz: a write transaction can be opened and committed."""
