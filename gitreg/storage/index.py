@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +28,23 @@ from gitreg.storage.records import (
 from gitreg.storage.schema import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch a database to WAL once. Changing the journal mode needs an exclusive
+    lock and SQLite answers "database is locked" at once, without the busy
+    handler, when several processes open a brand-new file together (S1), so it
+    is retried here for as long as the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def utcnow() -> str:
@@ -51,7 +69,7 @@ class SQLiteIndex:
         self._lock = threading.RLock()
         with self._lock:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(conn)
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
         self._migrate()
