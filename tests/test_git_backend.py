@@ -66,6 +66,28 @@ def test_fetch_over_the_network_and_peel_tags(daemon_url: str, tmp_path: Path) -
     assert [t.name for t in tags] == ["v1.0.0"] and not problems
 
 
+def test_second_fetch_brings_only_new_objects(
+    daemon_url: str, tmp_path: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    """The mirror offers its tag commits as haves, so the 200 KB blob is not sent again."""
+    backend = DulwichBackend()
+    mirror = tmp_path / "mirror.git"
+    backend.fetch(daemon_url, mirror)
+    served = tmp_path / "served" / "mod.git"
+    work = GitRepo.__new__(GitRepo)
+    work.path = tmp_path / "work"
+    work.write("new.tf", "# a small change\n")
+    work.commit("second")
+    work.tag("v1.1.0")
+    git(work.path, "push", "-q", str(served), "refs/tags/v1.1.0")
+    packs_before = set((mirror / "objects" / "pack").glob("*.pack"))
+    backend.fetch(daemon_url, mirror)
+    new_packs = set((mirror / "objects" / "pack").glob("*.pack")) - packs_before
+    assert sum(p.stat().st_size for p in new_packs) < 10_000
+    tags, _ = backend.tags(mirror)
+    assert [t.name for t in tags] == ["v1.0.0", "v1.1.0"]
+
+
 def test_oversized_pack_is_abandoned(daemon_url: str, tmp_path: Path) -> None:
     backend = DulwichBackend(max_pack_bytes=50_000)
     with pytest.raises(GitError, match="exceeds 50000 bytes"):

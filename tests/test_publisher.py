@@ -219,6 +219,12 @@ def test_submodule_is_left_out_and_reported(
     assert module is not None and "vendor/lib" in module.sync_report
 
 
+def _object_count(mirror: Path) -> int:
+    counted = git(mirror, "count-objects", "-v")
+    fields = dict(line.split(": ") for line in counted.splitlines())
+    return int(fields["count"]) + int(fields["in-pack"])
+
+
 def test_fetch_is_incremental(svc: Services, make_repo: Callable[[str], GitRepo]) -> None:
     repo = make_repo("vpc")
     simple_module(repo)
@@ -232,6 +238,9 @@ def test_fetch_is_incremental(svc: Services, make_repo: Callable[[str], GitRepo]
     repo.commit("second")
     repo.tag("v1.1.0")
     sync(svc, repo)
+    objects_before = _object_count(mirror)
+    sync(svc, repo)  # nothing new: nothing fetched
+    assert _object_count(mirror) == objects_before
     packs_after = set((mirror / "objects" / "pack").glob("*.pack"))
-    assert packs_before < packs_after  # the old pack is kept; only new objects came
+    assert packs_before <= packs_after  # old packs are kept, never rewritten
     assert set(versions(svc, "acme/vpc/aws")) == {"1.0.0", "1.1.0"}
