@@ -22,6 +22,7 @@ log = logging.getLogger("gitreg.cache")
 # Bounded so that requests for millions of made-up names cannot grow memory
 # without limit; a full cache starts over, which only costs rebuilds.
 MAX_ENTRIES = 50_000
+MISSING = object()
 
 
 class MetadataCache(Generic[T]):
@@ -34,6 +35,10 @@ class MetadataCache(Generic[T]):
     def invalidate(self) -> None:
         self._entries = {}
         self.generation += 1
+
+    def peek(self, key: Hashable) -> T | object:
+        """The cached value or `MISSING`: no coroutine, no thread, for hot paths."""
+        return self._entries.get(key, MISSING)
 
     async def get(self, key: Hashable, build: Callable[[], T]) -> T:
         """The cached value, or `build()` run in a thread and kept."""

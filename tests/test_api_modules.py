@@ -61,6 +61,12 @@ def test_versions_carry_an_etag_and_answer_304(client: TestClient) -> None:
     assert stale.status_code == 200
 
 
+def test_cached_downloads_keep_prerelease_case(client: TestClient) -> None:
+    assert client.get("/v1/modules/acme/vpc/aws/2.0.0-rc1/download").status_code == 204
+    assert client.get("/v1/modules/acme/vpc/aws/2.0.0-RC1/download").status_code == 404
+    assert client.get("/v1/modules/ACME/vpc/aws/2.0.0-rc1/download").status_code == 204
+
+
 def test_names_match_case_insensitively(client: TestClient) -> None:
     assert client.get("/v1/modules/ACME/Vpc/AWS/versions").status_code == 200
 

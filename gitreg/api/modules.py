@@ -11,6 +11,8 @@ header, which Terraform also accepts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -18,9 +20,10 @@ from starlette.routing import Route
 from gitreg.addresses import ModuleAddress, module_address
 from gitreg.api.responses import CachedJson, json_bytes, json_response
 from gitreg.api.urls import archive_path, base_url
+from gitreg.cache import MISSING
 from gitreg.errors import BadRequest, NotFound
-from gitreg.services import services
-from gitreg.storage.index import SQLiteIndex, address_key
+from gitreg.services import Services, services
+from gitreg.storage.index import SQLiteIndex
 from gitreg.versions import NotAVersion, parse_version, sort_key
 
 PREFIX = "/v1/modules"
@@ -48,35 +51,66 @@ def _download_target(index: SQLiteIndex, addr: ModuleAddress, key: str) -> tuple
     return (found.archive_sha256, module.subdir) if found else None
 
 
+def _path_key(request: Request, kind: str) -> tuple[str, ...]:
+    """The cache key: the path values as sent, names case-folded (versions are not:
+    semver prerelease identifiers are case-sensitive). A hit skips validation and
+    version parsing, since an entry exists only for input that was valid when it
+    was built; `1.0.0` and `v1.0.0` simply get separate entries."""
+    p = request.path_params
+    names = (p["namespace"].lower(), p["name"].lower(), p["system"].lower())
+    return (kind, *names, p.get("version", ""))
+
+
 async def versions(request: Request) -> Response:
-    addr = _address(request)
     svc = services(request)
-    await svc.access.require_read(request, addr.namespace, f"module {addr} not found")
-    body = await svc.cache.get(
-        ("module-versions", address_key(addr.namespace, addr.name, addr.system)),
-        lambda: _versions_body(svc.index, addr),
-    )
+    key = _path_key(request, "module-versions")
+    body = svc.cache.peek(key)
+    if body is MISSING:
+        addr = _address(request)
+        await svc.access.require_read(request, addr.namespace, _not_found(request))
+        body = await svc.cache.get(key, lambda: _versions_body(svc.index, addr))
+    else:
+        namespace = request.path_params["namespace"]
+        await svc.access.require_read(request, namespace, _not_found(request))
     if body is None:
-        raise NotFound(f"module {addr} not found")
+        raise NotFound(_not_found(request))
     assert isinstance(body, CachedJson)
     return body.response(request)
 
 
-async def download(request: Request) -> Response:
-    addr = _address(request)
-    raw = request.path_params["version"]
+def _not_found(request: Request, version: str = "") -> str:
+    p = request.path_params
+    address = f"{p['namespace']}/{p['name']}/{p['system']}"
+    return (
+        f"module {address} has no version {version[:64]}"
+        if version
+        else (f"module {address} not found")
+    )
+
+
+def _download_lookup(svc: Services, addr: ModuleAddress, raw: str) -> Callable[[], object]:
     try:
         key = str(parse_version(raw).replace(build=None))
     except NotAVersion as exc:
         raise BadRequest(str(exc)) from exc
+    return lambda: _download_target(svc.index, addr, key)
+
+
+async def download(request: Request) -> Response:
     svc = services(request)
-    private = await svc.access.require_read(request, addr.namespace, f"module {addr} not found")
-    target = await svc.cache.get(
-        ("module-download", address_key(addr.namespace, addr.name, addr.system), key),
-        lambda: _download_target(svc.index, addr, key),
-    )
+    raw = request.path_params["version"]
+    key = _path_key(request, "module-download")
+    target = svc.cache.peek(key)
+    if target is MISSING:
+        addr = _address(request)
+        lookup = _download_lookup(svc, addr, raw)
+        private = await svc.access.require_read(request, addr.namespace, _not_found(request))
+        target = await svc.cache.get(key, lookup)
+    else:
+        namespace = request.path_params["namespace"]
+        private = await svc.access.require_read(request, namespace, _not_found(request))
     if target is None:
-        raise NotFound(f"module {addr} has no version {raw[:64]}")
+        raise NotFound(_not_found(request, raw))
     assert isinstance(target, tuple)
     sha256, subdir = target
     # `//subdir` selects a directory inside the archive, so a monorepo module

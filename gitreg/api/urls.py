@@ -20,7 +20,8 @@ _HOST = re.compile(r"^[A-Za-z0-9.\-\[\]:]{1,300}$")
 def base_url(request: Request, settings: Settings) -> str:
     if settings.public_url:
         return settings.public_url.rstrip("/")
-    scheme = request.url.scheme
+    # From the scope: `request.url` would build and re-parse the whole URL.
+    scheme = str(request.scope.get("scheme", "http"))
     host = request.headers.get("host", "")
     if settings.trust_forwarded:
         proto = request.headers.get("x-forwarded-proto", "").split(",")[0].strip()
