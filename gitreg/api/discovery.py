@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gitreg.api.responses import json_bytes, json_response
+from gitreg.api.responses import CachedJson
 
 SERVICES: Mapping[str, str] = {
     "modules.v1": "/v1/modules/",
@@ -22,9 +22,9 @@ SERVICES: Mapping[str, str] = {
 
 
 def routes(services: Mapping[str, str] = SERVICES) -> list[Route]:
-    body = json_bytes(dict(services))
+    document = CachedJson.of(dict(services))
 
     async def discovery(request: Request) -> Response:
-        return json_response(body)
+        return document.response(request)
 
     return [Route("/.well-known/terraform.json", discovery, methods=["GET"])]

@@ -69,8 +69,7 @@ async def versions(request: Request) -> Response:
         addr = _address(request)
         await svc.access.require_read(request, addr.namespace, _not_found(request))
         body = await svc.cache.get(key, lambda: _versions_body(svc.index, addr))
-    else:
-        namespace = request.path_params["namespace"]
+    elif not svc.access.known_public(namespace := request.path_params["namespace"]):
         await svc.access.require_read(request, namespace, _not_found(request))
     if body is None:
         raise NotFound(_not_found(request))
@@ -106,8 +105,9 @@ async def download(request: Request) -> Response:
         lookup = _download_lookup(svc, addr, raw)
         private = await svc.access.require_read(request, addr.namespace, _not_found(request))
         target = await svc.cache.get(key, lookup)
+    elif svc.access.known_public(namespace := request.path_params["namespace"]):
+        private = False
     else:
-        namespace = request.path_params["namespace"]
         private = await svc.access.require_read(request, namespace, _not_found(request))
     if target is None:
         raise NotFound(_not_found(request, raw))

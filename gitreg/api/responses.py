@@ -25,23 +25,34 @@ def json_response(
 
 @dataclass(frozen=True)
 class CachedJson:
-    """A metadata answer serialised once, with its ETag computed once (H2)."""
+    """A metadata answer serialised once, with its ETag and both possible responses
+    built once (H2). A Starlette `Response` holds no per-request state, so the
+    same object answers every request until a publish replaces this entry."""
 
     body: bytes
     etag: str
+    full: Response
+    not_modified: Response
 
     @classmethod
     def of(cls, data: Any) -> CachedJson:
         body = json_bytes(data)
-        return cls(body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        # `no-cache`: clients may keep it but must revalidate, since a publish changes it.
+        headers = {"ETag": etag, "Cache-Control": "no-cache"}
+        return cls(
+            body,
+            etag,
+            json_response(body, headers=headers),
+            Response(status_code=304, headers=headers),
+        )
 
     def response(self, request: Request) -> Response:
-        """200 with the body, or 304 when the client already holds this version.
-        `no-cache`: clients may keep it but must revalidate, since a publish changes it."""
-        headers = {"ETag": self.etag, "Cache-Control": "no-cache"}
-        if request.headers.get("if-none-match") == self.etag:
-            return Response(status_code=304, headers=headers)
-        return json_response(self.body, headers=headers)
+        """200 with the body, or 304 when the client already holds this version."""
+        for name, value in request.scope["headers"]:
+            if name == b"if-none-match" and value.decode("latin-1") == self.etag:
+                return self.not_modified
+        return self.full
 
 
 def error_body(*messages: str) -> bytes:

@@ -98,6 +98,12 @@ class Access:
         assert isinstance(found, AccessSnapshot)
         return found
 
+    def known_public(self, namespace: str) -> bool:
+        """True when the current snapshot is cached and says `namespace` is public:
+        the hot path's way to skip the full check (no coroutine, no thread)."""
+        snapshot = self._cache.peek(("access-snapshot",))
+        return isinstance(snapshot, AccessSnapshot) and not snapshot.is_private(namespace)
+
     def _client(self, request: Request) -> str:
         return request.client.host if request.client else "unknown"
 
