@@ -22,6 +22,10 @@ log = logging.getLogger("gitreg.cache")
 # Bounded so that requests for millions of made-up names cannot grow memory
 # without limit; a full cache starts over, which only costs rebuilds.
 MAX_ENTRIES = 50_000
+# "Not found" answers are cached too (so made-up names cost no database read),
+# but under a smaller bound of their own: a flood of made-up names then cannot
+# push a worker past its memory budget (bench/rss.py, docs/performance.md).
+MAX_NOT_FOUND = 5_000
 MISSING = object()
 
 
@@ -30,10 +34,12 @@ class MetadataCache(Generic[T]):
         self._data_version = data_version
         self._seen_version = data_version()
         self._entries: dict[Hashable, T] = {}
+        self._not_found = 0
         self.generation = 0
 
     def invalidate(self) -> None:
         self._entries = {}
+        self._not_found = 0
         self.generation += 1
 
     def peek(self, key: Hashable) -> T | object:
@@ -52,6 +58,12 @@ class MetadataCache(Generic[T]):
         if generation == self.generation:
             if len(self._entries) >= MAX_ENTRIES:
                 self._entries = {}
+                self._not_found = 0
+            if value is None:
+                if self._not_found >= MAX_NOT_FOUND:
+                    self._entries = {k: v for k, v in self._entries.items() if v is not None}
+                    self._not_found = 0
+                self._not_found += 1
             self._entries[key] = value
         return value
 

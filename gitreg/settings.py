@@ -49,6 +49,9 @@ class Settings:
     # How often the server notices writes made by other processes (CLI, workers).
     refresh_interval: float = 0.25
     log_level: str = "info"
+    # uvicorn's access log costs ~45 us of CPU per request (25-30% of metadata
+    # throughput, docs/performance.md); turn it off when a proxy already logs.
+    access_log: bool = True
     workers: int = 1
     # Webhooks and the ingestion queue (docs/webhooks.md). Secrets may be given
     # literally or as `env:NAME` / `file:/path` references, read at use time.

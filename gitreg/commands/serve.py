@@ -58,6 +58,7 @@ def serve(settings: Settings) -> int:
         "host": settings.host,
         "port": settings.port,
         "log_level": settings.log_level,
+        "access_log": settings.access_log,
         "server_header": False,
         "proxy_headers": settings.trust_forwarded,
         "forwarded_allow_ips": "*" if settings.trust_forwarded else None,
