@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 from gitreg.errors import NotFound
-from gitreg.storage.index import IndexBackedStore, utcnow
+from gitreg.storage.index import IndexBackedStore, from_row, utcnow
 
 
 @dataclass(frozen=True)
@@ -58,17 +58,7 @@ class AuthStore(IndexBackedStore):
         if not include_revoked:
             sql += " WHERE revoked_at IS NULL"
         return [
-            TokenRecord(
-                id=r["id"],
-                token_hash=r["token_hash"],
-                prefix=r["prefix"],
-                scope=r["scope"],
-                namespaces=tuple(json.loads(r["namespaces"])),
-                description=r["description"],
-                created_at=r["created_at"],
-                expires_at=r["expires_at"],
-                revoked_at=r["revoked_at"],
-            )
+            from_row(TokenRecord, r, namespaces=tuple(json.loads(r["namespaces"])))
             for r in self._rows(sql + " ORDER BY id")
         ]
 

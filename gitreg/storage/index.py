@@ -9,13 +9,14 @@ processes (the server, CLI commands, more server workers) share one file.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gitreg.errors import Conflict, NotFound
 from gitreg.storage.records import (
@@ -340,53 +341,28 @@ class IndexBackedStore:
         return self._index._rows(sql, params)
 
 
+R = TypeVar("R")
+
+
+def from_row(cls: type[R], row: sqlite3.Row, **converted: Any) -> R:
+    """A record from a row whose columns carry the record's field names; fields
+    that need converting (JSON, booleans, renamed columns) are passed explicitly."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    values = {n: converted[n] if n in converted else row[n] for n in names}
+    return cls(**values)
+
+
 def _repo(row: sqlite3.Row) -> RepoRecord:
-    return RepoRecord(
-        id=row["id"],
-        url=row["url"],
-        forge_repo=row["forge_repo"],
-        webhook_secret=row["webhook_secret"],
-        last_fetch_at=row["last_fetch_at"],
-        last_fetch_error=row["last_fetch_error"],
-    )
+    return from_row(RepoRecord, row)
 
 
 def _module(row: sqlite3.Row) -> ModuleRecord:
-    return ModuleRecord(
-        id=row["id"],
-        repo_id=row["repo_id"],
-        namespace=row["namespace"],
-        name=row["name"],
-        system=row["system"],
-        subdir=row["subdir"],
-        tag_prefix=row["tag_prefix"],
-        last_sync_at=row["last_sync_at"],
-        sync_report=row["sync_report"],
-    )
+    return from_row(ModuleRecord, row)
 
 
 def _version(row: sqlite3.Row) -> VersionRecord:
-    return VersionRecord(
-        module_id=row["module_id"],
-        version=row["version"],
-        tag=row["tag"],
-        tag_sha=row["tag_sha"],
-        commit_sha=row["commit_sha"],
-        tree_sha=row["tree_sha"],
-        archive_sha256=row["archive_sha256"],
-        archive_size=row["archive_size"],
-        published_at=row["published_at"],
-        yanked=bool(row["yanked"]),
-    )
+    return from_row(VersionRecord, row, yanked=bool(row["yanked"]))
 
 
 def _conflict(row: sqlite3.Row) -> ConflictRecord:
-    return ConflictRecord(
-        module_id=row["module_id"],
-        version=row["version"],
-        tag=row["tag"],
-        published_commit=row["published_commit"],
-        seen_commit=row["seen_commit"],
-        reason=row["reason"],
-        first_seen=row["first_seen"],
-    )
+    return from_row(ConflictRecord, row)

@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from gitreg.errors import Conflict, NotFound
-from gitreg.storage.index import IndexBackedStore, utcnow
+from gitreg.storage.index import IndexBackedStore, from_row, utcnow
 
 
 @dataclass(frozen=True)
@@ -310,55 +310,27 @@ class ProviderStore(IndexBackedStore):
 
 
 def _provider(row: sqlite3.Row) -> ProviderRecord:
-    return ProviderRecord(
-        id=row["id"],
-        namespace=row["namespace"],
-        type=row["type"],
-        repo_id=row["repo_id"],
-        forge=row["forge"],
-        sign_releases=bool(row["sign_releases"]),
-        last_sync_at=row["last_sync_at"],
-        last_sync_report=row["last_sync_report"],
-    )
+    return from_row(ProviderRecord, row, sign_releases=bool(row["sign_releases"]))
 
 
 def _key(row: sqlite3.Row) -> KeyRecord:
-    return KeyRecord(
-        id=row["id"],
+    return from_row(
+        KeyRecord,
+        row,
         namespace=row["namespace_key"],
-        key_id=row["key_id"],
-        fingerprint=row["fingerprint"],
-        ascii_armor=row["ascii_armor"],
         algorithms=tuple(json.loads(row["algorithms"])),
         terraform_compatible=bool(row["terraform_compatible"]),
-        origin=row["origin"],
-        created_at=row["created_at"],
-        retired_at=row["retired_at"],
     )
 
 
 def _version(row: sqlite3.Row) -> ProviderVersionRecord:
-    return ProviderVersionRecord(
-        id=row["id"],
-        provider_id=row["provider_id"],
-        version=row["version"],
+    return from_row(
+        ProviderVersionRecord,
+        row,
         protocols=tuple(json.loads(row["protocols"])),
-        shasums_filename=row["shasums_filename"],
-        shasums_sha256=row["shasums_sha256"],
-        signature_sha256=row["signature_sha256"],
         key_row=row["key_id"],
-        signed_by=row["signed_by"],
-        source=row["source"],
-        published_at=row["published_at"],
     )
 
 
 def _package(row: sqlite3.Row) -> PackageRecord:
-    return PackageRecord(
-        os=row["os"],
-        arch=row["arch"],
-        filename=row["filename"],
-        sha256=row["sha256"],
-        size=row["size"],
-        h1=row["h1"],
-    )
+    return from_row(PackageRecord, row)
