@@ -61,13 +61,20 @@ class UrlSigner:
         self._secrets_dir = secrets_dir
         self._keys = _load_or_create(secrets_dir)
         self._mtime = self._keys_mtime()
+        self._checked_at = time.monotonic()
         self.ttl = ttl
 
     def _keys_mtime(self) -> float:
         return (self._secrets_dir / KEYS_FILE).stat().st_mtime
 
-    def reload_if_rotated(self) -> None:
-        """Pick up a rotation done by another process (`gitreg secret rotate`)."""
+    def reload_if_rotated(self, now: float | None = None) -> None:
+        """Pick up a rotation done by another process (`gitreg secret rotate`).
+        Looks at the file at most once a second: it runs on the event loop, on
+        every signing and every private download."""
+        now = time.monotonic() if now is None else now
+        if now - self._checked_at < 1.0:
+            return
+        self._checked_at = now
         mtime = self._keys_mtime()
         if mtime != self._mtime:
             self._keys = _load_or_create(self._secrets_dir)
@@ -75,6 +82,7 @@ class UrlSigner:
 
     def sign(self, path: str, now: float | None = None) -> str:
         """The query string (without `?`) that makes `path` downloadable until expiry."""
+        self.reload_if_rotated()
         expires = int((now or time.time()) + self.ttl)
         return f"expires={expires}&signature={_mac(self._keys[0], path, expires)}"
 
