@@ -19,20 +19,28 @@ from gitreg.services import build_services
 from gitreg.settings import Settings, load_settings
 
 
-def _common() -> argparse.ArgumentParser:
-    """Flags every command takes, so `gitreg serve --data-dir X` works."""
+def _common(default: Any) -> argparse.ArgumentParser:
+    """Flags every command takes, before or after the command name.
+
+    The top-level parser defaults them to None; every subcommand parser defaults
+    them to SUPPRESS, so a subcommand that was not given the flag leaves the
+    value parsed before it alone (argparse would otherwise overwrite
+    `gitreg --data-dir D sync` with the subparser's None).
+    """
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", type=Path, help="where gitreg keeps everything")
-    common.add_argument("--config", type=Path, help="TOML config file")
+    common.add_argument(
+        "--data-dir", type=Path, default=default, help="where gitreg keeps everything"
+    )
+    common.add_argument("--config", type=Path, default=default, help="TOML config file")
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _common()
+    common = _common(default=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
         prog="gitreg",
         description="A Terraform registry that publishes from Git tags.",
-        parents=[common],
+        parents=[_common(default=None)],
     )
     parser.add_argument("--version", action="version", version=f"gitreg {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

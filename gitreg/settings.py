@@ -99,6 +99,9 @@ class Settings:
     mirror_total_timeout: float = 900.0  # one upstream request, body included (M2)
     mirror_concurrency: int = 4  # requests in flight to one upstream host (M2)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # The TOML file these settings were read from, if any; worker processes of
+    # `serve --workers N` read it again for the tables kept in `extra`.
+    config_file: Path | None = None
 
     @property
     def scheme(self) -> str:
@@ -130,7 +133,10 @@ class Settings:
         return urlsplit(self.public_url).hostname or ""
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name != "extra"}
+# Fields that are not settings of their own: `extra` holds the file's other
+# tables, `config_file` is where the file was found (`--config`/`$GITREG_CONFIG`).
+_NOT_SETTINGS = ("extra", "config_file")
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name not in _NOT_SETTINGS}
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -200,6 +206,8 @@ def load_settings(
         from_file, extra = _from_file(config_file)
     merged: dict[str, Any] = {**from_file, **from_env, **from_flags}
     merged["data_dir"] = Path(merged.get("data_dir") or Settings.data_dir).expanduser().absolute()
+    if config_file is not None:
+        merged["config_file"] = config_file.expanduser().absolute()
     settings = Settings(**merged, extra=extra)
     _validate(settings)
     return settings

@@ -41,8 +41,10 @@ def _tls_options(settings: Settings) -> dict[str, Any]:
 
 def _export_settings(settings: Settings) -> None:
     """Worker processes rebuild Settings from the environment (uvicorn's factory)."""
+    if settings.config_file is not None:  # its tables (`extra`) only the file has
+        os.environ[ENV_PREFIX + "CONFIG"] = str(settings.config_file)
     for name, value in vars(settings).items():
-        if name == "extra" or value is None:
+        if name in ("extra", "config_file") or value is None:
             continue
         os.environ[ENV_PREFIX + name.upper()] = (
             str(value).lower() if isinstance(value, bool) else str(value)

@@ -1,0 +1,190 @@
+"""`--data-dir` and `--config` take effect wherever they stand on the command line
+(issue 10, item 3): `gitreg --data-dir D sync` once wrote to ./gitreg-data, and
+`gitreg --config strict.toml serve` ignored a file that made the registry private."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from gitreg.cli import build_parser
+from tests.support.gitrepo import GitRepo, simple_module
+from tests.support.server import cli, free_port
+
+# Every command with the smallest arguments it parses with. The first test
+# proves this list names every command the parser has, so a new command is
+# tested here too.
+COMMANDS: dict[tuple[str, ...], list[str]] = {
+    ("serve",): [],
+    ("repo", "add"): ["/tmp/repo", "--module", "a/b/c"],
+    ("repo", "list"): [],
+    ("sync",): [],
+    ("backup",): ["/tmp/backup"],
+    ("modules",): [],
+    ("token", "create"): ["--scope", "read", "--namespace", "acme"],
+    ("token", "list"): [],
+    ("token", "revoke"): ["1"],
+    ("namespace", "set"): ["acme", "--private"],
+    ("namespace", "list"): [],
+    ("secret", "rotate"): [],
+    ("jobs", "list"): [],
+    ("jobs", "retry"): ["1"],
+    ("jobs", "run"): [],
+    ("jobs", "reconcile"): [],
+    ("provider", "publish"): ["acme/tool", "1.0.0", "/tmp/dist"],
+    ("provider", "sync"): [],
+    ("providers",): [],
+    ("key", "add"): ["acme", "/tmp/key.asc"],
+    ("key", "generate"): ["acme"],
+    ("key", "retire"): ["acme", "ABCDEF"],
+    ("key", "export"): ["ABCDEF"],
+    ("keys",): [],
+    ("mirror", "sync"): ["/tmp/config"],
+    ("mirror", "export"): ["/tmp/out"],
+    ("mirror", "list"): [],
+}
+
+
+def _leaf_commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> set[tuple[str, ...]]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return {path}
+    found: set[tuple[str, ...]] = set()
+    for name, child in subs[0].choices.items():
+        found |= _leaf_commands(child, (*path, name))
+    return found
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    try:
+        return build_parser().parse_args(argv)
+    except SystemExit as exc:  # pragma: no cover - shows which argv failed
+        raise AssertionError(f"does not parse: {argv}") from exc
+
+
+def test_the_command_list_covers_every_command() -> None:
+    leaves = _leaf_commands(build_parser())
+    assert leaves - set(COMMANDS) == set(), "add the new command to COMMANDS"
+    assert set(COMMANDS) - leaves == set(), "a command in COMMANDS no longer exists"
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS), ids="-".join)
+def test_global_flags_before_and_after_the_command(command: tuple[str, ...]) -> None:
+    extra = COMMANDS[command]
+    flags = ["--data-dir", "/d", "--config", "/c.toml"]
+    for argv in (
+        [*flags, *command, *extra],  # before the command
+        [command[0], *flags, *command[1:], *extra],  # between a group and its command
+        [*command, *extra, *flags],  # after everything
+    ):
+        args = _parse(argv)
+        assert args.data_dir == Path("/d"), argv
+        assert args.config == Path("/c.toml"), argv
+    # Given twice, the one nearest the command wins, and nothing is silently dropped.
+    args = _parse(["--data-dir", "/outer", *command, *extra, "--data-dir", "/inner"])
+    assert args.data_dir == Path("/inner")
+    args = _parse([*command, *extra])
+    assert args.data_dir is None and args.config is None
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path) -> Iterator[Path]:
+    """A working directory where ./gitreg-data must never appear."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    yield cwd
+    assert not (cwd / "gitreg-data").exists(), "a command wrote to ./gitreg-data"
+
+
+def _gitreg(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "gitreg", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith("GITREG_")},
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_data_dir_before_the_command_is_where_a_real_publish_lands(
+    tmp_path: Path, elsewhere: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    repo = make_repo("vpc")
+    simple_module(repo)
+    repo.commit()
+    repo.tag("v1.0.0")
+    data = tmp_path / "data"
+    _gitreg(
+        elsewhere, "--data-dir", str(data), "repo", "add", str(repo.path), "--module", "a/vpc/aws"
+    )
+    repo.tag("v1.1.0")
+    _gitreg(elsewhere, "--data-dir", str(data), "sync")
+    listing = _gitreg(elsewhere, "--data-dir", str(data), "modules").stdout
+    assert "1.1.0" in listing
+    assert (data / "index.sqlite3").is_file()
+
+
+def _status(url: str, context: ssl.SSLContext) -> int:
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_config_before_serve_makes_the_registry_private(
+    tmp_path: Path, elsewhere: Path, make_repo: Callable[[str], GitRepo], workers: str
+) -> None:
+    repo = make_repo("vpc")
+    simple_module(repo)
+    repo.commit()
+    repo.tag("v1.0.0")
+    data = tmp_path / "data"
+    cli(data, "repo", "add", str(repo.path), "--module", "a/vpc/aws")
+    strict = tmp_path / "strict.toml"
+    strict.write_text('read_default = "token"\n')
+    port = free_port()
+    log = (tmp_path / "serve.log").open("wb")
+    command = [sys.executable, "-m", "gitreg", "--config", str(strict), "--data-dir", str(data)]
+    process = subprocess.Popen(
+        [*command, "serve", "--port", str(port), "--workers", workers],
+        cwd=elsewhere,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        base = f"https://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, (tmp_path / "serve.log").read_text()
+            if (data / "tls" / "ca.pem").exists():
+                try:
+                    context = ssl.create_default_context(cafile=str(data / "tls" / "ca.pem"))
+                    if _status(f"{base}/healthz", context) == 200:
+                        break
+                except (OSError, urllib.error.URLError):
+                    pass
+            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            time.sleep(0.1)
+        # Private by the file: anonymous reads are refused (404 hides the name).
+        assert _status(f"{base}/v1/modules/a/vpc/aws/versions", context) in (401, 404)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        log.close()
