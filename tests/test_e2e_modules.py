@@ -76,7 +76,9 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
         "--tag-prefix",
         "vpc/",
     )
-    server = start_server(data_dir)
+    # No periodic reconcile: its first run at start-up, late on a loaded machine,
+    # could publish a tag a test pushes before the test's own `gitreg sync` does.
+    server = start_server(data_dir, "--reconcile-interval", "0")
     yield Registry(server, data_dir, repo, mono)
     server.stop()
 
