@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import resource
 import socket
 import ssl
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,7 +21,7 @@ import pytest
 
 from gitreg.errors import ConfigError
 from gitreg.server_limits import RESERVED_FDS, connection_cap
-from tests.support.server import RunningServer
+from tests.support.server import RunningServer, cli, free_port
 
 CAP = 20
 HEADER_TIMEOUT = 3
@@ -138,3 +141,64 @@ def test_cap_follows_the_open_file_limit() -> None:
         connection_cap(2000, 1024)
     with pytest.raises(ConfigError, match="open-file limit"):
         connection_cap(0, 200)
+
+
+def test_plain_http_connection_over_the_cap_gets_a_complete_503(
+    servers: Callable[..., RunningServer], data_dir: Path, sockets: list[socket.socket]
+) -> None:
+    # Without TLS the refusal half-closes, so the 503 arrives even though the
+    # client's request is never read.
+    server = servers(data_dir, "--no-tls", env={**LIMIT_ENV, "GITREG_MAX_CONNECTIONS": "2"})
+    idle = [_connect(server, sockets) for _ in range(2)]
+    for sock in idle:
+        sock.sendall(HALF_HEAD)
+    late = _connect(server, sockets)
+    late.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    status, head, body = _read_response(late)
+    assert status == 503
+    _assert_busy(head, body)
+    assert late.recv(1) == b""  # the server is done with it
+    assert all(_read_all(sock) == b"" for sock in idle)
+
+
+def test_worker_processes_apply_the_header_timeout(
+    servers: Callable[..., RunningServer], data_dir: Path, sockets: list[socket.socket]
+) -> None:
+    server = servers(data_dir, "--workers", "2", env=LIMIT_ENV)
+    half_heads = [_tls(server, sockets) for _ in range(4)]  # spread over both workers
+    for sock in half_heads:
+        sock.sendall(HALF_HEAD)
+    assert all(_read_all(sock) == b"" for sock in half_heads)
+
+
+def test_a_cap_the_open_file_limit_cannot_hold_stops_serve(data_dir: Path) -> None:
+    result = cli(
+        data_dir,
+        "serve",
+        "--port",
+        str(free_port()),
+        env={"GITREG_MAX_CONNECTIONS": "100000000"},
+        check=False,
+        timeout=30,
+    )
+    assert result.returncode != 0
+    assert "gitreg: error: max_connections 100000000 does not fit the open-file limit" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
+def test_raise_fd_limit_lifts_the_soft_limit_to_the_hard_one() -> None:
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard <= 512:
+        pytest.skip("needs a finite hard open-file limit above 512")
+    code = (
+        "import resource\n"
+        "from gitreg.server_limits import raise_fd_limit\n"
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, (512, {hard}))\n"
+        "print(raise_fd_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
+    )
+    assert out.stdout.split() == [str(hard), str(hard)]
