@@ -53,6 +53,11 @@ class Settings:
     # throughput, docs/performance.md); turn it off when a proxy already logs.
     access_log: bool = True
     workers: int = 1
+    # Slow clients (issue 10): connections per server process (0: derived from
+    # the open-file limit), and seconds a client gets to finish its TLS
+    # handshake and each request head; over the cap a connection gets a 503.
+    max_connections: int = 0
+    header_timeout: float = 15.0
     # Webhooks and the ingestion queue (docs/webhooks.md). Secrets may be given
     # literally or as `env:NAME` / `file:/path` references, read at use time.
     webhook_secret: str = ""  # default for repositories without their own
@@ -226,6 +231,10 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("signed_url_ttl must be between 1 and 900 seconds (checklist U2)")
     if not 0 < settings.port < 65536:
         raise ConfigError(f"port must be 1-65535, got {settings.port}")
+    if settings.max_connections < 0:
+        raise ConfigError("max_connections must be >= 0 (0: derived from the open-file limit)")
+    if not 0 < settings.header_timeout <= 3600:
+        raise ConfigError("header_timeout must be > 0 and at most 3600 seconds")
     if settings.job_workers < 0 or settings.job_max_attempts < 1:
         raise ConfigError("job_workers must be >= 0 and job_max_attempts >= 1")
     if settings.job_lease < 1 or settings.job_backoff < 0 or settings.reconcile_interval < 0:

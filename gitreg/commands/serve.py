@@ -11,6 +11,7 @@ from typing import Any
 import uvicorn
 
 from gitreg.app import create_app
+from gitreg.server_limits import ConnectionLimits, connection_cap, raise_fd_limit, uvicorn_options
 from gitreg.settings import ENV_PREFIX, Settings
 
 # Names that mean "every interface" are no hostname a certificate can carry.
@@ -51,7 +52,20 @@ def _export_settings(settings: Settings) -> None:
         )
 
 
+def _connection_limits(settings: Settings) -> ConnectionLimits:
+    """Raise the open-file limit, then fit the connection cap under it (issue 10)."""
+    fd_limit = raise_fd_limit()
+    cap = connection_cap(settings.max_connections, fd_limit)
+    print(
+        f"gitreg: at most {cap} connections per process (open-file limit {fd_limit}); "
+        f"request heads and TLS handshakes must finish within {settings.header_timeout:g}s",
+        flush=True,
+    )
+    return ConnectionLimits(max_connections=cap, header_timeout=settings.header_timeout)
+
+
 def serve(settings: Settings) -> int:
+    limits = _connection_limits(settings)
     options = _tls_options(settings)
     shown = settings.public_url or f"{settings.scheme}://{settings.host}:{settings.port}"
     print(f"gitreg: data dir {settings.data_dir}", flush=True)
@@ -65,6 +79,10 @@ def serve(settings: Settings) -> int:
         "proxy_headers": settings.trust_forwarded,
         "forwarded_allow_ips": "*" if settings.trust_forwarded else None,
         "timeout_graceful_shutdown": 10,
+        # gitreg has no WebSocket routes; an upgrade would also escape the
+        # request-head deadline, so it is answered as plain HTTP.
+        "ws": "none",
+        **uvicorn_options(limits),
         **options,
     }
     if settings.workers > 1:

@@ -1,0 +1,203 @@
+"""Keep slow or idle clients from taking the server down (issue 10, item 4).
+
+uvicorn gives a connection no deadline until its first response is sent: a
+client that never completes its request head (or, over TLS, never finishes the
+handshake) keeps its file descriptor for good, and enough of them make
+`accept()` fail for everyone. `limit_concurrency` does not help: it answers 503
+only once a request head has arrived. Here:
+
+- `LimitedH11Protocol` refuses a connection over `max_connections` at once with
+  a complete 503, and closes one whose request head is not complete within
+  `header_timeout` seconds (after connecting, and again after each response);
+- `LimitedEventLoop` gives TLS handshakes and TLS shutdowns that same deadline
+  (asyncio's defaults are 60 s and 30 s);
+- `raise_fd_limit` and `connection_cap` keep the cap under the process's
+  file-descriptor limit.
+
+Both classes reach uvicorn as `functools.partial` objects, which pickle, so
+`--workers N` processes get the same limits. The cap counts per process, as
+the file-descriptor limit does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import resource
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from gitreg.errors import ConfigError
+
+logger = logging.getLogger("gitreg.server")
+
+# Descriptors gitreg needs besides client sockets: SQLite (database, WAL and
+# shared memory per thread), blobs being streamed, git packs, job threads, logs.
+RESERVED_FDS = 256
+RETRY_AFTER_SECONDS = 1
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    max_connections: int
+    header_timeout: float
+
+
+def _busy_response() -> bytes:
+    body = json.dumps({"errors": ["too many open connections; retry shortly"]}).encode()
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\n"
+        "content-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n"
+        f"retry-after: {RETRY_AFTER_SECONDS}\r\n"
+        "connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+BUSY_RESPONSE = _busy_response()
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft RLIMIT_NOFILE to the hard one; the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as exc:  # e.g. a sandbox refusing it
+            logger.warning("could not raise the open-file limit to %d: %s", hard, exc)
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
+def connection_cap(configured: int, fd_limit: int) -> int:
+    """The cap in force: `configured`, or 0 for one derived from `fd_limit`.
+
+    The derived cap leaves RESERVED_FDS for gitreg's own files and half of the
+    rest for sockets the cap cannot count yet: TLS handshakes in progress and
+    connections being refused, each bounded by `header_timeout`.
+    """
+    room = fd_limit - RESERVED_FDS
+    if configured == 0:
+        if room < 2:
+            raise ConfigError(
+                f"the open-file limit ({fd_limit}) is too low to serve; raise it "
+                "(ulimit -n, or LimitNOFILE= in the systemd unit)"
+            )
+        return room // 2
+    if configured > room:
+        raise ConfigError(
+            f"max_connections {configured} does not fit the open-file limit {fd_limit} "
+            f"(gitreg keeps {RESERVED_FDS} for its own files): lower max_connections "
+            "or raise the limit (ulimit -n, or LimitNOFILE= in the systemd unit)"
+        )
+    return configured
+
+
+_last_refusal_warning = [0.0]
+
+
+def _warn_refused(open_connections: int) -> None:
+    """Log refusals at most every 10 s: a flood must not become a log flood."""
+    now = time.monotonic()
+    if now - _last_refusal_warning[0] >= 10:
+        _last_refusal_warning[0] = now
+        logger.warning("refusing connections: %d open (max_connections)", open_connections)
+
+
+class LimitedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a connection cap and a request-head deadline."""
+
+    def __init__(self, *args: Any, limits: ConnectionLimits, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limits = limits
+        self.refused = False
+        self.head_timer: asyncio.TimerHandle | None = None
+        # The request cycle in progress when the deadline was armed; a new one
+        # means a complete request head has arrived since.
+        self.cycle_at_arming: Any = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= self.limits.max_connections:
+            self._refuse(transport)
+            return
+        super().connection_made(transport)
+        self._arm_head_deadline()
+
+    def _refuse(self, transport: asyncio.Transport) -> None:
+        """Answer 503 without reading anything or running the app."""
+        self.refused = True
+        self.transport = transport
+        _warn_refused(len(self.connections))
+        transport.write(BUSY_RESPONSE)
+        # Closing now, with the client's request unread, would send a reset
+        # that can destroy the 503 in flight (and a TLS close_notify crossing
+        # the request is an error too): say we are done where TCP allows, let
+        # the client close (eof_received), and cut it off at the deadline.
+        if transport.can_write_eof():
+            transport.write_eof()
+        self.head_timer = self.loop.call_later(self.limits.header_timeout, transport.abort)
+
+    def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return
+        super().data_received(data)
+        if self.head_timer is not None and self.cycle is not self.cycle_at_arming:
+            self._disarm_head_deadline()
+
+    def on_response_complete(self) -> None:
+        finished = self.cycle
+        super().on_response_complete()
+        # A pipelined request may already have started a new cycle.
+        if not self.transport.is_closing() and self.cycle is finished:
+            self._arm_head_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_deadline()
+        if not self.refused:
+            super().connection_lost(exc)
+
+    def _arm_head_deadline(self) -> None:
+        self._disarm_head_deadline()
+        self.cycle_at_arming = self.cycle
+        self.head_timer = self.loop.call_later(self.limits.header_timeout, self._head_too_slow)
+
+    def _disarm_head_deadline(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+
+    def _head_too_slow(self) -> None:
+        self.head_timer = None
+        if not self.transport.is_closing():
+            # abort, not close: a client that stalls would also stall a TLS
+            # close_notify exchange, and keep the descriptor meanwhile.
+            self.transport.abort()
+
+
+class LimitedEventLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop whose TLS servers give up on a handshake or shutdown after
+    `tls_timeout` seconds (asyncio's defaults: 60 and 30; uvicorn sets neither)."""
+
+    def __init__(self, tls_timeout: float) -> None:
+        super().__init__()
+        self.tls_timeout = tls_timeout
+
+    async def create_server(self, *args: Any, **kwargs: Any) -> asyncio.Server:
+        if kwargs.get("ssl") is not None:
+            kwargs.setdefault("ssl_handshake_timeout", self.tls_timeout)
+            kwargs.setdefault("ssl_shutdown_timeout", self.tls_timeout)
+        return await super().create_server(*args, **kwargs)
+
+
+def uvicorn_options(limits: ConnectionLimits) -> dict[str, Any]:
+    """`http` and `loop` options for uvicorn.run; both pickle for worker processes."""
+    return {
+        "http": functools.partial(LimitedH11Protocol, limits=limits),
+        "loop": functools.partial(LimitedEventLoop, limits.header_timeout),
+    }
