@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
 import os
 import random
+import signal
 import sqlite3
 import ssl
 import statistics
@@ -106,12 +108,43 @@ def serve_baseline(port: int, cert: str, key: str, db: str) -> None:
     )
 
 
-def start_baseline(name: str, db: str, tls: b.Tls, log_dir: Path) -> b.Server:
-    port = b.free_port()
-    command = [b.PYTHON, __file__, "--serve-baseline", str(port), str(tls.cert), str(tls.key)]
-    server = b.spawn(name, [*command, db], log_dir / f"{name}-{port}.log", port)
-    b.wait_https(server, "/__ready", tls.ca)
+def slow_disk(command: list[str], fsync_ms: float) -> list[str]:
+    """Every fsync/fdatasync of the server delayed by `fsync_ms` (strace fault
+    injection, seccomp-filtered so no other syscall is slowed): a disk like a cloud
+    volume or a spinning disk, where an fsync takes milliseconds, not microseconds."""
+    if fsync_ms <= 0:
+        return command
+    delay = f"inject=fsync,fdatasync:delay_exit={int(fsync_ms * 1000)}"
+    trace = ["strace", "-f", "--seccomp-bpf", "-qq", "-o", "/dev/null", "-e"]
+    return [*trace, "trace=fsync,fdatasync", "-e", delay, *command]
+
+
+def stop(server: b.Server) -> None:
+    """The server itself first: strace, on SIGTERM, detaches and leaves it running."""
+    with contextlib.suppress(OSError, ValueError):
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        for child in children:
+            os.kill(int(child), signal.SIGTERM)
+    server.stop()
+
+
+def start(name: str, command: list[str], ready: str, tls: b.Tls, log_dir: Path) -> b.Server:
+    port = int(command[command.index("--port") + 1])
+    server = b.spawn(name, command, log_dir / f"{name}-{port}.log", port)
+    b.wait_https(server, ready, tls.ca)
     return server
+
+
+def start_baseline(name: str, db: str, tls: b.Tls, log_dir: Path, fsync_ms: float) -> b.Server:
+    port = str(b.free_port())
+    command = [b.PYTHON, __file__, "--serve-baseline", "--port", port, str(tls.cert)]
+    return start(name, slow_disk([*command, str(tls.key), db], fsync_ms), "/__ready", tls, log_dir)
+
+
+def start_gitreg(data_dir: Path, tls: b.Tls, log_dir: Path, fsync_ms: float) -> b.Server:
+    command = [b.PYTHON, "-m", "gitreg", "serve", "--data-dir", str(data_dir), "--port"]
+    command += [str(b.free_port()), "--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
+    return start("gitreg", slow_disk(command, fsync_ms), "/healthz", tls, log_dir)
 
 
 # --- gitreg -------------------------------------------------------------------------------
@@ -320,45 +353,60 @@ def measure(
 
 
 def main() -> None:
-    if len(sys.argv) == 6 and sys.argv[1] == "--serve-baseline":
-        serve_baseline(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
+    if len(sys.argv) == 7 and sys.argv[1] == "--serve-baseline":
+        serve_baseline(int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6])
         return
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--deliveries", type=int, default=500)
     parser.add_argument("--repos", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--fsync-ms",
+        type=float,
+        default=[0.0, 10.0],
+        nargs="+",
+        help="run everything once per value, each fsync delayed that long (0: this disk)",
+    )
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     b.require(0 < args.deliveries <= 1000, "--deliveries must be 1..1000 (open files)")
     if hasattr(os, "sched_setaffinity") and os.cpu_count() and os.cpu_count() > 1:  # type: ignore[operator]
         os.sched_setaffinity(0, {int(b.CLIENT_CPU)})
+    for fsync_ms in args.fsync_ms:
+        rows = run_all(args, fsync_ms)
+        disk = "this VM's disk" if fsync_ms <= 0 else f"every fsync delayed {fsync_ms:g} ms"
+        print(
+            f"\n{args.deliveries} concurrent GitHub push deliveries (~30% repeated ids),"
+            f" {args.repos} repositories, one worker, TLS, {disk}; median of {args.rounds}"
+            " rounds by p99. Latency in ms, from writing the request to reading the answer.\n"
+        )
+        headers = ["server", "p50", "p99", "max", "answers", "2xx'd ids stored", "other cores"]
+        print(b.table(headers, rows), flush=True)
+    print(b.machine_line())
+
+
+def run_all(args: argparse.Namespace, fsync_ms: float) -> list[list[object]]:
     rows = []
     with b.workspace("webhooks", args.keep) as work, b.servers() as started:
         tls = b.make_tls(work / "tls")
         b.progress(f"registering {args.repos} repositories")
         data_dir = prepare_gitreg(work, args.repos)
-        env = {"GITREG_WEBHOOK_SECRET": SECRET, "GITREG_ACCESS_LOG": "false"}
-        gitreg = b.start_gitreg(data_dir, tls, work, env=env)
+        os.environ |= {"GITREG_WEBHOOK_SECRET": SECRET, "GITREG_ACCESS_LOG": "false"}
+        gitreg = start_gitreg(data_dir, tls, work, fsync_ms)
         started.append(gitreg)
         db = data_dir / "index.sqlite3"
         rows.append(measure("gitreg", gitreg, tls.ca, args, db, "deliveries"))
-        gitreg.stop()
+        stop(gitreg)
         bare_db = work / "bare.sqlite3"
-        fsync = start_baseline("bare+fsync", str(bare_db), tls, work)
+        fsync = start_baseline("bare+fsync", str(bare_db), tls, work, fsync_ms)
         started.append(fsync)
         rows.append(measure("bare+fsync", fsync, tls.ca, args, bare_db, "deliveries"))
-        fsync.stop()
-        bare = start_baseline("bare", "", tls, work)
+        stop(fsync)
+        bare = start_baseline("bare", "", tls, work, fsync_ms)
         started.append(bare)
         rows.append(measure("bare", bare, tls.ca, args, bare_db, ""))
-    print(b.machine_line())
-    print(
-        f"\n{args.deliveries} concurrent GitHub push deliveries (~30% repeated ids),"
-        f" {args.repos} repositories, one worker, TLS; median of {args.rounds} rounds by p99."
-        " Latency in ms, from writing the request to reading the whole answer.\n"
-    )
-    headers = ["server", "p50", "p99", "max", "answers", "2xx'd ids stored", "other cores"]
-    print(b.table(headers, rows))
+        stop(bare)
+    return rows
 
 
 if __name__ == "__main__":
