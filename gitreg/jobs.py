@@ -1,14 +1,17 @@
 """The durable ingestion queue: submit, work, retry, reconcile.
 
 `JobQueue.submit` records a job in SQLite (one `BEGIN IMMEDIATE`
-transaction) before a webhook is answered, so the answer never waits on git
-(checklist W5). `JobRunner` threads in each server process claim jobs with a
-lease (S3), run `Publisher.sync_repo` (which takes the repository's
-cross-process lock and is idempotent, W6), and retry failures with
-exponential backoff. A housekeeping thread renews leases of running jobs,
-hands the jobs of dead workers back at once when it can tell (same host, pid
-gone) and otherwise lets their leases expire, and schedules the periodic
-reconcile that publishes tags no webhook announced (W9).
+transaction); webhooks use `submit_grouped`, where one writer thread stores
+every delivery waiting at that moment in one transaction (group commit: one
+fsync for a storm instead of one each) and each is answered only after that
+commit, so the answer never waits on git and a 2xx means stored (W5).
+`JobRunner` threads in each server process claim jobs with a lease (S3), run
+`Publisher.sync_repo` (which takes the repository's cross-process lock and
+is idempotent, W6), and retry failures with exponential backoff. A
+housekeeping thread renews leases of running jobs, hands the jobs of dead
+workers back at once when it can tell (same host, pid gone) and otherwise
+lets their leases expire, and schedules the periodic reconcile that
+publishes tags no webhook announced (W9).
 """
 
 from __future__ import annotations

@@ -5,8 +5,11 @@ W7), must be a JSON object (400, W7), names a repository that is looked up
 by its configured forge name (W8), and must carry that repository's secret,
 or the global default (401 otherwise; no secret at all refuses everything,
 W2). Only then is the event interpreted: ping and unused events get 200 and
-change nothing (W4); tag events become a job, stored before the 202 (W5).
-The database work runs off the event loop; no git work happens here.
+change nothing (W4); tag events become a job, stored before the 202 (W5):
+the jobs go to the group commit (`JobQueue.submit_grouped`), and the request
+awaits the commit holding them without holding a thread; a failed commit
+answers 503 with Retry-After. The database work runs off the event loop; no
+git work happens here.
 """
 
 from __future__ import annotations
