@@ -11,6 +11,7 @@ Retry-After for every delivery in it and stores none of them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
@@ -18,8 +19,10 @@ from pathlib import Path
 
 import httpx
 
+from gitreg.jobs import JobQueue
 from gitreg.settings import load_settings
 from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.jobs import Enqueued, JobStore, Submission
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.server import RunningServer
 from tests.support.webhooks import Prepared, delivery
@@ -80,13 +83,13 @@ def fire(server: RunningServer, deliveries: list[Prepared]) -> list[httpx.Respon
 
 def stored_ids(data_dir: Path) -> Counter[str]:
     db = load_settings({"data_dir": data_dir}, environ={}).db_path
-    with sqlite3.connect(db) as conn:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
         return Counter(r[0] for r in conn.execute("SELECT delivery_id FROM deliveries"))
 
 
 def job_count(data_dir: Path) -> int:
     db = load_settings({"data_dir": data_dir}, environ={}).db_path
-    with sqlite3.connect(db) as conn:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
         return int(conn.execute("SELECT count(*) FROM jobs").fetchone()[0])
 
 
@@ -125,7 +128,8 @@ def test_a_failed_commit_answers_503_with_retry_after_to_the_whole_batch_and_sto
     deliveries = storm(register(data_dir, make_repo), 30, 10)
     server = servers(data_dir, env={"GITREG_JOB_WORKERS": "0"})
     db = load_settings({"data_dir": data_dir}, environ={}).db_path
-    with sqlite3.connect(db) as conn:  # every write of a delivery fails from now on
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        # Every write of a delivery fails from now on.
         conn.execute(
             "CREATE TRIGGER refuse_deliveries BEFORE INSERT ON deliveries"
             " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
@@ -143,9 +147,48 @@ def test_a_failed_commit_answers_503_with_retry_after_to_the_whole_batch_and_sto
     assert job_count(data_dir) == 0
     assert "Traceback" not in "".join(a.text for a in answers)
 
-    with sqlite3.connect(db) as conn:  # the disk is back: the forge's retries succeed
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        # The database is writable again: the forge's retries succeed.
         conn.execute("DROP TRIGGER refuse_deliveries")
     retried = fire(server, deliveries)
     assert {a.status_code for a in retried} == {200, 202}
     assert set(stored_ids(data_dir).values()) == {1}
     assert len(stored_ids(data_dir)) == 30
+
+
+def test_submissions_waiting_while_the_database_is_busy_share_one_transaction(
+    data_dir: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    register(data_dir, make_repo)
+    settings = load_settings({"data_dir": data_dir}, environ={})
+    index = SQLiteIndex(settings.db_path)
+    store = JobStore(index)
+    transactions: list[int] = []
+    enqueue_many = store.enqueue_many
+
+    def counted(submissions: list[Submission], now: float, max_attempts: int) -> list[Enqueued]:
+        transactions.append(len(submissions))
+        return enqueue_many(submissions, now, max_attempts)
+
+    store.enqueue_many = counted  # type: ignore[method-assign]
+    queue = JobQueue(store, settings)
+    repo_ids = [r.id for r in index.repos()]
+    # Another process holds the write lock while 50 deliveries arrive (one twice).
+    with contextlib.closing(sqlite3.connect(settings.db_path, isolation_level=None)) as blocker:
+        blocker.execute("BEGIN IMMEDIATE")
+        futures = [
+            queue.submit_grouped([Submission(repo_ids[n % REPOS], "sync", "github", "t", f"d{n}")])
+            for n in [*range(50), 7]
+        ]
+        blocker.execute("COMMIT")
+    outcomes = [future.result(timeout=60)[0] for future in futures]
+    index.close()
+
+    # The writer may have taken the first one before the lock was free; the rest
+    # waited together, and went into one transaction.
+    assert sum(transactions) == 51
+    assert len(transactions) <= 2
+    assert outcomes[-1] == Enqueued(outcomes[7].job_id, "duplicate")
+    assert [o.status for o in outcomes[:REPOS]] == ["queued"] * REPOS
+    assert {o.status for o in outcomes[REPOS:-1]} == {"merged"}
+    assert stored_ids(data_dir) == Counter({f"d{n}": 1 for n in range(50)})
