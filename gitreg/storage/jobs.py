@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -79,6 +80,17 @@ class JobRecord:
 
 
 @dataclass(frozen=True)
+class Submission:
+    """One request to bring a repository up to date (a delivery, a reconcile)."""
+
+    repo_id: int
+    kind: JobKind
+    source: str
+    reason: str
+    delivery_id: str = ""  # the forge's id; "" when there is none (no dedup)
+
+
+@dataclass(frozen=True)
 class Enqueued:
     """What became of one submission: a new job, folded into a queued one,
     a repeat of a delivery already seen, or a failed job queued again."""
@@ -118,64 +130,88 @@ class JobStore(IndexBackedStore):
         delivery_id: str = "",
     ) -> Enqueued:
         """Record a request to sync a repository, in one transaction (W5, W6)."""
+        wanted = Submission(repo_id, kind, source, reason, delivery_id)
+        return self.enqueue_many([wanted], now, max_attempts)[0]
+
+    def enqueue_many(
+        self, submissions: Sequence[Submission], now: float, max_attempts: int
+    ) -> list[Enqueued]:
+        """Record several requests in ONE transaction, in order: one commit (and
+        one fsync) for all of them. Either all are stored or none is; a repeated
+        delivery id later in the list sees the earlier one, as if sent after it."""
         with self._write() as conn:
-            if delivery_id:
-                seen = conn.execute(
-                    "SELECT d.job_id, j.state FROM deliveries d JOIN jobs j ON j.id = d.job_id"
-                    " WHERE d.source = ? AND d.delivery_id = ? AND d.repo_id = ?",
-                    (source, delivery_id, repo_id),
-                ).fetchone()
-                if seen is not None:
-                    if seen["state"] in ("failed", "superseded"):
-                        # A forge's "redeliver" of a failed delivery retries it (W6).
-                        return self._requeue(conn, seen["job_id"], now)
-                    return Enqueued(seen["job_id"], "duplicate")
-            queued = conn.execute(
-                "SELECT id, kind, reason FROM jobs WHERE repo_id = ? AND state = 'queued'",
-                (repo_id,),
+            return [self._enqueue(conn, wanted, now, max_attempts) for wanted in submissions]
+
+    def _enqueue(
+        self, conn: sqlite3.Connection, wanted: Submission, now: float, max_attempts: int
+    ) -> Enqueued:
+        """One submission, inside the caller's transaction (W5, W6)."""
+        if wanted.delivery_id:
+            seen = conn.execute(
+                "SELECT d.job_id, j.state FROM deliveries d JOIN jobs j ON j.id = d.job_id"
+                " WHERE d.source = ? AND d.delivery_id = ? AND d.repo_id = ?",
+                (wanted.source, wanted.delivery_id, wanted.repo_id),
             ).fetchone()
-            if queued is not None:
-                job_id = int(queued["id"])
-                # A sync covers a reconcile (it fetches regardless); a new
-                # delivery also cancels any backoff wait: the remote may be back.
-                conn.execute(
-                    "UPDATE jobs SET kind = ?, reason = ?, deliveries = deliveries + ?,"
-                    " run_after = MIN(run_after, ?) WHERE id = ?",
-                    (
-                        "sync" if "sync" in (kind, queued["kind"]) else "reconcile",
-                        _merge_reason(queued["reason"], reason),
-                        1 if delivery_id else 0,
-                        now,
-                        job_id,
-                    ),
-                )
-                status: Literal["queued", "merged"] = "merged"
-            else:
-                cursor = conn.execute(
-                    "INSERT INTO jobs (repo_id, kind, state, source, reason, deliveries,"
-                    " max_attempts, run_after, created_at)"
-                    " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
-                    (
-                        repo_id,
-                        kind,
-                        source,
-                        reason[:MAX_REASON_CHARS],
-                        1 if delivery_id else 0,
-                        max_attempts,
-                        now,
-                        now,
-                    ),
-                )
-                assert cursor.lastrowid is not None
-                job_id = cursor.lastrowid
-                status = "queued"
-            if delivery_id:
-                conn.execute(
-                    "INSERT INTO deliveries (source, delivery_id, repo_id, job_id, received_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (source, delivery_id, repo_id, job_id, now),
-                )
-            return Enqueued(job_id, status)
+            if seen is not None:
+                if seen["state"] in ("failed", "superseded"):
+                    # A forge's "redeliver" of a failed delivery retries it (W6).
+                    return self._requeue(conn, seen["job_id"], now)
+                return Enqueued(seen["job_id"], "duplicate")
+        queued = conn.execute(
+            "SELECT id, kind, reason FROM jobs WHERE repo_id = ? AND state = 'queued'",
+            (wanted.repo_id,),
+        ).fetchone()
+        status: Literal["queued", "merged"] = "merged" if queued is not None else "queued"
+        if queued is not None:
+            job_id = self._fold_into(conn, queued, wanted, now)
+        else:
+            job_id = self._new_job(conn, wanted, now, max_attempts)
+        if wanted.delivery_id:
+            conn.execute(
+                "INSERT INTO deliveries (source, delivery_id, repo_id, job_id, received_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (wanted.source, wanted.delivery_id, wanted.repo_id, job_id, now),
+            )
+        return Enqueued(job_id, status)
+
+    def _fold_into(
+        self, conn: sqlite3.Connection, queued: sqlite3.Row, wanted: Submission, now: float
+    ) -> int:
+        # A sync covers a reconcile (it fetches regardless); a new
+        # delivery also cancels any backoff wait: the remote may be back.
+        conn.execute(
+            "UPDATE jobs SET kind = ?, reason = ?, deliveries = deliveries + ?,"
+            " run_after = MIN(run_after, ?) WHERE id = ?",
+            (
+                "sync" if "sync" in (wanted.kind, queued["kind"]) else "reconcile",
+                _merge_reason(queued["reason"], wanted.reason),
+                1 if wanted.delivery_id else 0,
+                now,
+                queued["id"],
+            ),
+        )
+        return int(queued["id"])
+
+    def _new_job(
+        self, conn: sqlite3.Connection, wanted: Submission, now: float, max_attempts: int
+    ) -> int:
+        cursor = conn.execute(
+            "INSERT INTO jobs (repo_id, kind, state, source, reason, deliveries,"
+            " max_attempts, run_after, created_at)"
+            " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
+            (
+                wanted.repo_id,
+                wanted.kind,
+                wanted.source,
+                wanted.reason[:MAX_REASON_CHARS],
+                1 if wanted.delivery_id else 0,
+                max_attempts,
+                now,
+                now,
+            ),
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
 
     def retry(self, job_id: int, now: float) -> Enqueued:
         """Queue a failed (or superseded) job again; other states are left alone."""

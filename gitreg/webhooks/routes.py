@@ -5,16 +5,21 @@ W7), must be a JSON object (400, W7), names a repository that is looked up
 by its configured forge name (W8), and must carry that repository's secret,
 or the global default (401 otherwise; no secret at all refuses everything,
 W2). Only then is the event interpreted: ping and unused events get 200 and
-change nothing (W4); tag events become a job, stored before the 202 (W5).
-The database work runs off the event loop; no git work happens here.
+change nothing (W4); tag events become a job, stored before the 202 (W5):
+the jobs go to the group commit (`JobQueue.submit_grouped`), and the request
+awaits the commit holding them without holding a thread; a failed commit
+answers 503 with Retry-After. The database work runs off the event loop; no
+git work happens here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -23,11 +28,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import module_address
-from gitreg.api.responses import json_bytes, json_response
+from gitreg.api.responses import error_body, json_bytes, json_response
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, Unauthorized
 from gitreg.git.remotes import normalise_remote
+from gitreg.jobs import QueueUnavailable
 from gitreg.services import Services, services
+from gitreg.storage.jobs import Submission
 from gitreg.storage.records import RepoRecord
 from gitreg.webhooks.bitbucket import Bitbucket
 from gitreg.webhooks.events import (
@@ -133,22 +140,53 @@ def _auto_register(svc: Services, name: str) -> RepoRecord:
     return repo
 
 
-def _enqueue(
-    svc: Services, repos: list[RepoRecord], source: str, delivery: Delivery, delivery_id: str
-) -> tuple[int, dict[str, Any]]:
-    reason = delivery.describe()
+@dataclass(frozen=True)
+class Pending:
+    """A verified delivery that makes jobs: stored by the group commit (off
+    this thread), and only then answered (W5)."""
+
+    repos: list[RepoRecord]
+    source: str
+    delivery: Delivery
+    delivery_id: str
+
+
+# What the blocking part decided: an answer now, or jobs to store first.
+Outcome = tuple[int, dict[str, Any]] | Pending
+
+
+async def _store(svc: Services, pending: Pending) -> Response:
+    """Wait until the transaction holding this delivery's jobs committed; 503
+    with Retry-After when it failed (then nothing of it was stored)."""
+    reason = pending.delivery.describe()
+    wanted = [
+        Submission(repo.id, "sync", pending.source, reason, pending.delivery_id)
+        for repo in pending.repos
+    ]
+    try:
+        stored = await asyncio.wrap_future(svc.jobs.submit_grouped(wanted))
+    except QueueUnavailable as exc:
+        headers = {"Retry-After": str(exc.retry_after)}
+        return json_response(error_body(str(exc)), status=exc.status, headers=headers)
     jobs = []
-    for repo in repos:
-        outcome = svc.jobs.submit(repo.id, "sync", source, reason, delivery_id)
+    for repo, outcome in zip(pending.repos, stored, strict=True):
         jobs.append({"id": outcome.job_id, "repository": repo.url, "status": outcome.status})
         log.info("%s: job %d %s for %s", reason, outcome.job_id, outcome.status, repo.url)
     fresh = any(j["status"] != "duplicate" for j in jobs)
-    return (202 if fresh else 200), {"status": "queued" if fresh else "duplicate", "jobs": jobs}
+    answer = {"status": "queued" if fresh else "duplicate", "jobs": jobs}
+    return json_response(json_bytes(answer), status=202 if fresh else 200)
+
+
+async def _answer(svc: Services, outcome: Outcome) -> Response:
+    if isinstance(outcome, Pending):
+        return await _store(svc, outcome)
+    status, answer = outcome
+    return json_response(json_bytes(answer), status=status)
 
 
 def accept_forge_delivery(
     svc: Services, forge: Forge, headers: Mapping[str, str], body: bytes, payload: dict[str, Any]
-) -> tuple[int, dict[str, Any]]:
+) -> Outcome:
     """Blocking part of a forge delivery (database only): authenticate, then act."""
     name = forge.repository(payload)
     repos = _authenticate(svc, forge, headers, body, name)
@@ -161,17 +199,17 @@ def accept_forge_delivery(
         if name is None:
             return 200, {"status": "ignored", "reason": "payload names no repository"}
         repos = [_auto_register(svc, name)]
-    return _enqueue(svc, repos, forge.name, delivery, forge.delivery_id(headers))
+    return Pending(repos, forge.name, delivery, forge.delivery_id(headers))
 
 
 def forge_endpoint(forge: Forge) -> Route:
     async def receive(request: Request) -> Response:
         svc = services(request)
         body, payload = await read_json(request, svc.settings.webhook_max_bytes)
-        status, answer = await run_in_threadpool(
+        outcome = await run_in_threadpool(
             accept_forge_delivery, svc, forge, request.headers, body, payload
         )
-        return json_response(json_bytes(answer), status=status)
+        return await _answer(svc, outcome)
 
     return Route(f"/webhooks/{forge.name}", receive, methods=["POST"], name=f"webhook-{forge.name}")
 
@@ -186,9 +224,7 @@ def _namespaces(svc: Services, repo: RepoRecord) -> set[str]:
     return found
 
 
-def accept_notification(
-    svc: Services, payload: dict[str, Any], principal: Principal
-) -> tuple[int, Any]:
+def accept_notification(svc: Services, payload: dict[str, Any], principal: Principal) -> Outcome:
     """`{"repository": "OWNER/REPO", "refs": [{"ref", "old", "new"}], "delivery": id}`
     from hooks/post-receive, from the holder of a publish token. The token must
     cover every namespace the repository publishes into (403 otherwise)."""
@@ -219,7 +255,7 @@ def accept_notification(
         )
         if refused:
             raise Forbidden(f"this token may not publish in namespace {', '.join(refused)}")
-    return _enqueue(svc, repos, "hook", delivery, (text(payload, "delivery") or "")[:200])
+    return Pending(repos, "hook", delivery, text(payload, "delivery") or "")
 
 
 async def notify(request: Request) -> Response:
@@ -227,8 +263,8 @@ async def notify(request: Request) -> Response:
     # The token first: nothing of an unauthenticated body is read or parsed.
     principal = await svc.access.authenticate(request, Scope.publish)
     _, payload = await read_json(request, svc.settings.webhook_max_bytes)
-    status, answer = await run_in_threadpool(accept_notification, svc, payload, principal)
-    return json_response(json_bytes(answer), status=status)
+    outcome = await run_in_threadpool(accept_notification, svc, payload, principal)
+    return await _answer(svc, outcome)
 
 
 def routes() -> list[Route]:
