@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.auth.ratelimit import FailureLimiter
+from gitreg.auth.ratelimit import MAX_CLIENTS, FailureLimiter
 from gitreg.auth.signed_urls import UrlSigner, rotate_signing_key
 from gitreg.auth.tokens import Principal, Scope, looks_like_token, new_token, parse_duration
 from gitreg.errors import BadRequest, Forbidden, TooManyRequests
@@ -116,3 +116,27 @@ def test_limiter_blocks_after_limit_and_recovers() -> None:
     assert caught.value.retry_after == 9
     limiter.check("5.6.7.8", now=101)  # other clients are unaffected
     limiter.check("1.2.3.4", now=111)  # the window has passed
+
+
+def test_limiter_flood_of_addresses_keeps_lockouts_and_stays_bounded() -> None:
+    limiter = FailureLimiter(limit=3, window=60)
+    for _ in range(3):
+        limiter.failed("1.2.3.4", now=100)
+    for i in range(MAX_CLIENTS + 50):
+        limiter.failed(f"10.0.{i // 256}.{i % 256}", now=101)
+    with pytest.raises(TooManyRequests):
+        limiter.check("1.2.3.4", now=102)  # no fresh tries for the locked-out address
+    assert len(limiter) <= MAX_CLIENTS
+
+
+def test_limiter_evicts_expired_entries_before_live_ones() -> None:
+    limiter = FailureLimiter(limit=3, window=10, max_clients=2)
+    for _ in range(3):
+        limiter.failed("was-locked", now=100)
+    limiter.failed("live", now=109)
+    limiter.failed("new", now=111)  # full: the aged-out lockout makes room, not "live"
+    limiter.failed("live", now=111)
+    limiter.failed("live", now=111)
+    with pytest.raises(TooManyRequests):
+        limiter.check("live", now=112)
+    assert len(limiter) == 2

@@ -16,6 +16,7 @@ import pytest
 
 from gitreg.mirror.config import read_lock_file
 from tests.support.fake_upstream import FakeUpstream, ServedUpstream, serve_tls
+from tests.support.provider_dist import make_dist
 from tests.support.server import RunningServer, cli, free_port
 from tests.support.terraform import run_terraform
 
@@ -173,3 +174,22 @@ def test_export_writes_a_static_mirror_terraform_installs_from(
     run_terraform(config, "init", cli_config=cli_config)
     locks = read_lock_file(config / ".terraform.lock.hcl")
     assert {str(a): str(lock.version) for a, lock in locks.items()} == EXPECTED
+
+
+def test_export_with_public_url_flag_includes_gitregs_own_providers(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    dist = make_dist("cloud", "1.4.0", ["linux_amd64"], b"binary")
+    cli(data_dir, "key", "generate", "acme")
+    publish = ["provider", "publish", "acme/cloud", "1.4.0", str(dist.write(tmp_path / "dist"))]
+    cli(data_dir, *publish, "--sign")
+    dest = tmp_path / "static"
+    without = cli(data_dir, "mirror", "export", str(dest))
+    assert "gitreg's own providers were not exported" in without.stdout
+    exported = cli(
+        data_dir, "mirror", "export", "--public-url", "https://registry.example.com", str(dest)
+    )
+    assert "not exported" not in exported.stdout
+    cloud = dest / "registry.example.com" / "acme" / "cloud"
+    assert json.loads((cloud / "index.json").read_text()) == {"versions": {"1.4.0": {}}}
+    archive = json.loads((cloud / "1.4.0.json").read_text())["archives"]["linux_amd64"]
+    assert (cloud / archive["url"]).read_bytes() == dist.files[dist.zip_name("linux_amd64")]

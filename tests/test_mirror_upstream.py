@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gitreg.errors import BadRequest, UpstreamError
+from gitreg.errors import BadRequest, UpstreamError, UpstreamTimeout
 from gitreg.mirror.addresses import provider_address
 from gitreg.mirror.options import mirror_options, parse_upstream
 from gitreg.mirror.upstream import UpstreamClient, UpstreamNotFound, outbound_ssl_context
@@ -95,6 +96,33 @@ def test_discovery_is_cached(tmp_path: Path) -> None:
 
     run(upstream, twice)
     assert seen.count("/.well-known/terraform.json") == 1
+
+
+def test_waiting_for_a_free_upstream_slot_counts_against_the_budget(tmp_path: Path) -> None:
+    budget = 0.5
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(30)  # cut short by the budget
+        return httpx.Response(200, content=b"late")
+
+    upstream = client(slow, tmp_path, mirror_concurrency=1, mirror_total_timeout=budget)
+
+    async def timed(n: int) -> tuple[BaseException | None, float]:
+        started = time.monotonic()
+        try:
+            await upstream.fetch_small(f"https://cdn.example/{n}.zip", f"file {n}", 99)
+        except Exception as exc:
+            return exc, time.monotonic() - started
+        return None, time.monotonic() - started
+
+    async def five_at_once() -> list[tuple[BaseException | None, float]]:
+        # The first holds the only slot; the others queue behind it and, on the
+        # old code, each waited for all before it plus its own budget.
+        return await asyncio.gather(*(timed(n) for n in range(5)))
+
+    results = run(upstream, five_at_once)
+    assert all(isinstance(error, UpstreamTimeout) for error, _ in results)
+    assert max(elapsed for _, elapsed in results) < 3 * budget  # old code: about 5 x budget
 
 
 def test_mapped_hostname_is_reached_at_its_base_url(tmp_path: Path) -> None:

@@ -9,33 +9,52 @@ from __future__ import annotations
 
 import math
 import time
-from collections import deque
+from collections import OrderedDict, deque
 
 from gitreg.errors import TooManyRequests
 
 # A flood of distinct addresses must not grow memory without bound.
 MAX_CLIENTS = 10_000
 
+Table = OrderedDict[str, deque[float]]
+
 
 class FailureLimiter:
-    def __init__(self, limit: int, window: float) -> None:
+    def __init__(self, limit: int, window: float, max_clients: int = MAX_CLIENTS) -> None:
         self._limit = limit
         self._window = window
-        self._failures: dict[str, deque[float]] = {}
+        self._max_clients = max_clients
+        # Both tables are ordered by last failure, oldest first. Clients at
+        # their limit are kept apart so that a flood of new addresses evicts
+        # the cheap entries (a few failures each) before it can free a
+        # locked-out client: clearing everything once handed it fresh tries.
+        self._counting: Table = OrderedDict()
+        self._locked: Table = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._counting) + len(self._locked)
+
+    def _table(self, client: str) -> Table | None:
+        if client in self._locked:
+            return self._locked
+        if client in self._counting:
+            return self._counting
+        return None
 
     def _recent(self, client: str, now: float) -> deque[float]:
-        stamps = self._failures.get(client)
-        if stamps is None:
+        table = self._table(client)
+        if table is None:
             return deque()
+        stamps = table[client]
         while stamps and stamps[0] <= now - self._window:
             stamps.popleft()
         if not stamps:
-            del self._failures[client]
+            del table[client]
         return stamps
 
     def check(self, client: str, now: float | None = None) -> None:
         """Raise TooManyRequests while `client` is over its limit."""
-        now = now or time.monotonic()
+        now = time.monotonic() if now is None else now
         stamps = self._recent(client, now)
         if len(stamps) >= self._limit:
             wait = math.ceil(stamps[0] + self._window - now)
@@ -44,7 +63,26 @@ class FailureLimiter:
             )
 
     def failed(self, client: str, now: float | None = None) -> None:
-        now = now or time.monotonic()
-        if len(self._failures) >= MAX_CLIENTS and client not in self._failures:
-            self._failures.clear()
-        self._failures.setdefault(client, deque()).append(now)
+        now = time.monotonic() if now is None else now
+        stamps = self._recent(client, now)
+        table = self._table(client)
+        if table is None:
+            self._make_room(now)
+        else:
+            del table[client]  # re-inserted last: it is now the newest failure
+        stamps.append(now)
+        target = self._locked if len(stamps) >= self._limit else self._counting
+        target[client] = stamps
+
+    def _make_room(self, now: float) -> None:
+        """Evict expired entries first, then the oldest counting, then the oldest locked."""
+        for table in (self._counting, self._locked):
+            while len(self) >= self._max_clients and table and self._expired(table, now):
+                table.popitem(last=False)
+        for table in (self._counting, self._locked):
+            while len(self) >= self._max_clients and table:
+                table.popitem(last=False)
+
+    def _expired(self, table: Table, now: float) -> bool:
+        oldest = next(iter(table.values()))
+        return oldest[-1] <= now - self._window

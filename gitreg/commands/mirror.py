@@ -61,6 +61,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: P
     )
     export.add_argument("dest", type=Path)
     export.add_argument("--platform", action="append", default=[], metavar="OS_ARCH")
+    # Names the hostname gitreg's own providers are exported under, as `serve
+    # --public-url` does; cli._settings() reads `public_url` from the namespace.
+    export.add_argument("--public-url", help="URL Terraform users reach gitreg at")
     export.set_defaults(handler=lambda svc, a: export_command(svc, a.dest, a.platform))
 
     listing = mirror_sub.add_parser("list", parents=[common], help="list cached packages")

@@ -7,11 +7,12 @@
     files      SHA256SUMS, its signature and the zip, from the URLs it names
 
 Every request (checklist M2): https only, redirects included; connect and read
-timeouts plus a total deadline covering the body; a byte cap checked against
-Content-Length and again while reading; at most `mirror_concurrency` requests
-in flight per upstream host. An answer is used only when it is a 200 of the
-expected kind (M1): JSON documents must say `application/json`, and a body
-shorter than its Content-Length is an error, not a file.
+timeouts plus a total deadline covering the wait for a free slot and the body;
+a byte cap checked against Content-Length and again while reading; at most
+`mirror_concurrency` requests in flight per upstream host. An answer is used
+only when it is a 200 of the expected kind (M1): JSON documents must say
+`application/json`, and a body shorter than its Content-Length is an error,
+not a file.
 """
 
 from __future__ import annotations
@@ -184,11 +185,14 @@ class UpstreamClient:
         state = self._state()
         host = _host(url)
         try:
-            async with state.semaphore(host), asyncio.timeout(self.options.total_timeout):
+            # The budget starts now: waiting for a free slot to a busy host uses
+            # it up too, so a caller never waits longer than total_timeout.
+            async with asyncio.timeout(self.options.total_timeout), state.semaphore(host):
                 return await self._read(state.client, url, what, limit, sink, progress)
         except TimeoutError as exc:
             raise UpstreamTimeout(
                 f"{what}: {host} did not answer completely within {self.options.total_timeout:g}s"
+                " (waiting for a free upstream slot included)"
             ) from exc
         except httpx.TimeoutException as exc:
             raise UpstreamTimeout(f"{what}: {host} timed out ({type(exc).__name__})") from exc

