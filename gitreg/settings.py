@@ -101,7 +101,7 @@ class Settings:
     mirror_stale_if_error: float = 7 * 86400.0  # serve an older list while upstream fails (M3)
     mirror_connect_timeout: float = 10.0
     mirror_read_timeout: float = 60.0
-    mirror_total_timeout: float = 900.0  # one upstream request, body included (M2)
+    mirror_total_timeout: float = 900.0  # one upstream request: slot wait and body included (M2)
     mirror_concurrency: int = 4  # requests in flight to one upstream host (M2)
     extra: Mapping[str, Any] = field(default_factory=dict)
     # The TOML file these settings were read from, if any; worker processes of
