@@ -43,7 +43,8 @@ class AccessSnapshot:
     tokens: dict[str, Principal]
     visibility: dict[str, bool]
     default_private: bool
-    signed_blobs: frozenset[str]
+    # sha256 -> the private namespaces owning it, for blobs no public namespace owns.
+    private_blobs: dict[str, frozenset[str]]
 
     def is_private(self, namespace: str) -> bool:
         return self.visibility.get(namespace.lower(), self.default_private)
@@ -62,7 +63,7 @@ class Access:
         self._cache = cache
         self.signer = signer
         self.limiter = FailureLimiter(settings.auth_fail_limit, settings.auth_fail_window)
-        self._blob_owners: list[BlobOwners] = [store.module_archives]
+        self._blob_owners: list[BlobOwners] = [store.module_archives, store.mirror_packages]
 
     def add_blob_owners(self, owners: BlobOwners) -> None:
         """Let another protocol (providers) declare which namespaces own its blobs."""
@@ -81,17 +82,27 @@ class Access:
         }
         visibility = self._store.namespace_visibility()
         default_private = self._settings.read_default == "token"
-        snapshot = AccessSnapshot(tokens, visibility, default_private, frozenset())
-        signed: frozenset[str] = frozenset()
+        snapshot = AccessSnapshot(tokens, visibility, default_private, {})
+        private_blobs: dict[str, frozenset[str]] = {}
         if default_private or any(visibility.values()):
-            public: set[str] = set()
-            private: set[str] = set()
-            for owners in self._blob_owners:
-                for namespace, sha in owners():
-                    (private if snapshot.is_private(namespace) else public).add(sha)
-            # A blob reachable through any public namespace stays public.
-            signed = frozenset(private - public)
-        return AccessSnapshot(tokens, visibility, default_private, signed)
+            private_blobs = self._private_blobs(snapshot)
+        return AccessSnapshot(tokens, visibility, default_private, private_blobs)
+
+    def _private_blobs(self, snapshot: AccessSnapshot) -> dict[str, frozenset[str]]:
+        """Every owner of every blob counts, whatever route serves it: a blob is
+        private when a private namespace owns it and no public one does. Bytes
+        also published in a public namespace are served publicly: anyone can
+        already fetch them there, and refusing them by hash would break the
+        public owner's users while hiding nothing."""
+        public: set[str] = set()
+        private: dict[str, set[str]] = {}
+        for owners in self._blob_owners:
+            for namespace, sha in owners():
+                if snapshot.is_private(namespace):
+                    private.setdefault(sha, set()).add(namespace)
+                else:
+                    public.add(sha)
+        return {sha: frozenset(ns) for sha, ns in private.items() if sha not in public}
 
     async def snapshot(self) -> AccessSnapshot:
         found = await self._cache.get(("access-snapshot",), self.build_snapshot)
@@ -154,11 +165,17 @@ class Access:
             raise Forbidden(f"this token may not {scope.name} in {where}")
         return principal
 
-    async def check_blob(self, request: Request, sha256: str) -> None:
-        """Blobs of private content are served only through a current signed URL (U2)."""
-        snapshot = await self.snapshot()
-        if sha256 not in snapshot.signed_blobs:
-            return
+    async def check_blob(self, request: Request, sha256: str) -> bool:
+        """Serve a private blob only with a current signed URL for this path (U2)
+        or a read token for a namespace owning it, as the advertising routes
+        decide; raise otherwise. Returns whether the blob is private."""
+        owners = (await self.snapshot()).private_blobs.get(sha256)
+        if owners is None:
+            return False
+        if "signature" not in request.query_params and "authorization" in request.headers:
+            principal = await self.principal(request)
+            if principal and any(principal.allows(Scope.read, ns) for ns in owners):
+                return True
         client = self._client(request)
         self.limiter.check(client)
         self.signer.reload_if_rotated()
@@ -167,6 +184,7 @@ class Access:
         except Forbidden:
             self.limiter.failed(client)
             raise
+        return True
 
     def signed(self, path: str) -> str:
         return f"{path}?{self.signer.sign(path)}"
