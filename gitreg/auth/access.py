@@ -176,6 +176,12 @@ class Access:
             principal = await self.principal(request)
             if principal and any(principal.allows(Scope.read, ns) for ns in owners):
                 return True
+        self.verify_signature(request)
+        return True
+
+    def verify_signature(self, request: Request) -> None:
+        """Raise Forbidden (counted as a failure) unless the URL carries a current
+        signature for its own path (U2)."""
         client = self._client(request)
         self.limiter.check(client)
         self.signer.reload_if_rotated()
@@ -184,7 +190,6 @@ class Access:
         except Forbidden:
             self.limiter.failed(client)
             raise
-        return True
 
     def signed(self, path: str) -> str:
         return f"{path}?{self.signer.sign(path)}"
