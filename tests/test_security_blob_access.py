@@ -279,3 +279,27 @@ def test_the_urls_metadata_hands_out_work_without_credentials(registry: Registry
         assert "signature=" in url, f"{kind}: {url}"
         for method in ("GET", "HEAD"):
             _assert_private(client.request(method, url), by_kind[kind], url)
+
+
+def test_bytes_also_published_in_a_public_namespace_stay_public(tmp_path: Path) -> None:
+    """The same tree published under a public and a private namespace is one
+    blob: it is served publicly (its bytes are public anyway), and becomes
+    private with both its owners once the second namespace turns private."""
+    svc = make_services(tmp_path / "data")
+    try:
+        repo = GitRepo(tmp_path / "repo")
+        simple_module(repo, "shared")
+        repo.commit()
+        repo.tag("v1.0.0")
+        for namespace in ("team", "open"):
+            record = svc.index.add_repo(str(repo.path), f"{namespace}/vpc")
+            svc.index.add_module(record.id, namespace, "vpc", "aws", "", "")
+            svc.publisher.sync_repo(record)
+        (sha256,) = {sha for _, sha in svc.auth.module_archives()}
+        svc.auth.set_namespace_private("team", True)
+        assert sha256 not in svc.access.build_snapshot().private_blobs
+        svc.auth.set_namespace_private("open", True)
+        owners = svc.access.build_snapshot().private_blobs[sha256]
+        assert owners == {"team", "open"}
+    finally:
+        svc.close()

@@ -9,6 +9,12 @@ with a token for another namespace it is 404, exactly like a namespace that
 does not exist, so nothing leaks. Publishing needs a `publish` token (403
 otherwise).
 
+Blobs are served by sha256 on several routes (`/archives/`, provider files,
+mirror zips), so the decision for a blob weighs every namespace that owns it,
+whichever route advertised it: a mirror zip belongs to the upstream namespace
+the mirror serves it under. A private blob needs a current signed URL or a read
+token for one of its owners.
+
 The policy is a snapshot built off the event loop and kept in the metadata
 cache, so a request costs one dictionary lookup; revocations and visibility
 changes made by any process apply within `refresh_interval`.
