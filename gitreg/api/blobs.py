@@ -1,8 +1,11 @@
 """Content-addressed downloads: `GET|HEAD /archives/:sha256.tar.gz`.
 
 The bytes never change for a name, so the answer carries the sha256 as ETag and
-`Cache-Control: immutable` (checklist H2); private blobs are `private, no-store`
-instead, since their signed URLs expire (U2). HEAD answers with the true
+`Cache-Control: immutable` (checklist H2). Every route that serves blob bytes
+goes through `blob_response`, so each applies the same access decision: a blob
+owned only by private namespaces (module archive, provider file, mirror zip)
+needs a current signed URL or a read token for an owning namespace, and is
+`private, no-store`, since its signed URLs expire (U2). HEAD answers with the true
 Content-Length: Terraform's getter sends HEAD twice before the GET and would
 skip the GET on a zero length.
 """
@@ -35,15 +38,14 @@ async def blob_response(request: Request, sha256: str, media_type: str) -> Respo
     if not SHA256_RE.match(sha256):
         raise NotFound("no such archive")
     svc = services(request)
-    await svc.access.check_blob(request, sha256)
-    signed = sha256 in (await svc.access.snapshot()).signed_blobs
+    private = await svc.access.check_blob(request, sha256)
     path = svc.blobs.path(sha256)
     try:
         stat = await run_in_threadpool(os.stat, path)
     except FileNotFoundError as exc:
         raise NotFound("no such archive") from exc
     etag = f'"{sha256}"'
-    headers = {"ETag": etag, "Cache-Control": PRIVATE if signed else IMMUTABLE}
+    headers = {"ETag": etag, "Cache-Control": PRIVATE if private else IMMUTABLE}
     if request.headers.get("if-none-match") == etag:
         return Response(status_code=304, headers=headers)
     return BlobFileResponse(path, media_type=media_type, headers=headers, stat_result=stat)

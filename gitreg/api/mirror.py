@@ -68,10 +68,16 @@ async def mirror_file(request: Request) -> Response:
     # `read_default = "token"` a locked-down registry serves nothing, mirrored
     # public providers included, without a read token (unless the operator
     # marks such a namespace public with `gitreg namespace set NS --public`).
-    private = await svc.access.require_read(
-        request, address.namespace, f"provider {address} not found"
-    )
     name: str = params["file"]
+    if name.endswith(".zip") and "signature" in request.query_params:
+        # Terraform fetches zips without credentials: the signed URL that
+        # VERSION.json handed out is the proof instead of a token (U2).
+        svc.access.verify_signature(request)
+        private = True
+    else:
+        private = await svc.access.require_read(
+            request, address.namespace, f"provider {address} not found"
+        )
     if name == "index.json":
         return _json(request, await mirror.index_json(address))
     if name.endswith(".json"):

@@ -9,6 +9,12 @@ with a token for another namespace it is 404, exactly like a namespace that
 does not exist, so nothing leaks. Publishing needs a `publish` token (403
 otherwise).
 
+Blobs are served by sha256 on several routes (`/archives/`, provider files,
+mirror zips), so the decision for a blob weighs every namespace that owns it,
+whichever route advertised it: a mirror zip belongs to the upstream namespace
+the mirror serves it under. A private blob needs a current signed URL or a read
+token for one of its owners.
+
 The policy is a snapshot built off the event loop and kept in the metadata
 cache, so a request costs one dictionary lookup; revocations and visibility
 changes made by any process apply within `refresh_interval`.
@@ -43,7 +49,8 @@ class AccessSnapshot:
     tokens: dict[str, Principal]
     visibility: dict[str, bool]
     default_private: bool
-    signed_blobs: frozenset[str]
+    # sha256 -> the private namespaces owning it, for blobs no public namespace owns.
+    private_blobs: dict[str, frozenset[str]]
 
     def is_private(self, namespace: str) -> bool:
         return self.visibility.get(namespace.lower(), self.default_private)
@@ -62,7 +69,7 @@ class Access:
         self._cache = cache
         self.signer = signer
         self.limiter = FailureLimiter(settings.auth_fail_limit, settings.auth_fail_window)
-        self._blob_owners: list[BlobOwners] = [store.module_archives]
+        self._blob_owners: list[BlobOwners] = [store.module_archives, store.mirror_packages]
 
     def add_blob_owners(self, owners: BlobOwners) -> None:
         """Let another protocol (providers) declare which namespaces own its blobs."""
@@ -81,17 +88,27 @@ class Access:
         }
         visibility = self._store.namespace_visibility()
         default_private = self._settings.read_default == "token"
-        snapshot = AccessSnapshot(tokens, visibility, default_private, frozenset())
-        signed: frozenset[str] = frozenset()
+        snapshot = AccessSnapshot(tokens, visibility, default_private, {})
+        private_blobs: dict[str, frozenset[str]] = {}
         if default_private or any(visibility.values()):
-            public: set[str] = set()
-            private: set[str] = set()
-            for owners in self._blob_owners:
-                for namespace, sha in owners():
-                    (private if snapshot.is_private(namespace) else public).add(sha)
-            # A blob reachable through any public namespace stays public.
-            signed = frozenset(private - public)
-        return AccessSnapshot(tokens, visibility, default_private, signed)
+            private_blobs = self._private_blobs(snapshot)
+        return AccessSnapshot(tokens, visibility, default_private, private_blobs)
+
+    def _private_blobs(self, snapshot: AccessSnapshot) -> dict[str, frozenset[str]]:
+        """Every owner of every blob counts, whatever route serves it: a blob is
+        private when a private namespace owns it and no public one does. Bytes
+        also published in a public namespace are served publicly: anyone can
+        already fetch them there, and refusing them by hash would break the
+        public owner's users while hiding nothing."""
+        public: set[str] = set()
+        private: dict[str, set[str]] = {}
+        for owners in self._blob_owners:
+            for namespace, sha in owners():
+                if snapshot.is_private(namespace):
+                    private.setdefault(sha, set()).add(namespace)
+                else:
+                    public.add(sha)
+        return {sha: frozenset(ns) for sha, ns in private.items() if sha not in public}
 
     async def snapshot(self) -> AccessSnapshot:
         found = await self._cache.get(("access-snapshot",), self.build_snapshot)
@@ -154,11 +171,23 @@ class Access:
             raise Forbidden(f"this token may not {scope.name} in {where}")
         return principal
 
-    async def check_blob(self, request: Request, sha256: str) -> None:
-        """Blobs of private content are served only through a current signed URL (U2)."""
-        snapshot = await self.snapshot()
-        if sha256 not in snapshot.signed_blobs:
-            return
+    async def check_blob(self, request: Request, sha256: str) -> bool:
+        """Serve a private blob only with a current signed URL for this path (U2)
+        or a read token for a namespace owning it, as the advertising routes
+        decide; raise otherwise. Returns whether the blob is private."""
+        owners = (await self.snapshot()).private_blobs.get(sha256)
+        if owners is None:
+            return False
+        if "signature" not in request.query_params and "authorization" in request.headers:
+            principal = await self.principal(request)
+            if principal and any(principal.allows(Scope.read, ns) for ns in owners):
+                return True
+        self.verify_signature(request)
+        return True
+
+    def verify_signature(self, request: Request) -> None:
+        """Raise Forbidden (counted as a failure) unless the URL carries a current
+        signature for its own path (U2)."""
         client = self._client(request)
         self.limiter.check(client)
         self.signer.reload_if_rotated()
