@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from gitreg import __version__
-from gitreg.errors import BadRequest, GitregError
+from gitreg.errors import BadRequest, GitregError, storage_full
 from gitreg.services import build_services
 from gitreg.settings import Settings, load_settings
 
@@ -202,5 +203,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GitregError as exc:
         print(f"gitreg: error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, BadRequest) else 1
+    except (OSError, sqlite3.Error) as exc:
+        # A full disk met outside the storage layer (git objects, a temp file):
+        # one line for the operator, not a traceback. Anything else is a bug.
+        full = storage_full(exc, str(getattr(exc, "filename", None) or "the data dir"))
+        if full is None:
+            raise
+        print(f"gitreg: error: {full}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
