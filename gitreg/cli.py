@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gitreg import __version__
-from gitreg.errors import BadRequest, GitregError, storage_full
+from gitreg.errors import BadRequest, GitregError, is_storage_full, storage_full
 from gitreg.services import build_services
 from gitreg.settings import Settings, load_settings
 
@@ -192,8 +192,18 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     raise BadRequest(f"unknown command {args.command}")
 
 
+def _quiet_full_disk_cleanup(unraisable: Any) -> None:
+    """A library's cleanup in `__del__` (dulwich closing a lock file) meets the
+    same full disk again after the command already said so in one line; that
+    repeat is not worth a traceback. Anything else is reported as usual."""
+    if unraisable.exc_value is not None and is_storage_full(unraisable.exc_value):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    sys.unraisablehook = _quiet_full_disk_cleanup
     logging.basicConfig(
         level=logging.WARNING if args.command != "serve" else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
