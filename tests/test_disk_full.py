@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -23,6 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from gitreg.jobs import JobRunner
+from gitreg.services import build_services
+from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.provider_dist import make_dist, public_armor, publisher_key
 from tests.support.server import RunningServer, cli
@@ -120,11 +124,12 @@ def _no_partial_blobs(data_dir: Path) -> None:
             assert hashlib.sha256(blob.read_bytes()).hexdigest() == blob.name
 
 
-def _truncate_wal(data_dir: Path) -> None:
-    """Give back the WAL's pages so the next index write must grow a file."""
+def _checkpoint(data_dir: Path, mode: str) -> None:
+    """TRUNCATE gives back the WAL's pages, so the next index write must grow a
+    file; RESTART keeps them, so the next small writes reuse them."""
     db = sqlite3.connect(data_dir / "index.sqlite3")
     try:
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.execute(f"PRAGMA wal_checkpoint({mode})")
     finally:
         db.close()
 
@@ -147,7 +152,7 @@ def test_full_disk_answers_503_and_one_line_errors_then_recovers(
     dist_dir = dist.write(tmp_path / "dist")
     other = _module_repo(make_repo, "other")
 
-    _truncate_wal(data_dir)
+    _checkpoint(data_dir, "TRUNCATE")
     ballast = _fill(small_fs)
 
     status, _, body = _request(server, "/readyz")
@@ -177,3 +182,35 @@ def test_full_disk_answers_503_and_one_line_errors_then_recovers(
     _no_partial_blobs(data_dir)
     with contextlib.suppress(FileNotFoundError):
         assert os.listdir(data_dir / "uploads") == []
+
+
+# dulwich leaves its lock file to `__del__` when closing it meets ENOSPC, and the
+# close there fails again: a library's leftover, not gitreg's answer.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def test_a_job_that_meets_a_full_disk_stays_queued_past_its_attempts(
+    small_fs: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    data_dir = small_fs / "data"
+    settings = load_settings({"data_dir": data_dir, "job_max_attempts": 1}, environ={})
+    svc = build_services(settings)
+    try:
+        repo = _module_repo(make_repo, "hello")
+        record = svc.index.add_repo(str(repo.path), FORGE_REPO)
+        svc.index.add_module(record.id, "acme", "hello", "null", "", "")
+        svc.jobs.submit(record.id, "sync", "github", "github push: created v1.0.0", "d1")
+        # The WAL restarts from its first page: the queue's own small writes fit
+        # in it, while fetching and publishing need new blocks.
+        _checkpoint(data_dir, "RESTART")
+        ballast = _fill(small_fs)
+        runner = JobRunner.for_services(svc)
+        [job] = runner.drain()
+        job = svc.jobs.store.job(job.id)
+        assert job.state == "queued", job
+        assert "storage is full" in job.last_error
+        assert job.run_after > time.time()
+        ballast.unlink()
+    finally:
+        svc.close()
+    assert _assert_consistent(data_dir) == 0
+    _no_partial_blobs(data_dir)
