@@ -9,10 +9,8 @@ is freed everything works again with nothing half-written.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
-import os
 import sqlite3
 import subprocess
 import time
@@ -36,6 +34,7 @@ from tests.test_durability import _assert_consistent
 SECRET = "disk-full-webhook-secret"
 FORGE_REPO = "acme/terraform-null-hello"
 FS_BYTES = 8 * 1024 * 1024
+UPLOADS = "/api/v1/providers/acme/null/0.2.0/uploads"
 
 Servers = Callable[..., RunningServer]
 
@@ -78,9 +77,11 @@ def _request(
     path: str,
     body: bytes | None = None,
     headers: dict[str, str] | None = None,
+    method: str | None = None,
 ) -> tuple[int, dict[str, str], dict[str, object]]:
+    method = method or ("GET" if body is None else "POST")
     request = urllib.request.Request(
-        server.url + path, data=body, headers=headers or {}, method="POST" if body else "GET"
+        server.url + path, data=body, headers=headers or {}, method=method
     )
     try:
         with urllib.request.urlopen(request, context=server.ssl_context(), timeout=30) as answer:
@@ -105,6 +106,15 @@ def _assert_one_line_error(result: subprocess.CompletedProcess[str]) -> None:
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("gitreg: error: storage is full: "), result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _new_upload(server: RunningServer, data_dir: Path) -> tuple[str, dict[str, str]]:
+    """A staged upload for acme/null 0.2.0: the URL of one file in it, and a token."""
+    created = cli(data_dir, "token", "create", "--scope", "publish", "--namespace", "acme")
+    auth = {"Authorization": "Bearer " + created.stdout.split()[-1]}
+    status, _, body = _request(server, UPLOADS, b"", auth)
+    assert status == 201, body
+    return f"{UPLOADS}/{body['upload_id']}/terraform-provider-null_0.2.0_linux_amd64.zip", auth
 
 
 def _module_repo(make_repo: Callable[[str], GitRepo], name: str) -> GitRepo:
@@ -151,6 +161,7 @@ def test_full_disk_answers_503_and_one_line_errors_then_recovers(
     dist = make_dist("null", "0.1.0", ["linux_amd64"], b"\x7fELF provider", publisher_key())
     dist_dir = dist.write(tmp_path / "dist")
     other = _module_repo(make_repo, "other")
+    upload_file, auth = _new_upload(server, data_dir)
 
     _checkpoint(data_dir, "TRUNCATE")
     ballast = _fill(small_fs)
@@ -163,6 +174,9 @@ def test_full_disk_answers_503_and_one_line_errors_then_recovers(
     assert status == 503, body
     assert str(body["errors"][0]).startswith("storage is full: "), body  # type: ignore[index]
     assert int(headers["retry-after"]) > 0
+    status, headers, body = _request(server, upload_file, b"z" * 65536, auth, "PUT")
+    assert status == 503 and int(headers["retry-after"]) > 0, body
+    assert str(body["errors"][0]).startswith("storage is full: "), body  # type: ignore[index]
     _assert_one_line_error(cli(data_dir, "sync", check=False))
     _assert_one_line_error(
         cli(data_dir, "repo", "add", str(other.path), "--module", "acme/other/null", check=False)
@@ -178,10 +192,10 @@ def test_full_disk_answers_503_and_one_line_errors_then_recovers(
     assert status == 202, body
     cli(data_dir, "sync")
     cli(data_dir, "provider", "publish", "acme/null", "0.1.0", str(dist_dir))
+    assert _request(server, upload_file, b"z" * 65536, auth, "PUT")[0] == 201
     assert _assert_consistent(data_dir) == 1
     _no_partial_blobs(data_dir)
-    with contextlib.suppress(FileNotFoundError):
-        assert os.listdir(data_dir / "uploads") == []
+    assert not list((data_dir / "uploads").rglob("*.partial"))
 
 
 # dulwich leaves its lock file to `__del__` when closing it meets ENOSPC, and the
