@@ -10,7 +10,7 @@ import argparse
 import logging
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -192,18 +192,24 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     raise BadRequest(f"unknown command {args.command}")
 
 
-def _quiet_full_disk_cleanup(unraisable: Any) -> None:
+class _QuietFullDiskCleanup:
     """A library's cleanup in `__del__` (dulwich closing a lock file) meets the
     same full disk again after the command already said so in one line; that
-    repeat is not worth a traceback. Anything else is reported as usual."""
-    if unraisable.exc_value is not None and is_storage_full(unraisable.exc_value):
-        return
-    sys.__unraisablehook__(unraisable)
+    repeat is not worth a traceback. Anything else goes to the previous hook."""
+
+    def __init__(self, previous: Callable[[Any], object]) -> None:
+        self.previous = previous
+
+    def __call__(self, unraisable: Any) -> None:
+        if unraisable.exc_value is not None and is_storage_full(unraisable.exc_value):
+            return
+        self.previous(unraisable)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    sys.unraisablehook = _quiet_full_disk_cleanup
+    if not isinstance(sys.unraisablehook, _QuietFullDiskCleanup):
+        sys.unraisablehook = _QuietFullDiskCleanup(sys.unraisablehook)
     logging.basicConfig(
         level=logging.WARNING if args.command != "serve" else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
