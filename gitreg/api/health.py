@@ -39,8 +39,9 @@ def _readiness(svc: Services) -> list[str]:
 
 
 def _storage_full(svc: Services) -> list[str]:
-    """ "storage full" when the data dir's filesystem has less than `min_free_bytes`
-    free for unprivileged writers (what gitreg gets), or a small real write fails."""
+    """Reports "storage full: ..." when the data dir's filesystem has less than
+    `min_free_bytes` free for unprivileged writers (what gitreg gets), or when a
+    small real write there fails."""
     floor = svc.settings.min_free_bytes
     try:
         fs = os.statvfs(svc.settings.data_dir)
