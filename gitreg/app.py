@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -16,8 +17,9 @@ from starlette.routing import BaseRoute
 
 from gitreg.api import admin, blobs, discovery, health, mirror, modules, providers
 from gitreg.api.responses import error_body, json_response
-from gitreg.errors import GitregError, TooManyRequests, Unauthorized
+from gitreg.errors import GitregError, Unauthorized, storage_full
 from gitreg.jobs import JobRunner
+from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings
 from gitreg.webhooks import routes as webhooks
@@ -30,8 +32,10 @@ async def _gitreg_error(request: Request, exc: Exception) -> Response:
     if exc.status >= 500:
         log.error("%s %s: %s", request.method, request.url.path, exc)
     headers = {}
-    if isinstance(exc, TooManyRequests):
-        headers["Retry-After"] = str(exc.retry_after)
+    # TooManyRequests, StorageFull, QueueUnavailable: say when to come back.
+    retry_after = getattr(exc, "retry_after", None)
+    if isinstance(retry_after, int):
+        headers["Retry-After"] = str(retry_after)
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="gitreg"'
     return json_response(error_body(str(exc)), status=exc.status, headers=headers)
@@ -45,9 +49,33 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
+    # A full disk met outside the storage layer (a git fetch, a staged upload,
+    # a temp file) is still the operator's "free space and retry", not a 500.
+    if (full := storage_full(exc, request.url.path)) is not None:
+        return await _gitreg_error(request, full)
     # Never a traceback to the client; the log has it.
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return json_response(error_body("internal error"), status=500)
+
+
+async def _clean_staging_forever(svc: Services) -> None:
+    """Remove expired staged uploads and blob temp files while the server runs, not
+    only at start: a publish token could otherwise fill the disk with uploads it
+    never publishes (issue 10, item 8). Runs off the event loop."""
+    ttl = svc.settings.staging_ttl
+    while True:
+        try:
+            await run_in_threadpool(_clean_staging, svc, ttl)
+        except Exception:  # a failing sweep must not end the loop
+            log.exception("staging cleanup failed")
+        await asyncio.sleep(min(max(ttl / 4, 0.5), 60.0))
+
+
+def _clean_staging(svc: Services, ttl: float) -> None:
+    uploads = UploadStaging.for_settings(svc.settings).remove_stale(ttl)
+    temps = svc.blobs.remove_stale_temp_files(older_than=ttl)
+    if uploads or temps:
+        log.info("removed %d expired staged upload(s), %d blob temp file(s)", uploads, temps)
 
 
 def all_routes() -> list[BaseRoute]:
@@ -69,8 +97,8 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        services.blobs.remove_stale_temp_files()
         watcher = asyncio.create_task(services.cache.watch(settings.refresh_interval))
+        cleaner = asyncio.create_task(_clean_staging_forever(services))
         # Webhook jobs run on threads of this process (gitreg.jobs).
         runner = JobRunner.for_services(services)
         if settings.job_workers > 0:
@@ -80,9 +108,10 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         finally:
             await run_in_threadpool(runner.stop)
             await services.mirror.upstream.aclose()
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            for task in (watcher, cleaner):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             if svc is None:
                 services.close()
 
@@ -92,6 +121,11 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         exception_handlers={
             GitregError: _gitreg_error,
             HTTPException: _http_error,
+            # Handled here rather than only by `Exception` (which Starlette
+            # re-raises to the server after answering) so ENOSPC/SQLITE_FULL
+            # reaching a route is answered cleanly and not logged as a crash.
+            OSError: _unexpected,
+            sqlite3.Error: _unexpected,
             Exception: _unexpected,
         },
     )

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from gitreg import __version__
-from gitreg.errors import BadRequest, GitregError
+from gitreg.errors import BadRequest, GitregError, is_storage_full, storage_full
 from gitreg.services import build_services
 from gitreg.settings import Settings, load_settings
 
@@ -199,8 +200,24 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     raise BadRequest(f"unknown command {args.command}")
 
 
+class _QuietFullDiskCleanup:
+    """A library's cleanup in `__del__` (dulwich closing a lock file) meets the
+    same full disk again after the command already said so in one line; that
+    repeat is not worth a traceback. Anything else goes to the previous hook."""
+
+    def __init__(self, previous: Callable[[Any], object]) -> None:
+        self.previous = previous
+
+    def __call__(self, unraisable: Any) -> None:
+        if unraisable.exc_value is not None and is_storage_full(unraisable.exc_value):
+            return
+        self.previous(unraisable)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if not isinstance(sys.unraisablehook, _QuietFullDiskCleanup):
+        sys.unraisablehook = _QuietFullDiskCleanup(sys.unraisablehook)
     logging.basicConfig(
         level=logging.WARNING if args.command != "serve" else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -210,5 +227,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GitregError as exc:
         print(f"gitreg: error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, BadRequest) else 1
+    except (OSError, sqlite3.Error) as exc:
+        # A full disk met outside the storage layer (git objects, a temp file):
+        # one line for the operator, not a traceback. Anything else is a bug.
+        full = storage_full(exc, str(getattr(exc, "filename", None) or "the data dir"))
+        if full is None:
+            raise
+        print(f"gitreg: error: {full}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130

@@ -10,6 +10,7 @@ exits non-zero. Nothing raised for bad input should ever reach a 500.
     ├── Unauthorized (401)      no or unknown credentials
     ├── Forbidden (403)         credentials without the needed scope
     ├── TooManyRequests (429)   too many failed authentications from one client
+    ├── StorageFull (503)       the disk or the index is full (ENOSPC, SQLITE_FULL)
     ├── NotFound (404)          unknown module, version, blob or route
     ├── Conflict (409)          an immutable thing would change
     ├── ConfigError (500)       settings that cannot work; raised at start-up
@@ -21,6 +22,9 @@ exits non-zero. Nothing raised for bad input should ever reach a 500.
 """
 
 from __future__ import annotations
+
+import errno
+import sqlite3
 
 
 class GitregError(Exception):
@@ -61,6 +65,45 @@ class TooManyRequests(GitregError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class StorageFull(GitregError):
+    """The data dir's filesystem (or a quota on it) is full. Nothing was half
+    written (writes are atomic), so the same request can simply be retried
+    once space is freed; `retry_after` says when to try again."""
+
+    status = 503
+
+    def __init__(self, where: str, retry_after: int = 60) -> None:
+        super().__init__(f"storage is full: {where}; free space and retry")
+        self.retry_after = retry_after
+
+
+# ENOSPC: no space left; EDQUOT: a disk quota reached. Both are the same
+# "free space and retry" to the operator.
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_storage_full(exc: BaseException) -> bool:
+    """True for OSError ENOSPC/EDQUOT and SQLite's "database or disk is full"."""
+    if isinstance(exc, OSError):
+        return exc.errno in _FULL_ERRNOS
+    if isinstance(exc, sqlite3.Error):
+        return "database or disk is full" in str(exc) or (
+            getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        )
+    return False
+
+
+def storage_full(exc: BaseException, where: str) -> StorageFull | None:
+    """The `StorageFull` to raise instead of `exc`, or None if it is another error."""
+    return StorageFull(f"{where} ({_reason(exc)})") if is_storage_full(exc) else None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return str(exc)
 
 
 class NotFound(GitregError):

@@ -32,7 +32,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitreg.errors import GitError, GitregError, NotFound
+from gitreg.errors import GitError, GitregError, NotFound, StorageFull, storage_full
 from gitreg.publisher import Publisher
 from gitreg.settings import Settings
 from gitreg.storage.index import SQLiteIndex
@@ -54,6 +54,12 @@ PRUNE_INTERVAL = 3600.0
 # the write lock (the rest wait for the next, which starts right after).
 MAX_BATCH = 500
 RETRY_AFTER = 10  # seconds, sent with a 503 when a delivery could not be stored
+
+
+def _as_storage_full(exc: Exception) -> StorageFull | None:
+    if isinstance(exc, StorageFull):
+        return exc
+    return storage_full(exc, "the data dir")
 
 
 def backoff(attempt: int, base: float) -> float:
@@ -318,6 +324,9 @@ class JobRunner:
             self._failed(job, str(exc), retry=True)
             return
         except Exception as exc:  # a bug or a full disk: keep the job, retry later
+            if (full := _as_storage_full(exc)) is not None:
+                self._wait_for_space(job, full)
+                return
             log.exception("job %d failed unexpectedly", job.id)
             self._failed(job, f"{type(exc).__name__}: {exc}", retry=True)
             return
@@ -345,6 +354,20 @@ class JobRunner:
             result["published"] += releases.published
             result["conflicts"] += releases.conflicts
         return {"summary": "; ".join(summaries), **result}
+
+    def _wait_for_space(self, job: JobRecord, full: StorageFull) -> None:
+        """A full disk is the operator's to fix, not the job's fault: the job stays
+        queued however many attempts it has used, and runs again after
+        `retry_after`. Nothing of it was half-written (atomic blobs and index)."""
+        log.warning("job %d waits for disk space: %s", job.id, full)
+        later = time.time() + full.retry_after
+        try:
+            if self._store.fail(job.id, self.owner, time.time(), str(full), later) == "failed":
+                self._store.retry(job.id, later)  # attempts used up: queue it again
+        except StorageFull:
+            # Not even that could be written: the lease runs out and the job is
+            # claimed again, as after a crash.
+            log.warning("job %d: cannot record the failure either, the disk is full", job.id)
 
     def _failed(self, job: JobRecord, error: str, retry: bool) -> None:
         now = time.time()

@@ -80,6 +80,14 @@ class Settings:
     max_provider_unpacked_bytes: int = 4 * 1024 * 1024 * 1024  # one zip unpacked
     max_provider_files: int = 1000  # entries in one zip
     forge_timeout: float = 60.0  # seconds per forge API call or asset read
+    # Staged CI uploads (`POST .../uploads`) and blob temp files: byte quotas,
+    # checked before and while bytes arrive, and how long an unfinished upload
+    # (or an unlocked temp file) may sit idle before the cleaner removes it.
+    max_staged_bytes_per_token: int = 2 * 1024**3
+    max_staged_bytes: int = 10 * 1024**3  # all tokens together
+    staging_ttl: float = 3600.0
+    # /readyz answers 503 "storage full" below this much free space in the data dir.
+    min_free_bytes: int = 256 * 1024 * 1024
     # Terraform 1.0.x cannot read Ed25519 (or any non-RSA/DSA/NIST-ECC) keys; a
     # signature by such a key is refused unless the operator says all clients are newer.
     allow_unverifiable_keys: bool = False
@@ -248,6 +256,10 @@ def _validate(settings: Settings) -> None:
             raise ConfigError(f"auto_register_remote: bad template ({exc})") from exc
         if "{forge_repo}" not in settings.auto_register_remote:
             raise ConfigError("auto_register_owners needs auto_register_remote with {forge_repo}")
+    if not 0 < settings.max_staged_bytes_per_token <= settings.max_staged_bytes:
+        raise ConfigError("need 0 < max_staged_bytes_per_token <= max_staged_bytes")
+    if settings.staging_ttl < 1 or settings.min_free_bytes < 0:
+        raise ConfigError("staging_ttl must be >= 1 s and min_free_bytes >= 0")
     mirror_times = (
         settings.mirror_connect_timeout,
         settings.mirror_read_timeout,

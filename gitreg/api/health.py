@@ -3,7 +3,7 @@ and publish: index writable, blob store writable, disk not full), checklist H3."
 
 from __future__ import annotations
 
-import shutil
+import os
 import tempfile
 
 from starlette.concurrency import run_in_threadpool
@@ -12,9 +12,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.api.responses import json_bytes, json_response
+from gitreg.errors import is_storage_full
 from gitreg.services import Services, services
 
-MIN_FREE_BYTES = 256 * 1024 * 1024
+# A write of this size must succeed: an empty file can still be created on a
+# filesystem with no free blocks left.
+PROBE_BYTES = 16 * 1024
 
 
 async def healthz(request: Request) -> Response:
@@ -32,10 +35,30 @@ def _readiness(svc: Services) -> list[str]:
             pass
     except OSError as exc:
         problems.append(f"blob store not writable: {exc.strerror}")
-    free = shutil.disk_usage(svc.settings.data_dir).free
-    if free < MIN_FREE_BYTES:
-        problems.append(f"only {free // (1024 * 1024)} MiB free in the data dir")
-    return problems
+    return problems + _storage_full(svc)
+
+
+def _storage_full(svc: Services) -> list[str]:
+    """Reports "storage full: ..." when the data dir's filesystem has less than
+    `min_free_bytes` free for unprivileged writers (what gitreg gets), or when a
+    small real write there fails."""
+    floor = svc.settings.min_free_bytes
+    try:
+        fs = os.statvfs(svc.settings.data_dir)
+        free = fs.f_bavail * fs.f_frsize
+        if free < floor:
+            return [
+                f"storage full: {free} bytes free in the data dir, below min_free_bytes ({floor})"
+            ]
+        with tempfile.TemporaryFile(dir=svc.blobs.root / "tmp") as probe:
+            probe.write(b"\0" * PROBE_BYTES)
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as exc:
+        if is_storage_full(exc):
+            return [f"storage full: {exc.strerror} in the data dir"]
+        return [f"data dir not usable: {exc.strerror}"]
+    return []
 
 
 async def readyz(request: Request) -> Response:

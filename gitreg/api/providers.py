@@ -222,15 +222,15 @@ async def file(request: Request) -> Response:
 
 
 def _staging(svc: Services) -> UploadStaging:
-    return UploadStaging(svc.settings.data_dir / "uploads")
+    return UploadStaging.for_settings(svc.settings)
 
 
 async def create_upload(request: Request) -> Response:
     address = _address(request)
     version = _version(request)
     svc = services(request)
-    await svc.access.require(request, Scope.publish, address.namespace)
-    upload_id = await run_in_threadpool(_staging(svc).create, address, version)
+    principal = await svc.access.require(request, Scope.publish, address.namespace)
+    upload_id = await run_in_threadpool(_staging(svc).create, address, version, principal.token_id)
     base = base_url(request, svc.settings)
     location = f"{UPLOADS}/{address.namespace}/{address.type}/{version}/uploads/{upload_id}"
     return json_response(
@@ -263,6 +263,11 @@ async def put_file(request: Request) -> Response:
     declared = request.headers.get("content-length", "")
     if declared.isascii() and declared.isdigit() and int(declared) > cap:
         raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
+    # Staging quotas: refused before a byte is read when Content-Length says so,
+    # and counted while streaming so a client that lies is cut off.
+    room = await run_in_threadpool(staging.room, directory)
+    if declared.isascii() and declared.isdigit():
+        room.check(int(declared))
     partial = directory / f".{filename}.partial"
     out = await run_in_threadpool(partial.open, "wb")
     size = 0
@@ -271,6 +276,7 @@ async def put_file(request: Request) -> Response:
             size += len(chunk)
             if size > cap:
                 raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
+            room.check(size)
             await run_in_threadpool(out.write, chunk)
     except BaseException:
         await run_in_threadpool(out.close)

@@ -9,6 +9,7 @@ crash leaves either the whole blob or nothing under its final name.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from gitreg.errors import NotFound
+from gitreg.errors import NotFound, storage_full
 
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
@@ -89,8 +90,22 @@ class FileBlobStore:
 
     @contextlib.contextmanager
     def writer(self) -> Iterator[BlobWriter]:
-        """Yield a writer; on a clean exit the blob is durable under its sha256."""
+        """Yield a writer; on a clean exit the blob is durable under its sha256.
+        A full disk raises `StorageFull` and leaves nothing but the removed temp."""
+        try:
+            with self._write_atomically() as sink:
+                yield sink
+        except OSError as exc:
+            if (full := storage_full(exc, str(self.root))) is not None:
+                raise full from exc
+            raise
+
+    @contextlib.contextmanager
+    def _write_atomically(self) -> Iterator[BlobWriter]:
         fd, tmp_name = tempfile.mkstemp(dir=self._tmp, prefix="blob-")
+        # Held until the file is renamed or removed: the temp cleaner skips
+        # locked files, so a slow live writer never loses its file.
+        fcntl.flock(fd, fcntl.LOCK_EX)
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as raw:
@@ -98,16 +113,14 @@ class FileBlobStore:
                 yield sink
                 raw.flush()
                 os.fsync(raw.fileno())
-            stored = sink.digest()
-            final = self.path(stored.sha256)
-            final.parent.mkdir(exist_ok=True)
-            if final.exists():
-                # Same content already stored: identical bytes by definition.
-                tmp.unlink()
-            else:
-                os.chmod(tmp, 0o644)
-                os.replace(tmp, final)
-                _fsync_dir(final.parent)
+                stored = sink.digest()
+                final = self.path(stored.sha256)
+                final.parent.mkdir(exist_ok=True)
+                if not final.exists():
+                    os.chmod(tmp, 0o644)
+                    os.replace(tmp, final)
+                    _fsync_dir(final.parent)
+                # else: same content already stored, identical bytes by definition.
             sink.result = stored
         finally:
             tmp.unlink(missing_ok=True)
@@ -119,16 +132,30 @@ class FileBlobStore:
         return sink.result
 
     def remove_stale_temp_files(self, older_than: float = 3600.0) -> int:
-        """Temp files left by a crash are garbage: nothing refers to them. Only old
-        ones go, since another process may be writing a fresh one right now."""
+        """Temp files left by a crash are garbage: nothing refers to them. Only
+        old ones that no writer holds locked go, since another process may be
+        writing one right now."""
         count = 0
         cutoff = time.time() - older_than
         for leftover in self._tmp.glob("blob-*"):
-            with contextlib.suppress(FileNotFoundError):
-                if leftover.stat().st_mtime < cutoff:
-                    leftover.unlink()
+            with contextlib.suppress(OSError):
+                if leftover.stat().st_mtime < cutoff and _remove_if_unlocked(leftover):
                     count += 1
         return count
+
+
+def _remove_if_unlocked(path: Path) -> bool:
+    """Unlink `path` unless a live writer holds its lock (checked without blocking)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        path.unlink()
+        return True
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gitreg.errors import Conflict, NotFound
+from gitreg.errors import Conflict, NotFound, storage_full
 from gitreg.storage.records import (
     ConflictRecord,
     ModuleRecord,
@@ -48,6 +48,16 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.01)
 
 
+@contextlib.contextmanager
+def _full_disk_is_storage_full(where: Path) -> Iterator[None]:
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        if (full := storage_full(exc, str(where))) is not None:
+            raise full from exc
+        raise
+
+
 def utcnow() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -67,6 +77,7 @@ class SQLiteIndex:
         )
         conn.row_factory = sqlite3.Row
         self._conn = conn
+        self._path = path
         self._lock = threading.RLock()
         with self._lock:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -83,12 +94,17 @@ class SQLiteIndex:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        """One write transaction. Every store's writes go through here, so a full
+        disk becomes `StorageFull` (503, retry later) in one place."""
+        with self._lock, _full_disk_is_storage_full(self._path):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                # SQLite may already have rolled back (SQLITE_FULL does): a second
+                # ROLLBACK would hide the real error behind "no transaction".
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
 
