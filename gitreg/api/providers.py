@@ -30,9 +30,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.api.blobs import blob_response
-from gitreg.api.responses import CachedJson, json_bytes, json_response
+from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
+from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
 from gitreg.providers.ingest import ProviderPublisher, Published, collect
 from gitreg.providers.names import (

@@ -28,8 +28,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import module_address
-from gitreg.api.responses import error_body, json_bytes, json_response
+from gitreg.api.responses import error_body, json_response
 from gitreg.auth.tokens import Principal, Scope
+from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, Unauthorized
 from gitreg.git.remotes import normalise_remote
 from gitreg.jobs import QueueUnavailable
