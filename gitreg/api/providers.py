@@ -35,7 +35,8 @@ from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
-from gitreg.providers.ingest import ProviderPublisher, Published, collect
+from gitreg.providers.collect import collect
+from gitreg.providers.ingest import ProviderPublisher
 from gitreg.providers.names import (
     MAX_FILENAME,
     ProviderAddress,
@@ -44,6 +45,7 @@ from gitreg.providers.names import (
     provider_address,
     version_sort_key,
 )
+from gitreg.providers.store import Published
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, services
 from gitreg.storage.providers import ProviderStore
