@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gitreg.providers.ingest import collect  # noqa: E402
+from gitreg.providers.collect import collect  # noqa: E402
 from tests.support.fake_github import FakeGitHub  # noqa: E402
 from tests.support.provider_dist import (  # noqa: E402
     Dist,

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from gitreg.errors import Conflict, GitregError, NotFound
-from gitreg.providers.ingest import ChecksumMismatch, IncompleteRelease, collect
+from gitreg.providers.collect import collect
 from gitreg.providers.signing import SignatureError, parse_public_key, verify_detached
+from gitreg.providers.verify import ChecksumMismatch, IncompleteRelease
 from gitreg.services import Services
 from gitreg.storage.providers import ProviderRecord
 from tests.support.provider_dist import (

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from gitreg.secret_refs import resolve_secret
 from gitreg.webhooks.bitbucket import Bitbucket
 from gitreg.webhooks.gitea import Gitea
 from gitreg.webhooks.github import GitHub
 from gitreg.webhooks.gitlab import GitLab
-from gitreg.webhooks.signatures import hex_signature_ok, resolve_secret, token_ok
+from gitreg.webhooks.signatures import hex_signature_ok, token_ok
 
 # GitHub's published test vector ("Validating webhook deliveries").
 VECTOR_SECRET = "It's a Secret to Everybody"

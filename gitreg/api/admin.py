@@ -18,8 +18,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gitreg.api.responses import json_bytes, json_response
+from gitreg.api.responses import json_response
 from gitreg.auth.tokens import Scope
+from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound
 from gitreg.services import Services, services
 from gitreg.storage.jobs import STATES, JobRecord

@@ -11,7 +11,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gitreg.api.responses import json_bytes, json_response
+from gitreg.api.responses import json_response
+from gitreg.canonical_json import json_bytes
 from gitreg.errors import is_storage_full
 from gitreg.services import Services, services
 

@@ -18,9 +18,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import ModuleAddress, module_address
-from gitreg.api.responses import CachedJson, json_bytes, json_response
+from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import archive_path, base_url
 from gitreg.cache import MISSING
+from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound
 from gitreg.services import Services, services
 from gitreg.storage.index import SQLiteIndex

@@ -30,11 +30,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.api.blobs import blob_response
-from gitreg.api.responses import CachedJson, json_bytes, json_response
+from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
+from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
-from gitreg.providers.ingest import ProviderPublisher, Published, collect
+from gitreg.providers.collect import collect
+from gitreg.providers.ingest import ProviderPublisher
 from gitreg.providers.names import (
     MAX_FILENAME,
     ProviderAddress,
@@ -43,6 +45,7 @@ from gitreg.providers.names import (
     provider_address,
     version_sort_key,
 )
+from gitreg.providers.store import Published
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, services
 from gitreg.storage.providers import ProviderStore

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gitreg.canonical_json import json_bytes
+
 JSON = "application/json"
-
-
-def json_bytes(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
 
 
 def json_response(

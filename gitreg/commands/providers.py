@@ -15,8 +15,9 @@ import httpx
 
 from gitreg.errors import BadRequest, GitError, GitregError, NotFound
 from gitreg.git.remotes import forge_name_from_url, normalise_remote
+from gitreg.providers.collect import collect
 from gitreg.providers.forges import default_forge, forge_config
-from gitreg.providers.ingest import ProviderSyncResult, ReleasePending, collect
+from gitreg.providers.ingest import ReleasePending
 from gitreg.providers.keys import ALGORITHMS
 from gitreg.providers.names import (
     check_namespace,
@@ -24,6 +25,7 @@ from gitreg.providers.names import (
     parse_provider_address,
     version_sort_key,
 )
+from gitreg.providers.outcomes import ProviderSyncResult
 from gitreg.services import Services
 from gitreg.settings import Settings
 

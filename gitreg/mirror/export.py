@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitreg.api.responses import json_bytes
+from gitreg.canonical_json import json_bytes
 from gitreg.mirror.constraints import parse_version
 from gitreg.mirror.hosted import HostedPackage
 from gitreg.mirror.service import MirrorService, archive_filename

@@ -33,8 +33,8 @@ from typing import IO, Any, TypeVar
 
 import anyio.to_thread
 
-from gitreg.api.responses import json_bytes
 from gitreg.cache import MetadataCache
+from gitreg.canonical_json import json_bytes
 from gitreg.errors import GitregError, NotFound, UpstreamError
 from gitreg.mirror.addresses import PLATFORM_RE, ProviderAddress
 from gitreg.mirror.constraints import ConstraintError, Version, parse_version

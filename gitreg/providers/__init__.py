@@ -6,7 +6,11 @@ package    zip layout checks and h1/zh hashes, with zip-bomb limits
 signing    OpenPGP through pysequoia: key checks, detached signatures
 keys       per-namespace keys: register, generate, retire; private key files
 forges     GitHub and GitLab releases APIs through httpx
-ingest     the one validation and publish path every source goes through
+collect    a version's files into a candidate: dist dirs, staged uploads, release assets
+verify     checksums, signature against registered keys, package and manifest checks
+store      blobs then index rows, gitreg's own signing, no-op or 409 on republish
+ingest     the one publish path every source goes through, and forge release sync
+outcomes   what a sync of forge releases did, release by release
 uploads    staging for CI uploads over HTTP
 webhook    release events (GitHub `release`, GitLab `Release Hook`) to work
 """

@@ -44,8 +44,8 @@ import httpx
 from gitreg import __version__
 from gitreg.errors import ConfigError, GitError, NotFound
 from gitreg.hosts import refused_address
+from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
-from gitreg.webhooks.signatures import resolve_secret
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_REDIRECTS = 5

@@ -28,11 +28,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import module_address
-from gitreg.api.responses import error_body, json_bytes, json_response
+from gitreg.api.responses import error_body, json_response
 from gitreg.auth.tokens import Principal, Scope
+from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, Unauthorized
 from gitreg.git.remotes import normalise_remote
 from gitreg.jobs import QueueUnavailable
+from gitreg.secret_refs import resolve_secret
 from gitreg.services import Services, services
 from gitreg.storage.jobs import Submission
 from gitreg.storage.records import RepoRecord
@@ -50,7 +52,6 @@ from gitreg.webhooks.events import (
 from gitreg.webhooks.gitea import Gitea
 from gitreg.webhooks.github import GitHub
 from gitreg.webhooks.gitlab import GitLab
-from gitreg.webhooks.signatures import resolve_secret
 
 log = logging.getLogger("gitreg.webhooks")
 

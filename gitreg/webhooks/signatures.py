@@ -9,11 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import logging
-import os
-from pathlib import Path
-
-log = logging.getLogger("gitreg.webhooks")
 
 
 def hmac_sha256_hex(secret: str, body: bytes) -> str:
@@ -38,29 +33,3 @@ def token_ok(secret: str, sent: str | None) -> bool:
     if not secret or not sent:
         return False
     return hmac.compare_digest(secret.encode(), sent.encode())
-
-
-def resolve_secret(reference: str) -> str:
-    """A secret from its configured form: `env:NAME`, `file:/path`, or literal.
-
-    Read on every use, so rotating a file or variable needs no restart. A
-    reference that cannot be read yields "" and so refuses deliveries (W2);
-    the reason is logged, the secret never is.
-    """
-    if reference.startswith("env:"):
-        name = reference[4:]
-        value = os.environ.get(name, "")
-        if not value:
-            log.warning("webhook secret variable %s is unset or empty", name)
-        return value
-    if reference.startswith("file:"):
-        path = Path(reference[5:]).expanduser()
-        try:
-            value = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            log.warning("cannot read webhook secret file %s: %s", path, exc)
-            return ""
-        if not value:
-            log.warning("webhook secret file %s is empty", path)
-        return value
-    return reference
