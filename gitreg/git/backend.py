@@ -10,6 +10,7 @@ commit and tree here (checklist G4). Nothing is ever checked out.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import threading
 import time
 import typing
@@ -106,9 +107,8 @@ class DulwichBackend:
         self._max_pack_bytes = max_pack_bytes
 
     def _open_mirror(self, mirror: Path) -> Repo:
-        if not (mirror / "objects").is_dir():
-            mirror.mkdir(parents=True, exist_ok=True)
-            MirrorRepo.init_bare(str(mirror)).close()
+        if not (mirror / "HEAD").is_file():
+            _create_mirror(mirror)
         return MirrorRepo(str(mirror))
 
     def _client(self, url: str) -> tuple[typing.Any, str]:
@@ -248,6 +248,25 @@ class MirrorRepo(Repo):
                 if isinstance(peeled, Commit):
                     heads.append(peeled.id)
         return super().get_graph_walker(heads)
+
+
+def _create_mirror(mirror: Path) -> None:
+    """A new bare mirror, made beside its place and renamed into it.
+
+    dulwich writes HEAD after `objects/`, so a process killed half-way through
+    `init_bare` in place would leave a directory dulwich cannot open, and every
+    later sync would fail. Made aside, a mirror is whole or absent. Callers
+    hold the repository's lock, so a half-made one (the `.partial` directory,
+    or a mirror without HEAD from before this, which nothing was fetched into:
+    fetches start after HEAD exists) is stale and removed.
+    """
+    partial = mirror.with_name(mirror.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    if mirror.is_dir():
+        shutil.rmtree(mirror)
+    partial.mkdir(parents=True)
+    MirrorRepo.init_bare(str(partial)).close()
+    partial.rename(mirror)
 
 
 def _limit_pack(client: typing.Any, max_bytes: int, deadline: float) -> None:
