@@ -3,6 +3,7 @@ from publishing, and a repository that cannot sync says so everywhere."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -15,8 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gitreg.git.backend import DulwichBackend
-from tests.support.gitrepo import GitRepo, simple_module
+from tests.support.gitrepo import GIT_ENV, GitRepo, simple_module
 from tests.support.server import RunningServer, cli
 
 Servers = Callable[..., RunningServer]
@@ -123,32 +126,54 @@ def test_a_mirror_half_made_by_a_killed_init_is_made_again(
 
 
 def _big_repo(make_repo: Callable[[str], GitRepo], tags: int, files: int) -> GitRepo:
-    """Many tags and files of incompressible text, so the fetch takes a while."""
+    """`tags` tagged commits over `files` files of incompressible text, so the
+    fetch takes a while; built with one `git fast-import`, not 150 git runs."""
     repo = make_repo("big")
-    simple_module(repo)
-    for n in range(files):
-        repo.write(f"files/f{n:03}.txt", os.urandom(3000).hex())
+    stream = io.BytesIO()
     for t in range(tags):
-        for n in range(t % files, files, tags):
-            repo.write(f"files/f{n:03}.txt", os.urandom(3000).hex())
-        repo.commit(f"release {t}")
-        repo.tag(f"v1.{t}.0")
+        stream.write(f"commit refs/heads/main\nmark :{t + 1}\n".encode())
+        stream.write(f"committer T <t@example.com> {1700000000 + t} +0000\n".encode())
+        stream.write(f"data 9\nrelease{t:2}\n".encode())
+        changed = range(files) if t == 0 else range(t % files, files, tags)
+        for n in changed:
+            text = (os.urandom(300).hex() + "\n").encode()
+            stream.write(f"M 100644 inline files/f{n:03}.txt\ndata {len(text)}\n".encode() + text)
+        stream.write(f"\nreset refs/tags/v1.{t}.0\nfrom :{t + 1}\n\n".encode())
+    subprocess.run(
+        ["git", "fast-import", "--quiet"],
+        cwd=repo.path,
+        input=stream.getvalue(),
+        env={**os.environ, **GIT_ENV},
+        check=True,
+        timeout=60,
+    )
     return repo
 
 
+def _pack_started(names: set[str]) -> bool:
+    return bool(names)
+
+
+def _pack_renamed_in(names: set[str]) -> bool:
+    """dulwich renames `tmp*.pack` to `pack-<sha>.pack`, then writes its index
+    through `pack-<sha>.idx.lock`: the lock that blocked every later fetch."""
+    return any(n.startswith("pack-") for n in names)
+
+
+@pytest.mark.parametrize("moment", [_pack_started, _pack_renamed_in])
 def test_kill_9_during_repo_add_then_sync_publishes_everything(
-    data_dir: Path, make_repo: Callable[[str], GitRepo]
+    data_dir: Path, make_repo: Callable[[str], GitRepo], moment: Callable[[set[str]], bool]
 ) -> None:
     repo = _big_repo(make_repo, tags=50, files=300)
     command = [sys.executable, "-m", "gitreg", "repo", "add", str(repo.path)]
     command += ["--module", "acme/big/aws", "--data-dir", str(data_dir)]
     adding = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Kill as soon as the fetch has started writing the mirror. On a fast
-    # machine the process may be done already; sync must work either way.
-    mirror_objects = data_dir / MIRROR / "objects"
+    # Kill at that moment of the fetch. Should the process be quicker than
+    # this loop, it is done (or killed later); sync must work either way.
+    packs = data_dir / MIRROR / "objects" / "pack"
     deadline = time.monotonic() + 60
     while adding.poll() is None and time.monotonic() < deadline:
-        if mirror_objects.is_dir() and any(mirror_objects.rglob("*")):
+        if packs.is_dir() and moment(set(os.listdir(packs))):
             break
         time.sleep(0.001)
     adding.send_signal(signal.SIGKILL)
@@ -158,6 +183,10 @@ def test_kill_9_during_repo_add_then_sync_publishes_everything(
     assert "Traceback" not in synced.stderr
     listed = json.loads(cli(data_dir, "modules", "--json").stdout)
     assert len(listed[0]["versions"]) == 50
+    left = sorted(os.listdir(packs))
+    assert all(n.startswith("pack-") and n.endswith((".pack", ".idx")) for n in left), left
+    indexed = {n.removesuffix(".idx") for n in left if n.endswith(".idx")}
+    assert indexed == {n.removesuffix(".pack") for n in left if n.endswith(".pack")}
     assert json.loads(cli(data_dir, "repo", "list", "--json").stdout)[0]["status"] == "ok"
 
 
