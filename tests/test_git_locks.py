@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -111,6 +112,7 @@ def test_a_mirror_half_made_by_a_killed_init_is_made_again(
 ) -> None:
     repo = _repo_with_one_tag(make_repo)
     cli(data_dir, "repo", "add", str(repo.path), "--module", "acme/vpc/aws", "--no-sync")
+    assert "(never synced)" in cli(data_dir, "repo", "list").stdout  # not "ok"
     # dulwich's init_bare makes objects/ and refs/ first and HEAD last: a kill
     # in between leaves a directory dulwich cannot open as a repository.
     mirror = data_dir / MIRROR
@@ -215,6 +217,10 @@ def test_unsyncable_repository_shows_its_error_everywhere(
 
     token = cli(data_dir, "token", "create", "--scope", "admin").stdout.strip().splitlines()[-1]
     server = servers(data_dir, "--reconcile-interval", "0")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _get(server, "/admin/repos")
+    refused.value.close()
+    assert refused.value.code == 401
     _, admin = _get(server, "/admin/repos", token)
     assert admin["repos"][0]["status"] == "error"
     assert "cannot fetch" in admin["repos"][0]["last_fetch_error"]
