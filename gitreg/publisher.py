@@ -19,7 +19,7 @@ from typing import BinaryIO, cast
 
 from gitreg.archive import ArchiveLimits, ArchiveTooLarge
 from gitreg.errors import GitError
-from gitreg.git.backend import GitBackend, TagProblem, TagRef
+from gitreg.git.backend import GitBackend, MirrorLocked, TagProblem, TagRef
 from gitreg.locks import file_lock
 from gitreg.settings import Settings
 from gitreg.storage.blobs import FileBlobStore
@@ -50,6 +50,13 @@ class SyncResult:
         return f"{self.repo_url}: " + ", ".join(parts)
 
 
+def sync_status(repo: RepoRecord) -> str:
+    """One word for operators: "ok", "error" (see last_fetch_error) or "never synced"."""
+    if repo.last_fetch_error:
+        return "error"
+    return "ok" if repo.last_fetch_at else "never synced"
+
+
 class Publisher:
     def __init__(
         self,
@@ -75,8 +82,16 @@ class Publisher:
 
     def remote_has_changes(self, repo: RepoRecord) -> bool:
         """Whether the remote's tags differ from the mirror's (`git ls-remote`),
-        so a periodic reconcile fetches only repositories that changed (W9)."""
-        remote = self._git.remote_tags(repo.url)
+        so a periodic reconcile fetches only repositories that changed (W9).
+        A repository whose last sync failed counts as changed, so reconcile
+        retries it and its recorded error clears as soon as it can sync."""
+        if repo.last_fetch_error:
+            return True
+        try:
+            remote = self._git.remote_tags(repo.url)
+        except GitError as exc:
+            self._index.record_fetch(repo.id, str(exc))
+            raise
         with file_lock(self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"):
             tags, problems = self._git.tags(self.mirror_path(repo))
         local = {t.name: t.tag_sha for t in tags}
@@ -91,18 +106,44 @@ class Publisher:
         with file_lock(self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"):
             mirror = self.mirror_path(repo)
             try:
-                self._git.fetch(repo.url, mirror)
-            except GitError as exc:
+                self._fetch(repo, mirror)
+                tags, problems = self._git.tags(mirror)
+            except GitError as exc:  # kept until a sync succeeds: `repo list`, /readyz
                 self._index.record_fetch(repo.id, str(exc))
                 raise
             self._index.record_fetch(repo.id, "")
-            tags, problems = self._git.tags(mirror)
             for module in self._index.modules_of_repo(repo.id):
                 self._sync_module(repo, module, tags, problems, result)
         if result.published or result.yanked:
             self._on_change()
         log.info("sync %s", result.summary())
         return result
+
+    def _fetch(self, repo: RepoRecord, mirror: Path) -> None:
+        """Fetch, first removing what a killed fetch left in the mirror (issue 10).
+
+        Called with the repository's lock held, so no live gitreg process is
+        writing this mirror and any lock or partial pack in it is stale. A lock
+        that still gets in the way is removed and the fetch tried once more.
+        """
+        self._remove_leftovers(repo, mirror)
+        try:
+            self._git.fetch(repo.url, mirror)
+        except MirrorLocked:
+            if not self._remove_leftovers(repo, mirror):
+                raise
+            self._git.fetch(repo.url, mirror)
+
+    def _remove_leftovers(self, repo: RepoRecord, mirror: Path) -> list[str]:
+        removed = self._git.remove_leftovers(mirror)
+        if removed:
+            log.warning(
+                "%s: removed leftovers of an interrupted fetch from %s: %s",
+                repo.url,
+                mirror,
+                ", ".join(removed),
+            )
+        return removed
 
     def _sync_module(
         self,

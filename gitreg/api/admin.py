@@ -4,6 +4,7 @@
     GET  /admin/jobs/:id                     one job
     POST /admin/jobs/:id/retry               queue a failed job again
     GET  /admin/conflicts                    force-moved tags that were not published (G4)
+    GET  /admin/repos                        repositories and whether their last sync worked
 
 Every call needs `Authorization: Bearer <token>` for a registry-wide token of
 scope `admin` (`gitreg token create --scope admin`).
@@ -22,6 +23,7 @@ from gitreg.api.responses import json_response
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound
+from gitreg.publisher import sync_status
 from gitreg.services import Services, services
 from gitreg.storage.jobs import STATES, JobRecord
 
@@ -111,10 +113,32 @@ async def conflicts(request: Request) -> Response:
     return json_response(json_bytes(await run_in_threadpool(build)))
 
 
+async def repos(request: Request) -> Response:
+    svc = await _authorised(request)
+
+    def build() -> dict[str, Any]:
+        return {
+            "repos": [
+                {
+                    "id": r.id,
+                    "url": r.url,
+                    "forge_repo": r.forge_repo,
+                    "status": sync_status(r),
+                    "last_fetch_at": r.last_fetch_at,
+                    "last_fetch_error": r.last_fetch_error,
+                }
+                for r in svc.index.repos()
+            ]
+        }
+
+    return json_response(json_bytes(await run_in_threadpool(build)))
+
+
 def routes() -> list[Route]:
     return [
         Route("/admin/jobs", list_jobs, methods=["GET"]),
         Route("/admin/jobs/{job_id}", show_job, methods=["GET"]),
         Route("/admin/jobs/{job_id}/retry", retry_job, methods=["POST"]),
         Route("/admin/conflicts", conflicts, methods=["GET"]),
+        Route("/admin/repos", repos, methods=["GET"]),
     ]

@@ -1,5 +1,13 @@
 """`/healthz` (the process answers; no dependencies) and `/readyz` (can serve
-and publish: index writable, blob store writable, disk not full), checklist H3."""
+and publish: index writable, blob store writable, disk not full), checklist H3.
+
+`/readyz` also names repositories whose last sync failed (issue 10), in its
+body only: that is a problem of one repository's remote or mirror, not of this
+replica, and every replica shares the data dir, so answering 503 would take
+all of them out of rotation and stop serving every module already published.
+The body gives ids and a status word, not URLs or error text, because
+`/readyz` needs no token; `gitreg repo list` and `GET /admin/repos` say why.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ from starlette.routing import Route
 from gitreg.api.responses import json_response
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import is_storage_full
+from gitreg.publisher import sync_status
 from gitreg.services import Services, services
 
 # A write of this size must succeed: an empty file can still be created on a
@@ -62,10 +71,22 @@ def _storage_full(svc: Services) -> list[str]:
     return []
 
 
+def _failing_repos(svc: Services) -> list[dict[str, object]]:
+    return [
+        {"id": r.id, "status": sync_status(r), "last_fetch_at": r.last_fetch_at}
+        for r in svc.index.repos()
+        if r.last_fetch_error
+    ]
+
+
 async def readyz(request: Request) -> Response:
-    problems = await run_in_threadpool(_readiness, services(request))
+    svc = services(request)
+    problems = await run_in_threadpool(_readiness, svc)
     if problems:
         return json_response(json_bytes({"errors": problems}), status=503)
+    failing = await run_in_threadpool(_failing_repos, svc)
+    if failing:  # still 200: see the module docstring
+        return json_response(json_bytes({"status": "ready", "failing_repos": failing}))
     return json_response(b'{"status":"ready"}')
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from gitreg.addresses import check_subdir, parse_module_address
 from gitreg.errors import BadRequest, GitError, NotFound
 from gitreg.git.remotes import forge_name_from_url, normalise_remote
-from gitreg.publisher import SyncResult
+from gitreg.publisher import SyncResult, sync_status
 from gitreg.services import Services
 from gitreg.storage.records import RepoRecord
 from gitreg.versions import sort_key, unsafe_ref_reason
@@ -63,6 +63,7 @@ def repo_list(svc: Services, as_json: bool) -> int:
             "forge_repo": r.forge_repo,
             "modules": [m.address for m in svc.index.modules_of_repo(r.id)],
             "providers": [p.address for p in svc.providers.store.providers_of_repo(r.id)],
+            "status": sync_status(r),
             "last_fetch_at": r.last_fetch_at,
             "last_fetch_error": r.last_fetch_error,
         }
@@ -72,7 +73,8 @@ def repo_list(svc: Services, as_json: bool) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     for row in rows:
-        status = row["last_fetch_error"] or "ok"
+        error = row["last_fetch_error"]
+        status = f"error: {error}" if error else row["status"]
         feeds = ", ".join([*row["modules"], *(f"provider {p}" for p in row["providers"])])
         print(f"{row['url']}  [{row['forge_repo']}]  {feeds}  ({status})")
     return 0

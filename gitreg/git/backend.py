@@ -10,10 +10,11 @@ commit and tree here (checklist G4). Nothing is ever checked out.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import threading
 import time
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -27,6 +28,7 @@ from dulwich.client import (
 )
 from dulwich.config import ConfigDict
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.file import FileLocked
 from dulwich.object_store import ObjectStoreGraphWalker
 from dulwich.objects import Commit, ObjectID, Tag, Tree
 from dulwich.refs import Ref
@@ -34,9 +36,29 @@ from dulwich.repo import Repo
 
 from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
 from gitreg.errors import GitError
+from gitreg.git.leftovers import remove_leftovers
 
 TAG_PREFIX = Ref(b"refs/tags/")
 PEELED = b"^{}"
+
+
+class MirrorLocked(GitError):
+    """A file the fetch must write is locked: left by a killed fetch, or
+    (never in gitreg, which takes turns per repository) written right now."""
+
+
+@contextlib.contextmanager
+def _mirror_errors(action: str) -> Iterator[None]:
+    """dulwich's lock, transport and file errors as one-line GitErrors, never a
+    traceback, so the publisher records them as the repository's sync error."""
+    try:
+        yield
+    except FileLocked as exc:
+        lock = exc.lockfilename
+        name = lock.decode(errors="replace") if isinstance(lock, bytes) else lock
+        raise MirrorLocked(f"{action}: mirror file is locked ({name} exists)") from exc
+    except (GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
+        raise GitError(f"{action}: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -61,6 +83,8 @@ class GitBackend(Protocol):
 
     def fetch(self, url: str, mirror: Path) -> None: ...
 
+    def remove_leftovers(self, mirror: Path) -> list[str]: ...
+
     def remote_tags(self, url: str) -> dict[str, str]: ...
 
     def tags(self, mirror: Path) -> tuple[list[TagRef], list[TagProblem]]: ...
@@ -83,9 +107,8 @@ class DulwichBackend:
         self._max_pack_bytes = max_pack_bytes
 
     def _open_mirror(self, mirror: Path) -> Repo:
-        if not (mirror / "objects").is_dir():
-            mirror.mkdir(parents=True, exist_ok=True)
-            MirrorRepo.init_bare(str(mirror)).close()
+        if not (mirror / "HEAD").is_file():
+            _create_mirror(mirror)
         return MirrorRepo(str(mirror))
 
     def _client(self, url: str) -> tuple[typing.Any, str]:
@@ -114,32 +137,43 @@ class DulwichBackend:
 
     def fetch(self, url: str, mirror: Path) -> None:
         """Bring the mirror's objects and tags up to date with the remote."""
-        repo = self._open_mirror(mirror)
-        try:
-            client, path = self._client(url)
-            deadline = time.monotonic() + self._timeout * 10
-            self._watch_ssh(client, deadline)
-            _limit_pack(client, self._max_pack_bytes, deadline)
+        with _mirror_errors(f"cannot fetch {url}"):
+            repo = self._open_mirror(mirror)
             try:
-                result = client.fetch(path, repo, ref_prefix=[TAG_PREFIX])
-            except (GitError, GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
-                raise GitError(f"cannot fetch {url}: {exc}") from exc
-            remote = {
-                Ref(TAG_PREFIX + name.encode()): ObjectID(sha.encode())
-                for name, sha in _tag_refs(result.refs).items()
-            }
-            local = {
-                Ref(TAG_PREFIX + name): sha for name, sha in repo.refs.as_dict(TAG_PREFIX).items()
-            }
-            for gone in local.keys() - remote.keys():
-                del repo.refs[gone]
-            for ref, sha in remote.items():
-                if local.get(ref) != sha and sha in repo.object_store:
-                    repo.refs[ref] = sha
-        finally:
-            repo.close()
+                self._fetch_into(url, repo)
+            finally:
+                repo.close()
+
+    def _fetch_into(self, url: str, repo: Repo) -> None:
+        client, path = self._client(url)
+        deadline = time.monotonic() + self._timeout * 10
+        self._watch_ssh(client, deadline)
+        _limit_pack(client, self._max_pack_bytes, deadline)
+        try:
+            result = client.fetch(path, repo, ref_prefix=[TAG_PREFIX])
+        except GitError as exc:  # the pack limit or the ssh watchdog stopped it
+            raise GitError(f"cannot fetch {url}: {exc}") from exc
+        remote = {
+            Ref(TAG_PREFIX + name.encode()): ObjectID(sha.encode())
+            for name, sha in _tag_refs(result.refs).items()
+        }
+        local = {Ref(TAG_PREFIX + name): sha for name, sha in repo.refs.as_dict(TAG_PREFIX).items()}
+        for gone in local.keys() - remote.keys():
+            del repo.refs[gone]
+        for ref, sha in remote.items():
+            if local.get(ref) != sha and sha in repo.object_store:
+                repo.refs[ref] = sha
+
+    def remove_leftovers(self, mirror: Path) -> list[str]:
+        """Stale lock and partial pack files of a killed fetch; only call it
+        while holding the repository's lock (see gitreg.git.leftovers)."""
+        return remove_leftovers(mirror)
 
     def tags(self, mirror: Path) -> tuple[list[TagRef], list[TagProblem]]:
+        with _mirror_errors(f"cannot read the tags of mirror {mirror}"):
+            return self._tags(mirror)
+
+    def _tags(self, mirror: Path) -> tuple[list[TagRef], list[TagProblem]]:
         repo = self._open_mirror(mirror)
         found: list[TagRef] = []
         problems: list[TagProblem] = []
@@ -214,6 +248,25 @@ class MirrorRepo(Repo):
                 if isinstance(peeled, Commit):
                     heads.append(peeled.id)
         return super().get_graph_walker(heads)
+
+
+def _create_mirror(mirror: Path) -> None:
+    """A new bare mirror, made beside its place and renamed into it.
+
+    dulwich writes HEAD after `objects/`, so a process killed half-way through
+    `init_bare` in place would leave a directory dulwich cannot open, and every
+    later sync would fail. Made aside, a mirror is whole or absent. Callers
+    hold the repository's lock, so a half-made one (the `.partial` directory,
+    or a mirror without HEAD from before this, which nothing was fetched into:
+    fetches start after HEAD exists) is stale and removed.
+    """
+    partial = mirror.with_name(mirror.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    if mirror.is_dir():
+        shutil.rmtree(mirror)
+    partial.mkdir(parents=True)
+    MirrorRepo.init_bare(str(partial)).close()
+    partial.rename(mirror)
 
 
 def _limit_pack(client: typing.Any, max_bytes: int, deadline: float) -> None:
