@@ -169,11 +169,15 @@ class GroupCommit:
         try:
             stored = self._write([s for submissions, _ in batch for s in submissions])
         except Exception as exc:  # the transaction rolled back: nothing is stored
-            log.exception("could not store %d webhook submissions", len(batch))
+            error: GitregError
+            if isinstance(exc, StorageFull):  # says what to do, with Retry-After
+                log.error("could not store %d webhook submissions: %s", len(batch), exc)
+                error = exc
+            else:
+                log.exception("could not store %d webhook submissions", len(batch))
+                error = QueueUnavailable(f"the delivery could not be stored, retry later: {exc}")
             for _, future in batch:
-                future.set_exception(
-                    QueueUnavailable(f"the delivery could not be stored, retry later: {exc}")
-                )
+                future.set_exception(error)
             return
         for submissions, future in batch:
             future.set_result(stored[: len(submissions)])

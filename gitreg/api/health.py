@@ -12,6 +12,7 @@ The body gives ids and a status word, not URLs or error text, because
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 from starlette.concurrency import run_in_threadpool
@@ -54,11 +55,11 @@ def _storage_full(svc: Services) -> list[str]:
     small real write there fails."""
     floor = svc.settings.min_free_bytes
     try:
-        fs = os.statvfs(svc.settings.data_dir)
-        free = fs.f_bavail * fs.f_frsize
+        free = shutil.disk_usage(svc.settings.data_dir).free  # what unprivileged writers get
         if free < floor:
             return [
-                f"storage full: {free} bytes free in the data dir, below min_free_bytes ({floor})"
+                f"storage full: only {free // 2**20} MiB free in the data dir, "
+                f"below min_free_bytes ({floor} bytes)"
             ]
         with tempfile.TemporaryFile(dir=svc.blobs.root / "tmp") as probe:
             probe.write(b"\0" * PROBE_BYTES)

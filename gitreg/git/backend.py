@@ -13,6 +13,7 @@ import contextlib
 import shutil
 import threading
 import time
+import traceback
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
-from gitreg.errors import GitError
+from gitreg.errors import GitError, storage_full
 from gitreg.git.leftovers import remove_leftovers
 
 TAG_PREFIX = Ref(b"refs/tags/")
@@ -58,6 +59,13 @@ def _mirror_errors(action: str) -> Iterator[None]:
         name = lock.decode(errors="replace") if isinstance(lock, bytes) else lock
         raise MirrorLocked(f"{action}: mirror file is locked ({name} exists)") from exc
     except (GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
+        # A full disk is the operator's "free space and retry", not this
+        # repository's problem: jobs keep it queued (issue 10, item 7).
+        if (full := storage_full(exc, f"{action}: the git mirror")) is not None:
+            # dulwich leaves a lock file whose close met ENOSPC to its `__del__`;
+            # drop the frames holding it now, not whenever this chain is dropped.
+            traceback.clear_frames(exc.__traceback__)
+            raise full from exc
         raise GitError(f"{action}: {exc}") from exc
 
 
