@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +74,36 @@ class Publisher:
 
     def mirror_path(self, repo: RepoRecord) -> Path:
         return self._settings.git_dir / f"{repo.id}.git"
+
+    def fetch_staged(self, url: str) -> Path:
+        """Fetch a remote that is not registered yet into a fresh staging mirror,
+        so `repo add` learns the URL is wrong before it writes anything (the
+        caller adopts or discards it). Raises GitError, leaving nothing behind."""
+        staged = self._settings.git_dir / f"staging-{secrets.token_hex(8)}.git"
+        try:
+            self._git.fetch(url, staged)
+        except BaseException:
+            shutil.rmtree(staged, ignore_errors=True)
+            raise
+        return staged
+
+    def adopt_staged(self, staged: Path, repo: RepoRecord) -> None:
+        """Make a staged fetch the repository's mirror, unless it already has one."""
+        with file_lock(self._lock_path(repo)):
+            mirror = self.mirror_path(repo)
+            if mirror.exists():
+                shutil.rmtree(staged, ignore_errors=True)
+            else:
+                staged.rename(mirror)
+
+    def drop_mirror(self, repo: RepoRecord) -> None:
+        """Delete a mirror (repository removed, or its remote changed: the next
+        sync starts from the new remote only)."""
+        with file_lock(self._lock_path(repo)):
+            shutil.rmtree(self.mirror_path(repo), ignore_errors=True)
+
+    def _lock_path(self, repo: RepoRecord) -> Path:
+        return self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"
 
     def remote_has_changes(self, repo: RepoRecord) -> bool:
         """Whether the remote's tags differ from the mirror's (`git ls-remote`),
