@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from gitreg.archive import ArchiveLimits, ArchiveTooLarge
-from gitreg.errors import GitError
+from gitreg.errors import GitError, NotFound
 from gitreg.git.backend import GitBackend, TagProblem, TagRef
 from gitreg.locks import file_lock
 from gitreg.settings import Settings
@@ -119,6 +119,9 @@ class Publisher:
 
     def sync_repo(self, repo: RepoRecord) -> SyncResult:
         """Fetch and publish; blocking (call from a thread). Raises GitError."""
+        if repo.removed_at is not None:
+            # `repo remove --keep-versions`: its versions serve, it never syncs again.
+            raise NotFound(f"repository {repo.url} was removed; its versions are kept")
         result = SyncResult(repo.url)
         with file_lock(self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"):
             mirror = self.mirror_path(repo)

@@ -7,6 +7,7 @@ in-process for what terraform sees over HTTP.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from gitreg.app import create_app
+from gitreg.services import build_services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.server import cli
@@ -251,3 +253,24 @@ def test_repo_set_remote_is_fetched_and_used_and_keeps_published_versions(
     assert published == ["1.0.0"]
     assert [v["version"] for v in row["versions"]] == ["1.0.0", "1.1.0"]
     assert row["versions"][0] == before  # immutable: 1.0.0 still from the old remote
+
+
+def test_repo_remove_drops_pending_jobs_and_waits_for_a_running_one(
+    data_dir: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    repo = _tagged(make_repo, "hello")
+    cli(data_dir, "repo", "add", str(repo.path), "--module", "acme/hello/null", "--no-sync")
+    svc = build_services(load_settings({"data_dir": data_dir}, environ={}))
+    try:
+        [record] = svc.index.repos()
+        svc.jobs.submit(record.id, "sync", "cli", "first")
+        running = svc.jobs.store.claim("test-worker", time.time(), 600)
+        assert running is not None
+        svc.jobs.submit(record.id, "sync", "cli", "second")  # queued behind it
+        assert "is syncing this repository" in _fails(data_dir, "repo", "remove", str(repo.path))
+        assert len(_repos(data_dir)) == 1
+        assert svc.jobs.store.finish(running.id, "test-worker", time.time(), "{}")
+        cli(data_dir, "repo", "remove", str(repo.path))
+        assert svc.jobs.store.jobs() == [] and svc.index.repos() == []
+    finally:
+        svc.close()

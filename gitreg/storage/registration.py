@@ -132,8 +132,8 @@ class RegistrationStore(IndexBackedStore):
                     f"{', '.join(published)}; removing the repository would stop"
                     " serving them. Pass --keep-versions to unregister it and keep serving them"
                 )
+            _drop_jobs(conn, repo_id)
             kept = _drop_unpublished_feeds(conn, repo_id)
-            _drop_jobs(conn, repo_id, queued_only=kept)
             if kept:
                 conn.execute(
                     "UPDATE repos SET removed_at = ?, webhook_secret = '' WHERE id = ?",
@@ -182,12 +182,17 @@ def _drop_unpublished_feeds(conn: sqlite3.Connection, repo_id: int) -> bool:
     )
 
 
-def _drop_jobs(conn: sqlite3.Connection, repo_id: int, queued_only: bool) -> None:
-    """Pending jobs go; a repository row that stays keeps its job history."""
-    params = (repo_id, int(not queued_only))
+def _drop_jobs(conn: sqlite3.Connection, repo_id: int) -> None:
+    """Its pending jobs and their history go with the repository. A running
+    job is waited for instead (its worker still has to record its end)."""
+    running = conn.execute(
+        "SELECT id FROM jobs WHERE repo_id = ? AND state = 'running'", (repo_id,)
+    ).fetchone()
+    if running is not None:
+        raise Conflict(f"job {running[0]} is syncing this repository now; try again when it ends")
+    conn.execute("DELETE FROM deliveries WHERE repo_id = ?", (repo_id,))
     conn.execute(
-        "DELETE FROM deliveries WHERE job_id IN (SELECT id FROM jobs WHERE repo_id = ?"
-        " AND (state = 'queued' OR ?))",
-        params,
+        "DELETE FROM deliveries WHERE job_id IN (SELECT id FROM jobs WHERE repo_id = ?)",
+        (repo_id,),
     )
-    conn.execute("DELETE FROM jobs WHERE repo_id = ? AND (state = 'queued' OR ?)", params)
+    conn.execute("DELETE FROM jobs WHERE repo_id = ?", (repo_id,))
