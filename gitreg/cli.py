@@ -109,6 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--no-sync", action="store_true", help="register only, publish later")
     lst = repo_sub.add_parser("list", parents=[common], help="list repositories")
     lst.add_argument("--json", action="store_true")
+    remove = repo_sub.add_parser("remove", parents=[common], help="unregister a repository")
+    remove.add_argument("target", metavar="URL|NAMESPACE/NAME/SYSTEM|NAMESPACE/TYPE")
+    remove.add_argument(
+        "--keep-versions",
+        action="store_true",
+        help="unregister even with published versions, which keep serving",
+    )
+    change = repo_sub.add_parser("set", parents=[common], help="change a registered repository")
+    change.add_argument("target", metavar="URL|NAMESPACE/NAME/SYSTEM|NAMESPACE/TYPE")
+    change.add_argument("--remote", help="a new git URL (fetched before it is saved)")
+    change.add_argument("--subdir", help="the module's new directory in a monorepo")
+    change.add_argument("--tag-prefix", help="the module's new tag prefix ('' for none)")
 
     sync = sub.add_parser("sync", parents=[common], help="fetch and publish new tags")
     sync.add_argument("module", nargs="?", metavar="NAMESPACE/NAME/SYSTEM")
@@ -189,6 +201,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             )
         if args.command == "repo" and args.repo_command == "list":
             return repos.repo_list(svc, args.json)
+        if args.command == "repo" and args.repo_command == "remove":
+            return repos.repo_remove(svc, args.target, args.keep_versions)
+        if args.command == "repo" and args.repo_command == "set":
+            return repos.repo_set(svc, args.target, args.remote, args.subdir, args.tag_prefix)
         if args.command == "sync":
             return repos.sync(svc, args.module, args.verbose)
         if args.command == "modules":

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, cast
 
 from gitreg.archive import ArchiveLimits, ArchiveTooLarge
-from gitreg.errors import GitError
+from gitreg.errors import GitError, NotFound
 from gitreg.git.backend import GitBackend, MirrorLocked, TagProblem, TagRef
 from gitreg.locks import file_lock
 from gitreg.settings import Settings
@@ -80,6 +82,36 @@ class Publisher:
     def mirror_path(self, repo: RepoRecord) -> Path:
         return self._settings.git_dir / f"{repo.id}.git"
 
+    def fetch_staged(self, url: str) -> Path:
+        """Fetch a remote that is not registered yet into a fresh staging mirror,
+        so `repo add` learns the URL is wrong before it writes anything (the
+        caller adopts or discards it). Raises GitError, leaving nothing behind."""
+        staged = self._settings.git_dir / f"staging-{secrets.token_hex(8)}.git"
+        try:
+            self._git.fetch(url, staged)
+        except BaseException:
+            shutil.rmtree(staged, ignore_errors=True)
+            raise
+        return staged
+
+    def adopt_staged(self, staged: Path, repo: RepoRecord) -> None:
+        """Make a staged fetch the repository's mirror, unless it already has one."""
+        with file_lock(self._lock_path(repo)):
+            mirror = self.mirror_path(repo)
+            if mirror.exists():
+                shutil.rmtree(staged, ignore_errors=True)
+            else:
+                staged.rename(mirror)
+
+    def drop_mirror(self, repo: RepoRecord) -> None:
+        """Delete a mirror (repository removed, or its remote changed: the next
+        sync starts from the new remote only)."""
+        with file_lock(self._lock_path(repo)):
+            shutil.rmtree(self.mirror_path(repo), ignore_errors=True)
+
+    def _lock_path(self, repo: RepoRecord) -> Path:
+        return self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"
+
     def remote_has_changes(self, repo: RepoRecord) -> bool:
         """Whether the remote's tags differ from the mirror's (`git ls-remote`),
         so a periodic reconcile fetches only repositories that changed (W9).
@@ -102,6 +134,9 @@ class Publisher:
 
     def sync_repo(self, repo: RepoRecord) -> SyncResult:
         """Fetch and publish; blocking (call from a thread). Raises GitError."""
+        if repo.removed_at is not None:
+            # `repo remove --keep-versions`: its versions serve, it never syncs again.
+            raise NotFound(f"repository {repo.url} was removed; its versions are kept")
         result = SyncResult(repo.url)
         with file_lock(self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"):
             mirror = self.mirror_path(repo)

@@ -28,6 +28,8 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("serve",): [],
     ("repo", "add"): ["/tmp/repo", "--module", "a/b/c"],
     ("repo", "list"): [],
+    ("repo", "remove"): ["a/b/c", "--keep-versions"],
+    ("repo", "set"): ["a/b/c", "--tag-prefix", "x/"],
     ("sync",): [],
     ("backup",): ["/tmp/backup"],
     ("modules",): [],

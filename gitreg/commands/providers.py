@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 
 from gitreg.errors import BadRequest, GitError, GitregError, NotFound
-from gitreg.git.remotes import forge_name_from_url, normalise_remote
 from gitreg.providers.collect import collect
 from gitreg.providers.forges import default_forge, forge_config
 from gitreg.providers.ingest import ReleasePending
@@ -26,8 +25,10 @@ from gitreg.providers.names import (
     version_sort_key,
 )
 from gitreg.providers.outcomes import ProviderSyncResult
+from gitreg.registration import RepoSource, check_remote, register_repo
 from gitreg.services import Services
 from gitreg.settings import Settings
+from gitreg.storage.registration import ProviderLink
 
 Parser = argparse.ArgumentParser
 UPLOAD_TIMEOUT = 300.0
@@ -46,9 +47,7 @@ def repo_add_provider(svc: Services, args: argparse.Namespace) -> int:
     """`gitreg repo add URL --provider NS/TYPE [--forge NAME] [--sign]`."""
     address = parse_provider_address(args.provider)
     settings = svc.settings
-    remote = normalise_remote(
-        args.url, allow_local=settings.allow_local_remotes, allow_http=settings.allow_http_remotes
-    )
+    check_remote(settings, args.url)  # a refused URL is reported before the forge question
     forge = args.forge or default_forge(settings, args.url)
     if not forge:
         raise BadRequest(
@@ -56,10 +55,14 @@ def repo_add_provider(svc: Services, args: argparse.Namespace) -> int:
             " (github, gitlab, or a [forges.NAME] table of the config file)"
         )
     forge_config(settings, forge)  # unknown names and bad tables fail now, not at the first job
-    repo = svc.index.add_repo(
-        remote, args.forge_repo or forge_name_from_url(remote), args.webhook_secret
+    # One transaction (gitreg/registration.py). No git fetch: a provider is fed by
+    # its forge's releases, which the first sync reads.
+    repo = register_repo(
+        svc,
+        RepoSource(args.url, args.forge_repo, args.webhook_secret),
+        ProviderLink(address.namespace, address.type, forge, args.sign),
+        fetch_first=False,
     )
-    svc.providers.store.add_provider(address.namespace, address.type, repo.id, forge, args.sign)
     print(f"registered provider {address} from {forge} releases of {repo.forge_repo}")
     if args.no_sync:
         return 0

@@ -1,4 +1,4 @@
-"""`gitreg repo add|list`, `gitreg sync`, `gitreg modules`."""
+"""`gitreg repo add|list|remove|set`, `gitreg sync`, `gitreg modules`."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import json
 import sys
 from typing import Any
 
-from gitreg.addresses import check_subdir, parse_module_address
-from gitreg.errors import BadRequest, GitError, NotFound
-from gitreg.git.remotes import forge_name_from_url, normalise_remote
+from gitreg.addresses import parse_module_address
+from gitreg.errors import GitError, NotFound
 from gitreg.publisher import SyncResult, sync_status
+from gitreg.registration import RepoSource, module_link, register_repo, remove_repo, set_repo
 from gitreg.services import Services
 from gitreg.storage.records import RepoRecord
-from gitreg.versions import sort_key, unsafe_ref_reason
+from gitreg.versions import sort_key
 
 
 def _print_result(result: SyncResult, verbose: bool) -> None:
@@ -35,23 +35,27 @@ def repo_add(
     webhook_secret: str,
     sync: bool,
 ) -> int:
-    address = parse_module_address(module)
-    settings = svc.settings
-    remote = normalise_remote(
-        url, allow_local=settings.allow_local_remotes, allow_http=settings.allow_http_remotes
-    )
-    if tag_prefix and unsafe_ref_reason(tag_prefix):
-        raise BadRequest(f"invalid tag prefix {tag_prefix!r}: {unsafe_ref_reason(tag_prefix)}")
-    repo = svc.index.add_repo(remote, forge_repo or forge_name_from_url(remote), webhook_secret)
-    svc.index.add_module(
-        repo.id, address.namespace, address.name, address.system, check_subdir(subdir), tag_prefix
-    )
-    print(f"registered {address} from {remote}")
+    link = module_link(module, subdir, tag_prefix)
+    # With sync, register_repo fetches before it commits: a wrong URL leaves nothing.
+    repo = register_repo(svc, RepoSource(url, forge_repo, webhook_secret), link, fetch_first=sync)
+    print(f"registered {link.namespace}/{link.name}/{link.system} from {repo.url}")
     if not sync:
         return 0
     result = svc.publisher.sync_repo(repo)
     _print_result(result, verbose=False)
     print(result.summary())
+    return 0
+
+
+def repo_remove(svc: Services, target: str, keep_versions: bool) -> int:
+    print(remove_repo(svc, target, keep_versions))
+    return 0
+
+
+def repo_set(
+    svc: Services, target: str, remote: str | None, subdir: str | None, tag_prefix: str | None
+) -> int:
+    print(set_repo(svc, target, remote, subdir, tag_prefix))
     return 0
 
 
@@ -87,7 +91,10 @@ def _repos_to_sync(svc: Services, address: str | None) -> list[RepoRecord]:
     module = svc.index.find_module(parsed.namespace, parsed.name, parsed.system)
     if module is None:
         raise NotFound(f"module {parsed} is not registered")
-    return [svc.index.repo(module.repo_id)]
+    repo = svc.index.repo(module.repo_id)
+    if repo.removed_at is not None:
+        raise NotFound(f"module {parsed}'s repository was removed; its versions are kept")
+    return [repo]
 
 
 def sync(svc: Services, address: str | None, verbose: bool) -> int:

@@ -187,11 +187,15 @@ class SQLiteIndex:
         return _repo(rows[0])
 
     def repos(self) -> list[RepoRecord]:
-        return [_repo(r) for r in self._rows("SELECT * FROM repos ORDER BY id")]
+        return [
+            _repo(r) for r in self._rows("SELECT * FROM repos WHERE removed_at IS NULL ORDER BY id")
+        ]
 
     def repos_by_forge_name(self, forge_repo: str) -> list[RepoRecord]:
         rows = self._rows(
-            "SELECT * FROM repos WHERE lower(forge_repo) = lower(?) ORDER BY id", (forge_repo,)
+            "SELECT * FROM repos WHERE lower(forge_repo) = lower(?) AND removed_at IS NULL"
+            " ORDER BY id",
+            (forge_repo,),
         )
         return [_repo(r) for r in rows]
 

@@ -13,6 +13,7 @@ class RepoRecord:
     webhook_secret: str
     last_fetch_at: str | None
     last_fetch_error: str
+    removed_at: str | None = None  # unregistered, versions kept (`repo remove --keep-versions`)
 
 
 @dataclass(frozen=True)

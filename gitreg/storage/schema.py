@@ -224,4 +224,13 @@ MIGRATIONS: list[tuple[str, str]] = [
     CREATE INDEX mirror_packages_sha256 ON mirror_packages(sha256);
     """,
     ),
+    (
+        # `gitreg repo remove --keep-versions` (docs/modules.md): the repository
+        # stops syncing and is hidden from listings and webhooks, but its row stays
+        # because the modules whose versions keep serving still reference it.
+        "0011-repos-removed-at",
+        """
+    ALTER TABLE repos ADD COLUMN removed_at TEXT;
+    """,
+    ),
 ]

@@ -32,12 +32,13 @@ from gitreg.api.responses import error_body, json_response
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, Unauthorized
-from gitreg.git.remotes import normalise_remote
 from gitreg.jobs import QueueUnavailable
+from gitreg.registration import RepoSource, register_repo
 from gitreg.secret_refs import resolve_secret
 from gitreg.services import Services, services
 from gitreg.storage.jobs import Submission
 from gitreg.storage.records import RepoRecord
+from gitreg.storage.registration import ModuleLink
 from gitreg.webhooks.bitbucket import Bitbucket
 from gitreg.webhooks.events import (
     TAG_REF,
@@ -130,14 +131,11 @@ def _auto_register(svc: Services, name: str) -> RepoRecord:
     if not owners or parts[0].lower() not in owners or match is None:
         raise NotFound(f"repository {name[:200]!r} is not registered with gitreg")
     address = module_address(parts[0], match["name"], match["system"].lower())
-    remote = normalise_remote(
-        settings.auto_register_remote.format(forge_repo=name),
-        allow_local=settings.allow_local_remotes,
-        allow_http=settings.allow_http_remotes,
-    )
-    repo = svc.index.add_repo(remote, name)
-    svc.index.add_module(repo.id, address.namespace, address.name, address.system, "", "")
-    log.info("auto-registered %s as module %s from %s", name, address, remote)
+    source = RepoSource(settings.auto_register_remote.format(forge_repo=name), name)
+    link = ModuleLink(address.namespace, address.name, address.system, "", "")
+    # No fetch here (the request must stay quick): the queued sync job fetches.
+    repo = register_repo(svc, source, link, fetch_first=False)
+    log.info("auto-registered %s as module %s from %s", name, address, repo.url)
     return repo
 
 
