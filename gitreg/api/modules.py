@@ -24,7 +24,7 @@ from gitreg.cache import MISSING
 from gitreg.errors import BadRequest, NotFound
 from gitreg.services import Services, services
 from gitreg.storage.index import SQLiteIndex
-from gitreg.versions import NotAVersion, parse_version, sort_key
+from gitreg.versions import NotAVersion, parse_tag_version, sort_key
 
 PREFIX = "/v1/modules"
 
@@ -89,7 +89,7 @@ def _not_found(request: Request, version: str = "") -> str:
 
 def _download_lookup(svc: Services, addr: ModuleAddress, raw: str) -> Callable[[], object]:
     try:
-        key = str(parse_version(raw).replace(build=None))
+        key = str(parse_tag_version(raw).without_build())
     except NotAVersion as exc:
         raise BadRequest(str(exc)) from exc
     return lambda: _download_target(svc.index, addr, key)

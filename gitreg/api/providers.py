@@ -41,11 +41,11 @@ from gitreg.providers.names import (
     check_platform,
     check_version,
     provider_address,
-    version_sort_key,
 )
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, services
 from gitreg.storage.providers import ProviderStore
+from gitreg.versions import sort_key
 
 PREFIX = "/v1/providers"
 UPLOADS = "/api/v1/providers"
@@ -74,9 +74,7 @@ def _versions_body(store: ProviderStore, address: ProviderAddress) -> CachedJson
         return None
     packages = store.packages_by_version(provider.id)
     listed = []
-    for version in sorted(
-        store.provider_versions(provider.id), key=lambda v: version_sort_key(v.version)
-    ):
+    for version in sorted(store.provider_versions(provider.id), key=lambda v: sort_key(v.version)):
         listed.append(
             {
                 "version": version.version,

@@ -22,10 +22,10 @@ from gitreg.providers.names import (
     check_namespace,
     check_version,
     parse_provider_address,
-    version_sort_key,
 )
 from gitreg.services import Services
 from gitreg.settings import Settings
+from gitreg.versions import sort_key
 
 Parser = argparse.ArgumentParser
 UPLOAD_TIMEOUT = 300.0
@@ -187,9 +187,7 @@ def _provider_rows(svc: Services) -> list[dict[str, Any]]:
     rows = []
     for provider in store.providers():
         packages = store.packages_by_version(provider.id)
-        versions = sorted(
-            store.provider_versions(provider.id), key=lambda v: version_sort_key(v.version)
-        )
+        versions = sorted(store.provider_versions(provider.id), key=lambda v: sort_key(v.version))
         repo = svc.index.repo(provider.repo_id) if provider.repo_id is not None else None
         rows.append(
             {

@@ -34,7 +34,7 @@ from gitreg.mirror.addresses import (
     parse_provider_source,
     provider_address,
 )
-from gitreg.mirror.constraints import Constraints, Version, parse_constraints, parse_version
+from gitreg.versions import Constraints, Version, parse_constraints, parse_version
 
 log = logging.getLogger("gitreg.mirror.config")
 

@@ -3,7 +3,7 @@
 Namespace and type follow Terraform's rules for provider address parts
 (letters, digits and dashes, no leading or trailing dash); Terraform lower-cases
 them, so lookups use a lower-cased key. Versions are strict semver without a
-`v`: one bad version fails the client's whole `versions` query
+`v` (syntax: gitreg.versions): one bad version fails the client's whole `versions` query
 (TERRAFORM-CLIENT.md, Providers). File names are goreleaser's defaults for
 providers: `terraform-provider-TYPE_VERSION_OS_ARCH.zip`, `..._SHA256SUMS`,
 `..._SHA256SUMS.sig` and `..._manifest.json`.
@@ -15,9 +15,8 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-import semver
-
 from gitreg.errors import BadRequest
+from gitreg.versions import NotAVersion, parse_version
 
 _PART = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z-]{0,62}[0-9A-Za-z])?$")
 _PLATFORM_PART = re.compile(r"^[a-z0-9]{1,32}$")
@@ -69,8 +68,8 @@ def check_version(text: str) -> str:
     """Strict semver without `v` and without build metadata (which has no
     precedence, so `1.0.0+a` and `1.0.0+b` would be one version twice)."""
     try:
-        parsed = semver.Version.parse(text)
-    except (ValueError, TypeError) as exc:
+        parsed = parse_version(text)
+    except NotAVersion as exc:
         raise BadRequest(
             f"{text[:80]!r} is not a provider version: use semantic versioning without 'v'"
             " (e.g. 1.2.0 or 1.2.0-beta1)"
@@ -78,10 +77,6 @@ def check_version(text: str) -> str:
     if parsed.build:
         raise BadRequest(f"provider version {text[:80]!r} has build metadata; drop the '+...'")
     return str(parsed)
-
-
-def version_sort_key(version: str) -> semver.Version:
-    return semver.Version.parse(version)
 
 
 def check_platform(os_: str, arch: str) -> tuple[str, str]:
