@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.mirror.addresses import provider_address
+from gitreg.addresses import provider_address
 from gitreg.mirror.config import ConfigurationError, read_configurations, read_lock_file
 from gitreg.versions import parse_version
 

@@ -29,19 +29,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gitreg.addresses import ProviderAddress, check_os_arch, local_provider_address
 from gitreg.api.blobs import blob_response
 from gitreg.api.responses import CachedJson, json_bytes, json_response
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
 from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
 from gitreg.providers.ingest import ProviderPublisher, Published, collect
-from gitreg.providers.names import (
-    MAX_FILENAME,
-    ProviderAddress,
-    check_platform,
-    check_version,
-    provider_address,
-)
+from gitreg.providers.names import MAX_FILENAME, check_version
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, services
 from gitreg.storage.providers import ProviderStore
@@ -54,7 +49,7 @@ MAX_PUBLISH_BODY = 4096
 
 def _address(request: Request) -> ProviderAddress:
     p = request.path_params
-    return provider_address(p["namespace"], p["type"])
+    return local_provider_address(p["namespace"], p["type"])
 
 
 def _version(request: Request) -> str:
@@ -152,7 +147,7 @@ def _download(
 async def download(request: Request) -> Response:
     address = _address(request)
     version = _version(request)
-    os_, arch = check_platform(request.path_params["os"], request.path_params["arch"])
+    os_, arch = check_os_arch(request.path_params["os"], request.path_params["arch"])
     svc = services(request)
     private = await svc.access.require_read(
         request, address.namespace, f"provider {address} not found"

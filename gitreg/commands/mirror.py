@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from gitreg.addresses import ProviderAddress, check_platform
 from gitreg.errors import GitregError, NotFound
-from gitreg.mirror.addresses import ProviderAddress, check_platform
 from gitreg.mirror.config import RootConfiguration, read_configurations
 from gitreg.mirror.export import export_static
 from gitreg.mirror.service import MirrorService

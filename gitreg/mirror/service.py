@@ -33,10 +33,10 @@ from typing import IO, Any, TypeVar
 
 import anyio.to_thread
 
+from gitreg.addresses import PLATFORM_RE, ProviderAddress
 from gitreg.api.responses import json_bytes
 from gitreg.cache import MetadataCache
 from gitreg.errors import GitregError, NotFound, UpstreamError
-from gitreg.mirror.addresses import PLATFORM_RE, ProviderAddress
 from gitreg.mirror.hosted import HostedPackage, HostedProvider, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.upstream import Progress, UpstreamClient, UpstreamNotFound

@@ -34,9 +34,9 @@ import certifi
 import httpx
 
 from gitreg import __version__
+from gitreg.addresses import ProviderAddress, check_platform
 from gitreg.errors import BadRequest, NotFound, UpstreamError, UpstreamTimeout
 from gitreg.hosts import refused_address
-from gitreg.mirror.addresses import ProviderAddress, check_platform
 from gitreg.mirror.options import MirrorOptions
 from gitreg.versions import ConstraintError, parse_version
 

@@ -18,9 +18,10 @@ import shutil
 import time
 from pathlib import Path
 
+from gitreg.addresses import ProviderAddress
 from gitreg.errors import BadRequest, NotFound
 from gitreg.providers.checksums import MAX_SHASUMS_BYTES
-from gitreg.providers.names import FileKind, ProviderAddress, classify
+from gitreg.providers.names import FileKind, classify
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES
 
 MAX_AGE = 6 * 3600.0
