@@ -47,7 +47,6 @@ IMPORTS = {
     "pysequoia (provider signing)": "import pysequoia",
     "httpx (mirror, forges)": "import httpx",
     "dulwich.client + dulwich.repo": "import dulwich.client, dulwich.repo",
-    "semver": "import semver",
     "all of gitreg serve": "import gitreg.app, gitreg.commands.serve",
 }
 

@@ -215,7 +215,7 @@ class Publisher:
         """Opt-in: yank versions no tag maps to any more (their tag was deleted
         upstream). The archive stays downloadable (G4); `versions` hides it."""
         for version in self._index.versions(module.id):
-            key = str(parse_version(version.version).replace(build=None))
+            key = str(parse_version(version.version).without_build())
             if version.yanked or key in live:
                 continue
             self._index.set_yanked(module.id, key, True)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 
-from gitreg.addresses import check_subdir, parse_module_address
+from gitreg.addresses import check_subdir, parse_local_provider_address, parse_module_address
 from gitreg.errors import BadRequest, NotFound
 from gitreg.git.remotes import forge_name_from_url, normalise_remote
-from gitreg.providers.names import parse_provider_address
 from gitreg.services import Services
 from gitreg.settings import Settings
 from gitreg.storage.records import ModuleRecord, RepoRecord
@@ -104,7 +103,7 @@ def resolve_target(svc: Services, target: str) -> Target:
             return Target(
                 _live_repo(svc, module.repo_id, f"module {address}"), module, str(address)
             )
-        provider = parse_provider_address(target)
+        provider = parse_local_provider_address(target)
         found = svc.providers.store.find_provider(provider.key)
         if found is None:
             raise NotFound(f"provider {provider} is not registered")

@@ -1,10 +1,15 @@
-"""Module address and subdirectory validation (issue 2 "HTTP")."""
+"""Module and provider address and subdirectory validation (issue 2 "HTTP", issue 11)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gitreg.addresses import check_subdir, parse_module_address
+from gitreg.addresses import (
+    check_subdir,
+    parse_local_provider_address,
+    parse_module_address,
+    parse_provider_source,
+)
 from gitreg.errors import BadRequest
 
 
@@ -41,3 +46,24 @@ def test_subdir_is_normalised(raw: str, clean: str) -> None:
 def test_hostile_subdirs_are_refused(raw: str) -> None:
     with pytest.raises(BadRequest):
         check_subdir(raw)
+
+
+def test_provider_addresses_are_lower_cased_and_keyed_on_that_form() -> None:
+    mirrored = parse_provider_source("Registry.Terraform.IO/HashiCorp/AWS")
+    assert mirrored == parse_provider_source("hashicorp/aws")
+    assert mirrored.key == str(mirrored) == "registry.terraform.io/hashicorp/aws"
+
+
+def test_gitregs_own_providers_have_no_hostname_in_their_key() -> None:
+    own = parse_local_provider_address("Acme/Cloud")
+    assert (own.hostname, own.key, str(own)) == ("", "acme/cloud", "acme/cloud")
+
+
+@pytest.mark.parametrize(
+    "text", ["acme--x/cloud", "-acme/cloud", "acme/cloud-", "a_b/cloud", "acme"]
+)
+def test_provider_parts_follow_terraform(text: str) -> None:
+    with pytest.raises(BadRequest):
+        parse_local_provider_address(text)
+    with pytest.raises(BadRequest):
+        parse_provider_source(f"example.com/{text}")

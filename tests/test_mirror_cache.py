@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from gitreg.addresses import provider_address
 from gitreg.errors import ConfigError, NotFound, UpstreamError, UpstreamTimeout
-from gitreg.mirror.addresses import provider_address
 from gitreg.mirror.service import MirrorService
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings

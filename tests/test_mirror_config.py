@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.mirror.addresses import provider_address
+from gitreg.addresses import provider_address
 from gitreg.mirror.config import ConfigurationError, read_configurations, read_lock_file
-from gitreg.mirror.constraints import parse_version
+from gitreg.versions import parse_version
 
 NULL = provider_address("registry.terraform.io", "hashicorp", "null")
 AWS = provider_address("registry.terraform.io", "hashicorp", "aws")

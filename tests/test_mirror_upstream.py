@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from gitreg.addresses import provider_address
 from gitreg.errors import BadRequest, UpstreamError, UpstreamTimeout
-from gitreg.mirror.addresses import provider_address
 from gitreg.mirror.options import mirror_options, parse_upstream
 from gitreg.mirror.upstream import UpstreamClient, UpstreamNotFound, outbound_ssl_context
 from gitreg.settings import load_settings

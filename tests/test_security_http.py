@@ -26,10 +26,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from gitreg.addresses import provider_address
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.errors import ConfigError, UpstreamTimeout
-from gitreg.mirror.addresses import provider_address
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, simple_module

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gitreg.versions import NotAVersion, unsafe_ref_reason, version_from_tag
+from gitreg.versions import (
+    NotAVersion,
+    parse_version,
+    sort_key,
+    unsafe_ref_reason,
+    version_from_tag,
+)
 
 
 @pytest.mark.parametrize(
@@ -58,3 +64,14 @@ def test_hostile_ref_names_are_refused_before_parsing(tag: str, reason: str) -> 
     assert found is not None and reason in found
     with pytest.raises(NotAVersion):
         version_from_tag(tag)
+
+
+@pytest.mark.parametrize("text", ["1.0.0\n", "1.0.\u0663", "v1.0.0"])
+def test_strict_versions_are_ascii_with_nothing_after_them(text: str) -> None:
+    with pytest.raises(NotAVersion):
+        parse_version(text)
+
+
+def test_versions_sort_by_semver_precedence() -> None:
+    ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0", "1.10.0"]
+    assert sorted(reversed(ordered), key=sort_key) == ordered

@@ -27,11 +27,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gitreg.addresses import ProviderAddress, provider_address
 from gitreg.api.blobs import blob_response
 from gitreg.api.responses import json_response
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound
-from gitreg.mirror.addresses import ProviderAddress, provider_address
 from gitreg.services import Services, services
 
 PREFIX = "/mirror"

@@ -25,7 +25,7 @@ from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound
 from gitreg.services import Services, services
 from gitreg.storage.index import SQLiteIndex
-from gitreg.versions import NotAVersion, parse_version, sort_key
+from gitreg.versions import NotAVersion, parse_tag_version, sort_key
 
 PREFIX = "/v1/modules"
 
@@ -90,7 +90,7 @@ def _not_found(request: Request, version: str = "") -> str:
 
 def _download_lookup(svc: Services, addr: ModuleAddress, raw: str) -> Callable[[], object]:
     try:
-        key = str(parse_version(raw).replace(build=None))
+        key = str(parse_tag_version(raw).without_build())
     except NotAVersion as exc:
         raise BadRequest(str(exc)) from exc
     return lambda: _download_target(svc.index, addr, key)

@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gitreg.addresses import ProviderAddress, check_os_arch, local_provider_address
 from gitreg.api.blobs import blob_response
 from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import base_url
@@ -37,18 +38,12 @@ from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
 from gitreg.providers.collect import collect
 from gitreg.providers.ingest import ProviderPublisher
-from gitreg.providers.names import (
-    MAX_FILENAME,
-    ProviderAddress,
-    check_platform,
-    check_version,
-    provider_address,
-    version_sort_key,
-)
+from gitreg.providers.names import MAX_FILENAME, check_version
 from gitreg.providers.store import Published
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, services
 from gitreg.storage.providers import ProviderStore
+from gitreg.versions import sort_key
 
 PREFIX = "/v1/providers"
 UPLOADS = "/api/v1/providers"
@@ -57,7 +52,7 @@ MAX_PUBLISH_BODY = 4096
 
 def _address(request: Request) -> ProviderAddress:
     p = request.path_params
-    return provider_address(p["namespace"], p["type"])
+    return local_provider_address(p["namespace"], p["type"])
 
 
 def _version(request: Request) -> str:
@@ -77,9 +72,7 @@ def _versions_body(store: ProviderStore, address: ProviderAddress) -> CachedJson
         return None
     packages = store.packages_by_version(provider.id)
     listed = []
-    for version in sorted(
-        store.provider_versions(provider.id), key=lambda v: version_sort_key(v.version)
-    ):
+    for version in sorted(store.provider_versions(provider.id), key=lambda v: sort_key(v.version)):
         listed.append(
             {
                 "version": version.version,
@@ -157,7 +150,7 @@ def _download(
 async def download(request: Request) -> Response:
     address = _address(request)
     version = _version(request)
-    os_, arch = check_platform(request.path_params["os"], request.path_params["arch"])
+    os_, arch = check_os_arch(request.path_params["os"], request.path_params["arch"])
     svc = services(request)
     private = await svc.access.require_read(
         request, address.namespace, f"provider {address} not found"

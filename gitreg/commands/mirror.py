@@ -2,7 +2,7 @@
 
 `sync` is `terraform providers mirror`, but into the server's cache: it reads
 the configuration (gitreg.mirror.config), picks the versions `terraform init`
-would pick (gitreg.mirror.constraints), and fetches and verifies their
+would pick (gitreg.versions), and fetches and verifies their
 packages for the chosen platforms, showing progress. The running server sees
 them at once (it shares the data dir). `export` writes what the mirror holds
 as a static mirror directory for air-gapped sites.
@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from gitreg.addresses import ProviderAddress, check_platform
 from gitreg.errors import GitregError, NotFound
-from gitreg.mirror.addresses import ProviderAddress, check_platform
 from gitreg.mirror.config import RootConfiguration, read_configurations
-from gitreg.mirror.constraints import Constraints, Version, parse_version
 from gitreg.mirror.export import export_static
 from gitreg.mirror.service import MirrorService
 from gitreg.mirror.upstream import Progress
 from gitreg.services import Services
 from gitreg.storage.mirror import MirrorPackage
+from gitreg.versions import Constraints, Version, parse_version
 
 Parser = argparse.ArgumentParser
 

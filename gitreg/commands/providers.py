@@ -13,22 +13,19 @@ from typing import Any
 
 import httpx
 
+from gitreg.addresses import check_provider_namespace, parse_local_provider_address
 from gitreg.errors import BadRequest, GitError, GitregError, NotFound
 from gitreg.providers.collect import collect
 from gitreg.providers.forges import default_forge, forge_config
 from gitreg.providers.ingest import ReleasePending
 from gitreg.providers.keys import ALGORITHMS
-from gitreg.providers.names import (
-    check_namespace,
-    check_version,
-    parse_provider_address,
-    version_sort_key,
-)
+from gitreg.providers.names import check_version
 from gitreg.providers.outcomes import ProviderSyncResult
 from gitreg.registration import RepoSource, check_remote, register_repo
 from gitreg.services import Services
 from gitreg.settings import Settings
 from gitreg.storage.registration import ProviderLink
+from gitreg.versions import sort_key
 
 Parser = argparse.ArgumentParser
 UPLOAD_TIMEOUT = 300.0
@@ -45,7 +42,7 @@ class RemoteError(GitregError):
 
 def repo_add_provider(svc: Services, args: argparse.Namespace) -> int:
     """`gitreg repo add URL --provider NS/TYPE [--forge NAME] [--sign]`."""
-    address = parse_provider_address(args.provider)
+    address = parse_local_provider_address(args.provider)
     settings = svc.settings
     check_remote(settings, args.url)  # a refused URL is reported before the forge question
     forge = args.forge or default_forge(settings, args.url)
@@ -95,7 +92,7 @@ def _print_outcomes(result: ProviderSyncResult) -> None:
 def provider_sync(svc: Services, args: argparse.Namespace) -> int:
     providers = svc.providers.store.providers()
     if args.provider:
-        key = parse_provider_address(args.provider).key
+        key = parse_local_provider_address(args.provider).key
         providers = [p for p in providers if p.address.lower() == key]
         if not providers:
             raise NotFound(f"provider {args.provider} is not registered")
@@ -119,7 +116,7 @@ def _dist_files(directory: Path) -> list[Path]:
 
 
 def provider_publish_local(svc: Services, args: argparse.Namespace) -> int:
-    address = parse_provider_address(args.provider)
+    address = parse_local_provider_address(args.provider)
     version = check_version(args.version)
     files = collect(_dist_files(args.dir), address.type, version, strict=False)
     provider = svc.providers.store.add_provider(address.namespace, address.type)
@@ -148,7 +145,7 @@ def _raise_for(answer: httpx.Response, what: str) -> None:
 
 def provider_publish_remote(args: argparse.Namespace) -> int:
     """Upload a dist/ directory to a running registry: one PUT per file, then publish."""
-    address = parse_provider_address(args.provider)
+    address = parse_local_provider_address(args.provider)
     version = check_version(args.version)
     token = args.token or os.environ.get("GITREG_TOKEN", "")
     if not token:
@@ -192,9 +189,7 @@ def _provider_rows(svc: Services) -> list[dict[str, Any]]:
     rows = []
     for provider in store.providers():
         packages = store.packages_by_version(provider.id)
-        versions = sorted(
-            store.provider_versions(provider.id), key=lambda v: version_sort_key(v.version)
-        )
+        versions = sorted(store.provider_versions(provider.id), key=lambda v: sort_key(v.version))
         repo = svc.index.repo(provider.repo_id) if provider.repo_id is not None else None
         rows.append(
             {
@@ -256,7 +251,7 @@ def providers_list(svc: Services, args: argparse.Namespace) -> int:
 
 
 def key_add(svc: Services, args: argparse.Namespace) -> int:
-    namespace = check_namespace(args.namespace)
+    namespace = check_provider_namespace(args.namespace)
     try:
         data = Path(args.file).read_bytes()
     except OSError as exc:
@@ -271,7 +266,7 @@ def key_add(svc: Services, args: argparse.Namespace) -> int:
 
 
 def key_generate(svc: Services, args: argparse.Namespace) -> int:
-    namespace = check_namespace(args.namespace)
+    namespace = check_provider_namespace(args.namespace)
     key = svc.providers.keys.generate(namespace, args.algorithm)
     print(f"generated key {key.key_id} ({', '.join(key.algorithms)}) for namespace {namespace}")
     print(f"secret key: {svc.providers.keys.secret_path(key)} (readable by this user only)")
@@ -279,7 +274,7 @@ def key_generate(svc: Services, args: argparse.Namespace) -> int:
 
 
 def key_retire(svc: Services, args: argparse.Namespace) -> int:
-    namespace = check_namespace(args.namespace)
+    namespace = check_provider_namespace(args.namespace)
     key = svc.providers.keys.retire(namespace, args.key_id)
     used = svc.providers.store.key_use_count(key.id)
     print(
@@ -290,7 +285,7 @@ def key_retire(svc: Services, args: argparse.Namespace) -> int:
 
 
 def key_export(svc: Services, args: argparse.Namespace) -> int:
-    namespace = check_namespace(args.namespace)
+    namespace = check_provider_namespace(args.namespace)
     keys = svc.providers.store.keys(namespace)
     if args.key_id:
         keys = [k for k in keys if args.key_id.upper() in (k.key_id, k.fingerprint)]
@@ -301,7 +296,7 @@ def key_export(svc: Services, args: argparse.Namespace) -> int:
 
 
 def keys_list(svc: Services, args: argparse.Namespace) -> int:
-    namespace = check_namespace(args.namespace) if args.namespace else None
+    namespace = check_provider_namespace(args.namespace) if args.namespace else None
     store = svc.providers.store
     rows: list[dict[str, Any]] = [
         {

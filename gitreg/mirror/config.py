@@ -26,15 +26,15 @@ import hcl2
 from hcl2.utils import SerializationOptions
 from lark.exceptions import LarkError
 
-from gitreg.errors import BadRequest
-from gitreg.mirror.addresses import (
+from gitreg.addresses import (
     BUILTIN_HOSTNAME,
     DEFAULT_HOSTNAME,
     ProviderAddress,
     parse_provider_source,
     provider_address,
 )
-from gitreg.mirror.constraints import Constraints, Version, parse_constraints, parse_version
+from gitreg.errors import BadRequest
+from gitreg.versions import Constraints, Version, parse_constraints, parse_version
 
 log = logging.getLogger("gitreg.mirror.config")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitreg.mirror.constraints import ConstraintError, parse_version
 from gitreg.storage.providers import ProviderStore
+from gitreg.versions import ConstraintError, parse_version
 
 
 @dataclass(frozen=True)

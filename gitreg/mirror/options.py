@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from gitreg.addresses import ProviderAddress, check_hostname, check_platform
 from gitreg.errors import BadRequest, ConfigError
-from gitreg.mirror.addresses import ProviderAddress, check_hostname, check_platform
 from gitreg.settings import Settings
 
 

@@ -33,11 +33,10 @@ from typing import IO, Any, TypeVar
 
 import anyio.to_thread
 
+from gitreg.addresses import PLATFORM_RE, ProviderAddress
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import GitregError, NotFound, UpstreamError
-from gitreg.mirror.addresses import PLATFORM_RE, ProviderAddress
-from gitreg.mirror.constraints import ConstraintError, Version, parse_version
 from gitreg.mirror.hosted import HostedPackage, HostedProvider, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.upstream import Progress, UpstreamClient, UpstreamNotFound
@@ -50,6 +49,7 @@ from gitreg.storage.blobs import FileBlobStore
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage, MirrorStore
 from gitreg.storage.providers import ProviderStore
+from gitreg.versions import ConstraintError, Version, parse_version
 
 log = logging.getLogger("gitreg.mirror")
 

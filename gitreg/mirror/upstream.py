@@ -34,11 +34,11 @@ import certifi
 import httpx
 
 from gitreg import __version__
+from gitreg.addresses import ProviderAddress, check_platform
 from gitreg.errors import BadRequest, NotFound, UpstreamError, UpstreamTimeout
 from gitreg.hosts import refused_address
-from gitreg.mirror.addresses import ProviderAddress, check_platform
-from gitreg.mirror.constraints import ConstraintError, parse_version
 from gitreg.mirror.options import MirrorOptions
+from gitreg.versions import ConstraintError, parse_version
 
 log = logging.getLogger("gitreg.mirror.upstream")
 

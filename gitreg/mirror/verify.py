@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gitreg.addresses import ProviderAddress
 from gitreg.errors import BadRequest, UpstreamError
-from gitreg.mirror.addresses import ProviderAddress
 from gitreg.mirror.upstream import DownloadInfo
 from gitreg.providers.checksums import parse_shasums
 from gitreg.providers.package import PackageError, PackageInfo, PackageLimits, inspect_package

@@ -22,9 +22,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitreg.addresses import ProviderAddress
 from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
 from gitreg.providers.checksums import MAX_SHASUMS_BYTES
-from gitreg.providers.names import FileKind, ProviderAddress, classify
+from gitreg.providers.names import FileKind, classify
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES
 from gitreg.settings import Settings
 

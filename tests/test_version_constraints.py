@@ -2,7 +2,7 @@
 
 The cases follow go-versions' own tests (MeetingConstraints, the Ruby-style
 parser) and Terraform's documented prerelease rule; see
-gitreg/mirror/constraints.py for the sources.
+gitreg/versions.py for the sources.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gitreg.mirror.constraints import (
+from gitreg.versions import (
     ConstraintError,
     Constraints,
     parse_constraints,
