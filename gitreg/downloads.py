@@ -12,14 +12,17 @@ sent, so a hit does no validation, version parsing or database work
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitreg.addresses import ModuleAddress, module_address
-from gitreg.auth.access import Access, PrincipalSource
 from gitreg.cache import MISSING, MetadataCache
 from gitreg.errors import BadRequest, NotFound
 from gitreg.storage.index import SQLiteIndex
 from gitreg.versions import NotAVersion, parse_version
+
+if TYPE_CHECKING:
+    # Annotations only: the access policy module speaks HTTP (starlette's Request).
+    from gitreg.auth.access import Access, PrincipalSource
 
 
 class ModuleArchive(NamedTuple):
