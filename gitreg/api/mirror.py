@@ -21,7 +21,6 @@ namespace's zip URLs are signed.
 from __future__ import annotations
 
 import hashlib
-import json
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -30,9 +29,9 @@ from starlette.routing import Route
 from gitreg.addresses import ProviderAddress, provider_address
 from gitreg.api.blobs import blob_response
 from gitreg.api.responses import json_response
-from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound
-from gitreg.services import Services, services
+from gitreg.mirror.downloads import version_json
+from gitreg.services import services
 
 PREFIX = "/mirror"
 
@@ -47,15 +46,6 @@ def _json(request: Request, body: bytes) -> Response:
     if request.headers.get("if-none-match") == etag:
         return Response(status_code=304, headers=headers)
     return json_response(body, headers=headers)
-
-
-def _sign_archives(svc: Services, request: Request, body: bytes) -> bytes:
-    """A private namespace's zips are only served through signed URLs (U2)."""
-    document = json.loads(body)
-    directory = request.url.path.rsplit("/", 1)[0]
-    for archive in document.get("archives", {}).values():
-        archive["url"] += "?" + svc.access.signer.sign(f"{directory}/{archive['url']}")
-    return json_bytes(document)
 
 
 async def mirror_file(request: Request) -> Response:
@@ -82,11 +72,11 @@ async def mirror_file(request: Request) -> Response:
     if name == "index.json":
         return _json(request, await mirror.index_json(address))
     if name.endswith(".json"):
-        body = await mirror.version_json(address, name[: -len(".json")])
-        if private:
-            # Signed URLs expire, so this body is never cached or given an old ETag.
-            return json_response(_sign_archives(svc, request, body))
-        return _json(request, body)
+        directory = request.url.path.rsplit("/", 1)[0]
+        version = name[: -len(".json")]
+        body = await version_json(mirror, svc.access.signer, address, version, directory, private)
+        # Signed URLs expire, so a signed body is never cached or given an old ETag.
+        return json_response(body) if private else _json(request, body)
     if name.endswith(".zip"):
         sha256 = await mirror.archive_sha256(address, name)
         return await blob_response(request, sha256, "application/zip")

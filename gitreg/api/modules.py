@@ -11,21 +11,20 @@ header, which Terraform also accepts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import ModuleAddress, module_address
 from gitreg.api.responses import CachedJson, json_response
-from gitreg.api.urls import archive_path, base_url
+from gitreg.api.urls import base_url
 from gitreg.cache import MISSING
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import BadRequest, NotFound
-from gitreg.services import Services, services
+from gitreg.downloads import ModuleDownloads
+from gitreg.errors import NotFound
+from gitreg.services import services
 from gitreg.storage.index import SQLiteIndex
-from gitreg.versions import NotAVersion, parse_tag_version, sort_key
+from gitreg.versions import sort_key
 
 PREFIX = "/v1/modules"
 
@@ -44,27 +43,16 @@ def _versions_body(index: SQLiteIndex, addr: ModuleAddress) -> CachedJson | None
     return CachedJson.of({"modules": [{"versions": [{"version": v} for v in listed]}]})
 
 
-def _download_target(index: SQLiteIndex, addr: ModuleAddress, key: str) -> tuple[str, str] | None:
-    module = index.find_module(addr.namespace, addr.name, addr.system)
-    if module is None:
-        return None
-    found = index.version_by_key(module.id, key)
-    return (found.archive_sha256, module.subdir) if found else None
-
-
-def _path_key(request: Request, kind: str) -> tuple[str, ...]:
-    """The cache key: the path values as sent, names case-folded (versions are not:
-    semver prerelease identifiers are case-sensitive). A hit skips validation and
-    version parsing, since an entry exists only for input that was valid when it
-    was built; `1.0.0` and `v1.0.0` simply get separate entries."""
+def _versions_key(request: Request) -> tuple[str, ...]:
+    """The cache key: the names as sent, case-folded. A hit skips validation,
+    since an entry exists only for names that were valid when it was built."""
     p = request.path_params
-    names = (p["namespace"].lower(), p["name"].lower(), p["system"].lower())
-    return (kind, *names, p.get("version", ""))
+    return ("module-versions", p["namespace"].lower(), p["name"].lower(), p["system"].lower())
 
 
 async def versions(request: Request) -> Response:
     svc = services(request)
-    key = _path_key(request, "module-versions")
+    key = _versions_key(request)
     body = svc.cache.peek(key)
     if body is MISSING:
         addr = _address(request)
@@ -78,52 +66,20 @@ async def versions(request: Request) -> Response:
     return body.response(request)
 
 
-def _not_found(request: Request, version: str = "") -> str:
+def _not_found(request: Request) -> str:
     p = request.path_params
-    address = f"{p['namespace']}/{p['name']}/{p['system']}"
-    return (
-        f"module {address} has no version {version[:64]}"
-        if version
-        else (f"module {address} not found")
-    )
-
-
-def _download_lookup(svc: Services, addr: ModuleAddress, raw: str) -> Callable[[], object]:
-    try:
-        key = str(parse_tag_version(raw).without_build())
-    except NotAVersion as exc:
-        raise BadRequest(str(exc)) from exc
-    return lambda: _download_target(svc.index, addr, key)
+    return f"module {p['namespace']}/{p['name']}/{p['system']} not found"
 
 
 async def download(request: Request) -> Response:
     svc = services(request)
-    raw = request.path_params["version"]
-    key = _path_key(request, "module-download")
-    target = svc.cache.peek(key)
-    if target is MISSING:
-        addr = _address(request)
-        lookup = _download_lookup(svc, addr, raw)
-        private = await svc.access.require_read(request, addr.namespace, _not_found(request))
-        target = await svc.cache.get(key, lookup)
-    elif svc.access.known_public(namespace := request.path_params["namespace"]):
-        private = False
-    else:
-        private = await svc.access.require_read(request, namespace, _not_found(request))
-    if target is None:
-        raise NotFound(_not_found(request, raw))
-    assert isinstance(target, tuple)
-    sha256, subdir = target
-    # `//subdir` selects a directory inside the archive, so a monorepo module
-    # keeps its relative references such as `../common` (go-getter subdirs).
-    location = base_url(request, svc.settings) + archive_path(sha256)
-    if subdir:
-        location += "//" + subdir
-    if private:
-        # Terraform fetches the archive without credentials: the URL carries a
-        # time-limited signature instead (U2). go-getter moves a query string
-        # after `//subdir` back onto the archive URL.
-        location += "?" + svc.access.signer.sign(archive_path(sha256))
+    p = request.path_params
+    asked = (p["namespace"], p["name"], p["system"], p["version"])
+    base = base_url(request, svc.settings)
+    downloads = ModuleDownloads(svc.index, svc.cache, svc.access)
+    location = downloads.cached_location(*asked, base)
+    if location is None:
+        location = await downloads.location(*asked, base, lambda: svc.access.principal(request))
     headers = {"X-Terraform-Get": location}
     if "application/json" in request.headers.get("accept", ""):
         return json_response(json_bytes({"location": location}), headers=headers)

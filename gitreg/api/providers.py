@@ -9,27 +9,24 @@ the files it points at, and CI uploads.
     POST     /api/v1/providers/:namespace/:type/:version/uploads/:id/publish
 
 Metadata answers come from the metadata cache (no database work, and never a
-write, on a hit). Download answers carry absolute URLs (built like module
-download locations, from `public_url` when set); Terraform fetches the zip,
-SHA256SUMS and signature without credentials (TERRAFORM-CLIENT.md), so for a
-private namespace those URLs are time-limited signed URLs (checklist U2) and
-the answer is serialised per request. Files are immutable: ETag and
-`immutable` caching, true Content-Length on HEAD (H2).
+write, on a hit). Download answers are decided in `gitreg.providers.downloads`
+(absolute URLs, signed for a private namespace: checklist U2); this module only
+supplies the base URL, built like module download locations from `public_url`
+when set. Files are immutable: ETag and `immutable` caching, true
+Content-Length on HEAD (H2).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gitreg.addresses import ProviderAddress, check_os_arch, local_provider_address
+from gitreg.addresses import ProviderAddress, local_provider_address
 from gitreg.api.blobs import blob_response
 from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import base_url
@@ -37,6 +34,7 @@ from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
 from gitreg.providers.collect import collect
+from gitreg.providers.downloads import PREFIX, ProviderDownloads
 from gitreg.providers.ingest import ProviderPublisher
 from gitreg.providers.names import MAX_FILENAME, check_version
 from gitreg.providers.store import Published
@@ -45,7 +43,6 @@ from gitreg.services import Services, services
 from gitreg.storage.providers import ProviderStore
 from gitreg.versions import sort_key
 
-PREFIX = "/v1/providers"
 UPLOADS = "/api/v1/providers"
 MAX_PUBLISH_BODY = 4096
 
@@ -57,10 +54,6 @@ def _address(request: Request) -> ProviderAddress:
 
 def _version(request: Request) -> str:
     return check_version(request.path_params["version"])
-
-
-def files_path(address: ProviderAddress, version: str, filename: str) -> str:
-    return f"{PREFIX}/{address.namespace}/{address.type}/{version}/files/{filename}"
 
 
 # -- versions -----------------------------------------------------------------
@@ -99,78 +92,19 @@ async def versions(request: Request) -> Response:
 # -- download -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Download:
-    """Everything of one download answer except the URLs' base and signatures."""
-
-    data: dict[str, Any]
-    paths: dict[str, str]  # download_url, shasums_url, shasums_signature_url -> path
-
-
-def _download(
-    store: ProviderStore, address: ProviderAddress, version: str, os_: str, arch: str
-) -> _Download | str:
-    """The answer, or why there is none (404 message)."""
-    provider = store.find_provider(address.key)
-    if provider is None:
-        return f"provider {address} not found"
-    found = store.provider_version(provider.id, version)
-    if found is None:
-        return f"provider {address} has no version {version}"
-    package = next((p for p in store.packages(found.id) if (p.os, p.arch) == (os_, arch)), None)
-    if package is None:
-        return f"provider {address} {version} has no package for {os_}_{arch}"
-    key = store.key(found.key_row)
-    data = {
-        "protocols": list(found.protocols),
-        "os": os_,
-        "arch": arch,
-        "filename": package.filename,
-        "shasum": package.sha256,
-        "signing_keys": {
-            "gpg_public_keys": [
-                {
-                    "key_id": key.key_id,
-                    "ascii_armor": key.ascii_armor,
-                    # Left empty: a trust signature is the public registry's
-                    # partner programme, which has no meaning here (TERRAFORM-CLIENT.md).
-                    "trust_signature": "",
-                }
-            ]
-        },
-    }
-    paths = {
-        "download_url": files_path(address, version, package.filename),
-        "shasums_url": files_path(address, version, found.shasums_filename),
-        "shasums_signature_url": files_path(address, version, found.shasums_filename + ".sig"),
-    }
-    return _Download(data, paths)
-
-
 async def download(request: Request) -> Response:
-    address = _address(request)
-    version = _version(request)
-    os_, arch = check_os_arch(request.path_params["os"], request.path_params["arch"])
+    p = request.path_params
     svc = services(request)
-    private = await svc.access.require_read(
-        request, address.namespace, f"provider {address} not found"
+    downloads = ProviderDownloads(svc.providers.store, svc.cache, svc.access)
+    body = await downloads.answer(
+        p["namespace"],
+        p["type"],
+        p["version"],
+        p["os"],
+        p["arch"],
+        base_url(request, svc.settings),
+        lambda: svc.access.principal(request),
     )
-    base = base_url(request, svc.settings)
-    found = await svc.cache.get(
-        ("provider-download", address.key, version, os_, arch),
-        lambda: _download(svc.providers.store, address, version, os_, arch),
-    )
-    if isinstance(found, str):
-        raise NotFound(found)
-    assert isinstance(found, _Download)
-    if private:
-        urls = {k: base + svc.access.signed(p) for k, p in found.paths.items()}
-        return json_response(json_bytes({**found.data, **urls}))
-    body = await svc.cache.get(
-        ("provider-download-body", address.key, version, os_, arch, base),
-        lambda: json_bytes({**found.data, **{k: base + p for k, p in found.paths.items()}}),
-    )
-    assert isinstance(body, bytes)
     return json_response(body)
 
 

@@ -31,7 +31,3 @@ def base_url(request: Request, settings: Settings) -> str:
     if not _HOST.match(host):
         host = f"{settings.host}:{settings.port}"
     return f"{scheme}://{host}"
-
-
-def archive_path(sha256: str) -> str:
-    return f"/archives/{sha256}.tar.gz"

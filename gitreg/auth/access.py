@@ -22,7 +22,7 @@ changes made by any process apply within `refresh_interval`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -37,6 +37,10 @@ from gitreg.storage.auth import AuthStore
 
 # Each source lists (lower-cased namespace, blob sha256) for the blobs it serves.
 BlobOwners = Callable[[], list[tuple[str, str]]]
+
+# Who is asking, authenticated only when called: a public namespace's answer
+# never looks at the token, so a stale one in the CLI configuration is no 401.
+PrincipalSource = Callable[[], Awaitable[Principal | None]]
 
 AUTH_REQUIRED = (
     "authentication required: this namespace is private; add a read token for this host"
@@ -143,10 +147,15 @@ class Access:
 
     async def require_read(self, request: Request, namespace: str, not_found: str) -> bool:
         """Allow reading `namespace` or raise; returns whether the namespace is private."""
+        return await self.check_read(namespace, not_found, lambda: self.principal(request))
+
+    async def check_read(self, namespace: str, not_found: str, who: PrincipalSource) -> bool:
+        """`require_read` for domain code, which has no HTTP request: `who` is
+        asked for the principal only when `namespace` is private."""
         snapshot = await self.snapshot()
         if not snapshot.is_private(namespace):
             return False
-        principal = await self.principal(request)
+        principal = await who()
         if principal is None:
             raise Unauthorized(AUTH_REQUIRED)
         if not principal.allows(Scope.read, namespace):
