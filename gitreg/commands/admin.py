@@ -10,6 +10,7 @@ next sync, and every published version's archive is already in the blobs.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sqlite3
@@ -62,3 +63,12 @@ def backup(svc: Services, dest: Path) -> int:
             (dest / name).chmod(0o700)
     print(f"backed up the index and {blobs} new blob(s) to {dest} (integrity_check: ok)")
     return 0
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Add `backup`; it sets `handler(svc, args)`."""
+    parser = sub.add_parser("backup", parents=[common], help="copy a live data dir consistently")
+    parser.add_argument("dest", type=Path, help="directory to write the backup to")
+    parser.set_defaults(handler=lambda svc, a: backup(svc, a.dest))

@@ -331,7 +331,7 @@ def keys_list(svc: Services, args: argparse.Namespace) -> int:
 
 
 def add_repo_options(add: Parser) -> None:
-    """`repo add` options for provider repositories (its parser is in gitreg.cli)."""
+    """`repo add` options for provider repositories (its parser is in gitreg.commands.repos)."""
     add.add_argument(
         "--forge",
         default="",

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any
 
 from gitreg.addresses import parse_module_address
+from gitreg.commands.providers import add_repo_options, repo_add_provider
 from gitreg.errors import GitError, NotFound
 from gitreg.publisher import SyncResult, sync_status
 from gitreg.registration import RepoSource, module_link, register_repo, remove_repo, set_repo
 from gitreg.services import Services
 from gitreg.storage.records import RepoRecord
 from gitreg.versions import sort_key
+
+Parser = argparse.ArgumentParser
 
 
 def _print_result(result: SyncResult, verbose: bool) -> None:
@@ -178,3 +182,90 @@ def modules(svc: Services, as_json: bool, verbose: bool) -> int:
             for line in row["ignored_tags"]:
                 print(f"{'':<{width}}  ignored: {line}")
     return 0
+
+
+def _repo_add_command(svc: Services, args: argparse.Namespace) -> int:
+    """`repo add` registers a module, or with --provider a provider repository."""
+    if args.provider:
+        return repo_add_provider(svc, args)
+    return repo_add(
+        svc,
+        args.url,
+        args.module,
+        args.subdir,
+        args.tag_prefix,
+        args.forge_repo,
+        args.webhook_secret,
+        not args.no_sync,
+    )
+
+
+def _register_repo_add(repo_sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    add = repo_sub.add_parser(
+        "add", parents=[common], help="register a repository's module or provider"
+    )
+    add.add_argument("url", help="https, ssh, or a local path / file:// URL")
+    what = add.add_mutually_exclusive_group(required=True)
+    what.add_argument("--module", metavar="NAMESPACE/NAME/SYSTEM")
+    what.add_argument("--provider", metavar="NAMESPACE/TYPE", help="publish its forge releases")
+    add.add_argument("--subdir", default="", help="the module's directory in a monorepo")
+    add.add_argument("--tag-prefix", default="", help="e.g. 'vpc/' for tags like vpc/v1.2.0")
+    add.add_argument(
+        "--forge-repo",
+        default="",
+        metavar="OWNER/REPO",
+        help="the repository's name on its forge (default: from the URL)",
+    )
+    add.add_argument(
+        "--webhook-secret",
+        default="",
+        metavar="SECRET|env:NAME|file:PATH",
+        help="this repository's webhook secret, or where to read it (docs/webhooks.md)",
+    )
+    add.add_argument("--no-sync", action="store_true", help="register only, publish later")
+    add_repo_options(add)
+    add.set_defaults(handler=_repo_add_command)
+
+
+def _register_repo_changes(repo_sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    """`repo list`, `repo remove` and `repo set`."""
+    listing = repo_sub.add_parser("list", parents=[common], help="list repositories")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=lambda svc, a: repo_list(svc, a.json))
+    remove = repo_sub.add_parser("remove", parents=[common], help="unregister a repository")
+    remove.add_argument("target", metavar="URL|NAMESPACE/NAME/SYSTEM|NAMESPACE/TYPE")
+    remove.add_argument(
+        "--keep-versions",
+        action="store_true",
+        help="unregister even with published versions, which keep serving",
+    )
+    remove.set_defaults(handler=lambda svc, a: repo_remove(svc, a.target, a.keep_versions))
+    change = repo_sub.add_parser("set", parents=[common], help="change a registered repository")
+    change.add_argument("target", metavar="URL|NAMESPACE/NAME/SYSTEM|NAMESPACE/TYPE")
+    change.add_argument("--remote", help="a new git URL (fetched before it is saved)")
+    change.add_argument("--subdir", help="the module's new directory in a monorepo")
+    change.add_argument("--tag-prefix", help="the module's new tag prefix ('' for none)")
+    change.set_defaults(
+        handler=lambda svc, a: repo_set(svc, a.target, a.remote, a.subdir, a.tag_prefix)
+    )
+
+
+def register(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    """Add `repo add|list|remove|set` and `sync`; each sets `handler(svc, args)`."""
+    repo = sub.add_parser("repo", parents=[common], help="register repositories")
+    repo_sub = repo.add_subparsers(dest="repo_command", required=True)
+    _register_repo_add(repo_sub, common)
+    _register_repo_changes(repo_sub, common)
+
+    sync_parser = sub.add_parser("sync", parents=[common], help="fetch and publish new tags")
+    sync_parser.add_argument("module", nargs="?", metavar="NAMESPACE/NAME/SYSTEM")
+    sync_parser.add_argument("--verbose", "-v", action="store_true")
+    sync_parser.set_defaults(handler=lambda svc, a: sync(svc, a.module, a.verbose))
+
+
+def register_modules(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    """Add `modules`; separate from `register` so `gitreg --help` keeps its order."""
+    listing = sub.add_parser("modules", parents=[common], help="list modules and versions")
+    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--verbose", "-v", action="store_true")
+    listing.set_defaults(handler=lambda svc, a: modules(svc, a.json, a.verbose))

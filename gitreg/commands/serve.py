@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import os
 import sys
@@ -13,6 +14,8 @@ import uvicorn
 from gitreg.app import create_app
 from gitreg.server_limits import ConnectionLimits, connection_cap, raise_fd_limit, uvicorn_options
 from gitreg.settings import ENV_PREFIX, Settings
+
+Parser = argparse.ArgumentParser
 
 # Names that mean "every interface" are no hostname a certificate can carry.
 _WILDCARDS = ("0.0.0.0", "::", "")  # noqa: S104
@@ -94,3 +97,52 @@ def serve(settings: Settings) -> int:
         uvicorn.run(create_app(settings), **common)
     sys.stdout.flush()
     return 0
+
+
+def _serve_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`serve` builds no Services: the app opens its own per worker process."""
+    return serve(settings)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Parser) -> None:
+    """Add `serve`; it runs as a `standalone` command, before any Services exist.
+
+    Its flags are read by `gitreg.cli._settings` into Settings (docs/configuration.md).
+    """
+    parser = sub.add_parser("serve", parents=[common], help="run the registry")
+    parser.add_argument("--host")
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--public-url", help="URL Terraform users reach gitreg at")
+    parser.add_argument("--tls-cert", type=Path)
+    parser.add_argument("--tls-key", type=Path)
+    parser.add_argument(
+        "--no-tls",
+        action="store_true",
+        default=None,
+        help="plain HTTP, for running behind a TLS-terminating proxy",
+    )
+    parser.add_argument(
+        "--trust-forwarded",
+        action="store_true",
+        default=None,
+        help="honour X-Forwarded-Proto/Host (only behind your own proxy)",
+    )
+    parser.add_argument("--workers", type=int)
+    parser.add_argument("--job-workers", type=int, help="threads running webhook jobs (0: none)")
+    parser.add_argument(
+        "--reconcile-interval", type=float, help="seconds between remote tag checks (0: off)"
+    )
+    parser.add_argument(
+        "--yank-deleted-tags",
+        action="store_true",
+        default=None,
+        help="yank a version when its tag is deleted upstream",
+    )
+    parser.add_argument("--log-level")
+    parser.add_argument(
+        "--upstream",
+        action="append",
+        metavar="HOSTNAME=BASE_URL",
+        help="mirror: fetch HOSTNAME's providers from BASE_URL (repeatable)",
+    )
+    parser.set_defaults(standalone=_serve_command)

@@ -9,6 +9,8 @@ cache of provider registries, served with the provider network mirror protocol
     upstream     the outbound client: discovery, providers.v1, bounded https fetches
     verify       signature, SHA256SUMS and zip checks before anything is kept
     hosted       gitreg's own providers (issue 4's storage) as mirror entries
-    service      the cache itself: single-flight fills, stale-if-error, JSON bodies
+    bodies       the protocol's file names and JSON bodies
+    singleflight one fetch per missing thing however many requests wait (M2)
+    service      the cache itself: fills, stale-if-error, verified storage
     export       the static mirror layout
 """

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitreg.canonical_json import json_bytes
+from gitreg.mirror.bodies import archive_filename
 from gitreg.mirror.hosted import HostedPackage
-from gitreg.mirror.service import MirrorService, archive_filename
+from gitreg.mirror.service import MirrorService
 from gitreg.versions import parse_version
 
 

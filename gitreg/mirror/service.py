@@ -26,19 +26,27 @@ import hashlib
 import logging
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO
 
 import anyio.to_thread
 
-from gitreg.addresses import PLATFORM_RE, ProviderAddress
+from gitreg.addresses import ProviderAddress
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import GitregError, NotFound, UpstreamError
-from gitreg.mirror.hosted import HostedPackage, HostedProvider, HostedProviders
+from gitreg.mirror.bodies import (
+    HostedView,
+    archive_filename,
+    archives_body,
+    hosted_view,
+    parse_archive_filename,
+    sorted_versions,
+)
+from gitreg.mirror.hosted import HostedPackage, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
+from gitreg.mirror.singleflight import SingleFlight
 from gitreg.mirror.upstream import Progress, UpstreamClient, UpstreamNotFound
 from gitreg.mirror.verify import verify_checksums, verify_zip
 from gitreg.providers.checksums import MAX_SHASUMS_BYTES
@@ -53,55 +61,8 @@ from gitreg.versions import ConstraintError, Version, parse_version
 
 log = logging.getLogger("gitreg.mirror")
 
-T = TypeVar("T")
 RETRY_AFTER = 30.0
 MAX_FAILURES = 10_000  # remembered failures; bounded like the metadata cache
-
-
-def archive_filename(type_: str, version: str, platform: str) -> str:
-    """The zip's name in the mirror: `terraform providers mirror`'s layout."""
-    return f"terraform-provider-{type_}_{version}_{platform}.zip"
-
-
-def parse_archive_filename(type_: str, filename: str) -> tuple[str, str]:
-    """(version, platform) from an archive name; raises NotFound when it is not one."""
-    prefix = f"terraform-provider-{type_}_"
-    if not filename.startswith(prefix) or not filename.endswith(".zip"):
-        raise NotFound(f"no such file {filename[:120]!r}")
-    parts = filename[len(prefix) : -len(".zip")].rsplit("_", 2)
-    platform = f"{parts[1]}_{parts[2]}" if len(parts) == 3 else ""
-    if not PLATFORM_RE.match(platform):
-        raise NotFound(f"no such file {filename[:120]!r}")
-    return parts[0], platform
-
-
-def _sorted_versions(versions: list[str]) -> list[str]:
-    return sorted(versions, key=parse_version)
-
-
-class SingleFlight:
-    """At most one run per key at a time; concurrent callers share its result."""
-
-    def __init__(self) -> None:
-        self._running: dict[Hashable, asyncio.Task[Any]] = {}
-
-    async def run(self, key: Hashable, factory: Callable[[], Awaitable[T]]) -> T:
-        task = self._running.get(key)
-        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
-            task = asyncio.ensure_future(factory())
-            self._running[key] = task
-            task.add_done_callback(lambda done: self._finished(key, done))
-        # shield: a client that disconnects does not cancel the others' fetch.
-        return await asyncio.shield(task)
-
-    def _finished(self, key: Hashable, task: asyncio.Task[Any]) -> None:
-        if self._running.get(key) is task:
-            del self._running[key]
-        if not task.cancelled():
-            task.exception()  # retrieved, so an unawaited failure is not logged as lost
-
-    def in_flight(self) -> int:
-        return len(self._running)
 
 
 @dataclass(frozen=True)
@@ -168,7 +129,7 @@ class MirrorService:
         if hosted is not None:
             found = await self.cache.get(
                 ("mirror-hosted", address.key),
-                lambda: _hosted_view(hosted.provider(address.namespace, address.type)),
+                lambda: hosted_view(hosted.provider(address.namespace, address.type)),
             )
         if not isinstance(found, HostedView):
             raise NotFound(f"provider {address} not found")
@@ -192,7 +153,7 @@ class MirrorService:
         index = self.store.index(address.key)
         if index is None:
             return None
-        return json_bytes({"versions": {v: {} for v in _sorted_versions(_names(index))}})
+        return json_bytes({"versions": {v: {} for v in sorted_versions(_names(index))}})
 
     async def current_index(self, address: ProviderAddress, force: bool = False) -> CachedIndex:
         """The upstream's version list: fresh, re-fetched, or stale within the window."""
@@ -273,7 +234,7 @@ class MirrorService:
             (v.platforms for v in (index.versions if index else ()) if v.version == version), ()
         )
         wanted = [p for p in self.options.platforms if not offered or p in offered]
-        body = _archives_body(
+        body = archives_body(
             address.type,
             version,
             [HostedPackage(p.platform, p.filename, p.sha256, p.size, p.h1) for p in packages],
@@ -438,29 +399,6 @@ class MirrorService:
         return stored
 
 
-@dataclass(frozen=True)
-class HostedView:
-    index_body: bytes
-    version_bodies: dict[str, bytes]
-    archives: dict[tuple[str, str], str]  # (version, platform) -> sha256
-
-
-def _hosted_view(provider: HostedProvider | None) -> HostedView | None:
-    if provider is None:
-        return None
-    listed = _sorted_versions(list(provider.versions))
-    return HostedView(
-        index_body=json_bytes({"versions": {v: {} for v in listed}}),
-        version_bodies={
-            v: _archives_body(provider.type, v, packages)
-            for v, packages in provider.versions.items()
-        },
-        archives={
-            (v, p.platform): p.sha256 for v, packages in provider.versions.items() for p in packages
-        },
-    )
-
-
 def _names(index: CachedIndex) -> list[str]:
     return [v.version for v in index.versions]
 
@@ -470,23 +408,6 @@ def _check_version(address: ProviderAddress, version: str) -> Version:
         return parse_version(version)
     except ConstraintError as exc:
         raise NotFound(f"provider {address} has no version {version[:80]!r}") from exc
-
-
-def _archives_body(type_: str, version: str, packages: Any) -> bytes:
-    # Relative URLs resolve against VERSION.json's own URL (spec: "url"), so the
-    # zip sits beside it, as in `terraform providers mirror` output; both h1: and
-    # zh: are always given (M4), so Terraform verifies and locks what it installs.
-    return json_bytes(
-        {
-            "archives": {
-                p.platform: {
-                    "url": archive_filename(type_, version, p.platform),
-                    "hashes": [p.h1, f"zh:{p.sha256}"],
-                }
-                for p in packages
-            }
-        }
-    )
 
 
 def build_mirror(

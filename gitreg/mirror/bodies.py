@@ -1,0 +1,77 @@
+"""The mirror protocol's file names and JSON bodies.
+
+Spec: provider-network-mirror-protocol.md. Bodies are serialised once with
+canonical JSON and served as bytes from the metadata cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gitreg.addresses import PLATFORM_RE
+from gitreg.canonical_json import json_bytes
+from gitreg.errors import NotFound
+from gitreg.mirror.hosted import HostedProvider
+from gitreg.versions import parse_version
+
+
+def archive_filename(type_: str, version: str, platform: str) -> str:
+    """The zip's name in the mirror: `terraform providers mirror`'s layout."""
+    return f"terraform-provider-{type_}_{version}_{platform}.zip"
+
+
+def parse_archive_filename(type_: str, filename: str) -> tuple[str, str]:
+    """(version, platform) from an archive name; raises NotFound when it is not one."""
+    prefix = f"terraform-provider-{type_}_"
+    if not filename.startswith(prefix) or not filename.endswith(".zip"):
+        raise NotFound(f"no such file {filename[:120]!r}")
+    parts = filename[len(prefix) : -len(".zip")].rsplit("_", 2)
+    platform = f"{parts[1]}_{parts[2]}" if len(parts) == 3 else ""
+    if not PLATFORM_RE.match(platform):
+        raise NotFound(f"no such file {filename[:120]!r}")
+    return parts[0], platform
+
+
+def sorted_versions(versions: list[str]) -> list[str]:
+    return sorted(versions, key=parse_version)
+
+
+def archives_body(type_: str, version: str, packages: Any) -> bytes:
+    # Relative URLs resolve against VERSION.json's own URL (spec: "url"), so the
+    # zip sits beside it, as in `terraform providers mirror` output; both h1: and
+    # zh: are always given (M4), so Terraform verifies and locks what it installs.
+    return json_bytes(
+        {
+            "archives": {
+                p.platform: {
+                    "url": archive_filename(type_, version, p.platform),
+                    "hashes": [p.h1, f"zh:{p.sha256}"],
+                }
+                for p in packages
+            }
+        }
+    )
+
+
+@dataclass(frozen=True)
+class HostedView:
+    index_body: bytes
+    version_bodies: dict[str, bytes]
+    archives: dict[tuple[str, str], str]  # (version, platform) -> sha256
+
+
+def hosted_view(provider: HostedProvider | None) -> HostedView | None:
+    if provider is None:
+        return None
+    listed = sorted_versions(list(provider.versions))
+    return HostedView(
+        index_body=json_bytes({"versions": {v: {} for v in listed}}),
+        version_bodies={
+            v: archives_body(provider.type, v, packages)
+            for v, packages in provider.versions.items()
+        },
+        archives={
+            (v, p.platform): p.sha256 for v, packages in provider.versions.items() for p in packages
+        },
+    )
