@@ -2,7 +2,7 @@
 
 Tokens are stored only as sha256 hex of the secret: the secret is 32 random
 bytes, so a fast hash is as good as a slow one and lets every request check
-in one dictionary lookup. Shares `SQLiteIndex`'s connection and lock.
+in one dictionary lookup. Writes share `SQLiteIndex`'s writer and lock.
 """
 
 from __future__ import annotations
