@@ -28,7 +28,7 @@ from starlette.routing import Route
 from gitreg.app import all_routes
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.auth.tokens import new_token, token_hash
-from gitreg.providers.ingest import collect
+from gitreg.providers.collect import collect
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from tests.support.fake_upstream import FakeUpstream, ServedUpstream, serve_tls
