@@ -27,6 +27,18 @@ class TokenRecord:
     revoked_at: str | None
 
 
+@dataclass(frozen=True)
+class AccessSignature:
+    """Cheap to read, and different whenever the access snapshot could be:
+    `credentials` covers tokens and namespace visibility, `blobs` the tables
+    that say which namespaces own which blobs. Those rows are only ever
+    added (a revoke sets `revoked_at`), so the highest rowid of each table
+    moves on every change that matters, from whichever process made it."""
+
+    credentials: tuple[object, ...]
+    blobs: tuple[object, ...]
+
+
 class AuthStore(IndexBackedStore):
     def add_token(
         self,
@@ -84,6 +96,20 @@ class AuthStore(IndexBackedStore):
         """Lower-cased namespace -> private, for namespaces set explicitly."""
         rows = self._rows("SELECT namespace_key, private FROM namespace_access")
         return {r["namespace_key"]: bool(r["private"]) for r in rows}
+
+    def access_signature(self) -> AccessSignature:
+        """One read transaction; `max(rowid)` is a single b-tree seek per table."""
+        [row] = self._rows(
+            "SELECT (SELECT max(rowid) FROM api_tokens),"
+            " (SELECT count(revoked_at) FROM api_tokens),"
+            " (SELECT group_concat(entry, ';') FROM (SELECT namespace_key || '=' || private"
+            " AS entry FROM namespace_access ORDER BY namespace_key)),"
+            " (SELECT max(rowid) FROM module_versions),"
+            " (SELECT max(rowid) FROM mirror_packages),"
+            " (SELECT max(rowid) FROM provider_versions),"
+            " (SELECT max(rowid) FROM provider_packages)"
+        )
+        return AccessSignature(credentials=tuple(row[0:3]), blobs=tuple(row[3:]))
 
     def module_archives(self) -> list[tuple[str, str]]:
         """(lower-cased namespace, archive sha256) of every module version, so the
