@@ -29,6 +29,11 @@ from gitreg.storage.records import (
 from gitreg.storage.schema import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000
+# Read connections open at most at once. Each keeps its own page and statement
+# cache, so the pool is bounded to stay within a worker's memory budget
+# (docs/performance.md); reads take well under a millisecond, so on a couple
+# of cores more would only add memory, and a reader waits for a free one.
+MAX_READERS = 8
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -74,8 +79,8 @@ class SQLiteIndex:
     transaction sees the last commit and is not blocked by a writer holding
     its transaction open through an fsync (S1). Read connections are pooled
     rather than kept per thread, so threads that come and go (job workers,
-    the request thread pool) cannot leave connections behind; every one made
-    is remembered so that `close()` closes them all.
+    the request thread pool) cannot leave connections behind, and bounded by
+    `MAX_READERS`; every one made is remembered so that `close()` closes them.
     """
 
     def __init__(self, path: Path) -> None:
@@ -86,6 +91,7 @@ class SQLiteIndex:
         self._idle_readers: list[sqlite3.Connection] = []
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()  # guards the two lists, never held during SQL
+        self._readers_free = threading.BoundedSemaphore(MAX_READERS)
         self._conn = self._connect()
         with self._lock:
             _enable_wal(self._conn)
@@ -136,23 +142,28 @@ class SQLiteIndex:
         """A read connection for this thread's use alone until it is handed back.
         `query_only` makes a write through it an error, not a deferred-`BEGIN`
         write that could fail with SQLITE_BUSY at once (S1)."""
+        with self._readers_free:
+            conn = self._idle_reader()
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:  # only if a statement was left unfinished
+                    conn.execute("ROLLBACK")
+                with self._readers_lock:
+                    if not self._closed:
+                        self._idle_readers.append(conn)
+
+    def _idle_reader(self) -> sqlite3.Connection:
         with self._readers_lock:
             if self._closed:
                 raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
-            conn = self._idle_readers.pop() if self._idle_readers else None
-        if conn is None:
-            conn = self._connect()
-            conn.execute("PRAGMA query_only = ON")
-            with self._readers_lock:
-                self._all_readers.append(conn)
-        try:
-            yield conn
-        finally:
-            if conn.in_transaction:  # only if a statement was left unfinished
-                conn.execute("ROLLBACK")
-            with self._readers_lock:
-                if not self._closed:
-                    self._idle_readers.append(conn)
+            if self._idle_readers:
+                return self._idle_readers.pop()
+        conn = self._connect()
+        conn.execute("PRAGMA query_only = ON")
+        with self._readers_lock:
+            self._all_readers.append(conn)
+        return conn
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         """Every row of one read-only statement, as its own read transaction: it
