@@ -32,8 +32,9 @@ class AccessSignature:
     """Cheap to read, and different whenever the access snapshot could be:
     `credentials` covers tokens and namespace visibility, `blobs` the tables
     that say which namespaces own which blobs. Those rows are only ever
-    added (a revoke sets `revoked_at`), so the highest rowid of each table
-    moves on every change that matters, from whichever process made it."""
+    added (a revoke sets `revoked_at`), so each table's row count and highest
+    rowid move on every change that matters, from whichever process made it;
+    the count would also catch a deletion, should one ever be added."""
 
     credentials: tuple[object, ...]
     blobs: tuple[object, ...]
@@ -98,16 +99,16 @@ class AuthStore(IndexBackedStore):
         return {r["namespace_key"]: bool(r["private"]) for r in rows}
 
     def access_signature(self) -> AccessSignature:
-        """One read transaction; `max(rowid)` is a single b-tree seek per table."""
+        """One read transaction of a few index seeks and small counts."""
         [row] = self._rows(
-            "SELECT (SELECT max(rowid) FROM api_tokens),"
+            "SELECT (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM api_tokens),"
             " (SELECT count(revoked_at) FROM api_tokens),"
             " (SELECT group_concat(entry, ';') FROM (SELECT namespace_key || '=' || private"
             " AS entry FROM namespace_access ORDER BY namespace_key)),"
-            " (SELECT max(rowid) FROM module_versions),"
-            " (SELECT max(rowid) FROM mirror_packages),"
-            " (SELECT max(rowid) FROM provider_versions),"
-            " (SELECT max(rowid) FROM provider_packages)"
+            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM module_versions),"
+            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM mirror_packages),"
+            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM provider_versions),"
+            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM provider_packages)"
         )
         return AccessSignature(credentials=tuple(row[0:3]), blobs=tuple(row[3:]))
 
