@@ -5,12 +5,20 @@ once, so the request path does no JSON encoding and no database work on a hit
 (and never a write). A publish in this process clears the cache at once; a
 publish by another process (CLI, another worker) is noticed through SQLite's
 `PRAGMA data_version`, polled off the event loop every `refresh_interval`.
+
+Publishes invalidate from job threads while fills store from the event loop,
+so both take one lock: a fill stores only if no invalidation happened since
+its build started, checked and stored in one step, so an invalidation racing
+a fill can never leave a stale entry. Lookups (`peek`, the hot path measured
+in docs/performance.md) take no lock: they read whichever dict is current, and
+entries are only ever added to it under the lock or the whole dict replaced.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
@@ -35,12 +43,14 @@ class MetadataCache(Generic[T]):
         self._seen_version = data_version()
         self._entries: dict[Hashable, T] = {}
         self._not_found = 0
+        self._lock = threading.Lock()
         self.generation = 0
 
     def invalidate(self) -> None:
-        self._entries = {}
-        self._not_found = 0
-        self.generation += 1
+        with self._lock:
+            self._entries = {}
+            self._not_found = 0
+            self.generation += 1
 
     def peek(self, key: Hashable) -> T | object:
         """The cached value or `MISSING`: no coroutine, no thread, for hot paths."""
@@ -54,8 +64,14 @@ class MetadataCache(Generic[T]):
             pass
         generation = self.generation
         value = await run_in_threadpool(build)
-        # Keep it only if nothing was published while it was being built.
-        if generation == self.generation:
+        self._store(key, value, generation)
+        return value
+
+    def _store(self, key: Hashable, value: T, generation: int) -> None:
+        """Keep `value` only if nothing was invalidated since its build started."""
+        with self._lock:
+            if generation != self.generation:
+                return
             if len(self._entries) >= MAX_ENTRIES:
                 self._entries = {}
                 self._not_found = 0
@@ -65,7 +81,6 @@ class MetadataCache(Generic[T]):
                     self._not_found = 0
                 self._not_found += 1
             self._entries[key] = value
-        return value
 
     async def watch(self, interval: float) -> None:
         """Poll for commits by other processes until cancelled."""

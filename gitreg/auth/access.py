@@ -15,16 +15,25 @@ whichever route advertised it: a mirror zip belongs to the upstream namespace
 the mirror serves it under. A private blob needs a current signed URL or a read
 token for one of its owners.
 
-The policy is a snapshot built off the event loop and kept in the metadata
-cache, so a request costs one dictionary lookup; revocations and visibility
-changes made by any process apply within `refresh_interval`.
+The policy is a snapshot built off the event loop and kept in a cache of its
+own, so a request costs one dictionary lookup. Whenever the metadata cache is
+invalidated (a publish in this process at once; a commit by any other process
+within `refresh_interval`), the next request re-reads the store's cheap
+`AccessSignature` and keeps the snapshot unless tokens, visibility or blob
+owners changed: a yank, a sync report or another worker's job traffic no
+longer costs a rebuild of every blob owner. New blobs are re-weighed only when
+a namespace can be private at all, so a newly published private blob is never
+served publicly, and a revoked token stops working within the same bound.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from gitreg.auth.ratelimit import FailureLimiter
@@ -33,7 +42,7 @@ from gitreg.auth.tokens import Principal, Scope, token_hash
 from gitreg.cache import MetadataCache
 from gitreg.errors import Forbidden, NotFound, Unauthorized
 from gitreg.settings import Settings
-from gitreg.storage.auth import AuthStore
+from gitreg.storage.auth import AccessSignature, AuthStore
 
 # Each source lists (lower-cased namespace, blob sha256) for the blobs it serves.
 BlobOwners = Callable[[], list[tuple[str, str]]]
@@ -59,6 +68,19 @@ class AccessSnapshot:
     def is_private(self, namespace: str) -> bool:
         return self.visibility.get(namespace.lower(), self.default_private)
 
+    def any_private(self) -> bool:
+        """Whether any namespace can be private; if not, no blob can be."""
+        return self.default_private or any(self.visibility.values())
+
+
+@dataclass(frozen=True)
+class _Cached:
+    snapshot: AccessSnapshot
+    signature: AccessSignature
+    # The metadata cache's generation when the signature was read: while it
+    # has not moved, nothing was published or committed elsewhere since.
+    generation: int
+
 
 class Access:
     def __init__(
@@ -70,7 +92,9 @@ class Access:
     ) -> None:
         self._settings = settings
         self._store = store
-        self._cache = cache
+        self._cache = cache  # only its generation is used, as the change signal
+        self._cached: _Cached | None = None
+        self._cached_lock = threading.Lock()
         self.signer = signer
         self.limiter = FailureLimiter(settings.auth_fail_limit, settings.auth_fail_window)
         self._blob_owners: list[BlobOwners] = [store.module_archives, store.mirror_packages]
@@ -92,11 +116,12 @@ class Access:
         }
         visibility = self._store.namespace_visibility()
         default_private = self._settings.read_default == "token"
-        snapshot = AccessSnapshot(tokens, visibility, default_private, {})
-        private_blobs: dict[str, frozenset[str]] = {}
-        if default_private or any(visibility.values()):
-            private_blobs = self._private_blobs(snapshot)
-        return AccessSnapshot(tokens, visibility, default_private, private_blobs)
+        return self._with_private_blobs(AccessSnapshot(tokens, visibility, default_private, {}))
+
+    def _with_private_blobs(self, snapshot: AccessSnapshot) -> AccessSnapshot:
+        if not snapshot.any_private():
+            return snapshot
+        return dataclasses.replace(snapshot, private_blobs=self._private_blobs(snapshot))
 
     def _private_blobs(self, snapshot: AccessSnapshot) -> dict[str, frozenset[str]]:
         """Every owner of every blob counts, whatever route serves it: a blob is
@@ -114,16 +139,42 @@ class Access:
                     public.add(sha)
         return {sha: frozenset(ns) for sha, ns in private.items() if sha not in public}
 
+    def _current(self) -> AccessSnapshot | None:
+        cached = self._cached
+        if cached is None or cached.generation != self._cache.generation:
+            return None
+        return cached.snapshot
+
     async def snapshot(self) -> AccessSnapshot:
-        found = await self._cache.get(("access-snapshot",), self.build_snapshot)
-        assert isinstance(found, AccessSnapshot)
-        return found
+        current = self._current()
+        return current if current is not None else await run_in_threadpool(self.refresh_snapshot)
+
+    def refresh_snapshot(self) -> AccessSnapshot:
+        """Blocking: the snapshot, rebuilt only in the parts whose signature moved.
+
+        The generation is read before the signature and the signature before the
+        rows, so a change committed during the build leaves an older signature
+        (or generation) behind and is picked up by the next call."""
+        generation = self._cache.generation
+        signature = self._store.access_signature()
+        cached = self._cached
+        if cached is None or cached.signature.credentials != signature.credentials:
+            snapshot = self.build_snapshot()
+        elif cached.signature.blobs != signature.blobs:
+            snapshot = self._with_private_blobs(cached.snapshot)
+        else:
+            snapshot = cached.snapshot
+        with self._cached_lock:
+            # Refreshes may finish out of order: never replace a newer one.
+            if self._cached is None or self._cached.generation <= generation:
+                self._cached = _Cached(snapshot, signature, generation)
+        return snapshot
 
     def known_public(self, namespace: str) -> bool:
         """True when the current snapshot is cached and says `namespace` is public:
         the hot path's way to skip the full check (no coroutine, no thread)."""
-        snapshot = self._cache.peek(("access-snapshot",))
-        return isinstance(snapshot, AccessSnapshot) and not snapshot.is_private(namespace)
+        snapshot = self._current()
+        return snapshot is not None and not snapshot.is_private(namespace)
 
     def _client(self, request: Request) -> str:
         return request.client.host if request.client else "unknown"

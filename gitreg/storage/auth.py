@@ -2,7 +2,7 @@
 
 Tokens are stored only as sha256 hex of the secret: the secret is 32 random
 bytes, so a fast hash is as good as a slow one and lets every request check
-in one dictionary lookup. Shares `SQLiteIndex`'s connection and lock.
+in one dictionary lookup. Writes share `SQLiteIndex`'s writer and lock.
 """
 
 from __future__ import annotations
@@ -25,6 +25,19 @@ class TokenRecord:
     created_at: str
     expires_at: float | None
     revoked_at: str | None
+
+
+@dataclass(frozen=True)
+class AccessSignature:
+    """Cheap to read, and different whenever the access snapshot could be:
+    `credentials` covers tokens and namespace visibility, `blobs` the tables
+    that say which namespaces own which blobs. Those rows are only ever
+    added (a revoke sets `revoked_at`), so each table's row count and highest
+    rowid move on every change that matters, from whichever process made it;
+    the count would also catch a deletion, should one ever be added."""
+
+    credentials: tuple[object, ...]
+    blobs: tuple[object, ...]
 
 
 class AuthStore(IndexBackedStore):
@@ -84,6 +97,20 @@ class AuthStore(IndexBackedStore):
         """Lower-cased namespace -> private, for namespaces set explicitly."""
         rows = self._rows("SELECT namespace_key, private FROM namespace_access")
         return {r["namespace_key"]: bool(r["private"]) for r in rows}
+
+    def access_signature(self) -> AccessSignature:
+        """One read transaction of a few index seeks and small counts."""
+        [row] = self._rows(
+            "SELECT (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM api_tokens),"
+            " (SELECT count(revoked_at) FROM api_tokens),"
+            " (SELECT group_concat(entry, ';') FROM (SELECT namespace_key || '=' || private"
+            " AS entry FROM namespace_access ORDER BY namespace_key)),"
+            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM module_versions),"
+            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM mirror_packages),"
+            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM provider_versions),"
+            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM provider_packages)"
+        )
+        return AccessSignature(credentials=tuple(row[0:3]), blobs=tuple(row[3:]))
 
     def module_archives(self) -> list[tuple[str, str]]:
         """(lower-cased namespace, archive sha256) of every module version, so the

@@ -29,6 +29,11 @@ from gitreg.storage.records import (
 from gitreg.storage.schema import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000
+# Read connections open at most at once. Each keeps its own page and statement
+# cache, so the pool is bounded to stay within a worker's memory budget
+# (docs/performance.md); reads take well under a millisecond, so on a couple
+# of cores more would only add memory, and a reader waits for a free one.
+MAX_READERS = 8
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -68,26 +73,50 @@ def address_key(namespace: str, name: str, system: str) -> str:
 
 
 class SQLiteIndex:
-    """One connection shared by the threads of a process, behind a lock."""
+    """One writer connection behind a lock, and read connections that never take it.
+
+    Reads stop queueing behind writes, as datasette does: in WAL mode a read
+    transaction sees the last commit and is not blocked by a writer holding
+    its transaction open through an fsync (S1). Read connections are pooled
+    rather than kept per thread, so threads that come and go (job workers,
+    the request thread pool) cannot leave connections behind, and bounded by
+    `MAX_READERS`; every one made is remembered so that `close()` closes them.
+    """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
-        )
-        conn.row_factory = sqlite3.Row
-        self._conn = conn
         self._path = path
         self._lock = threading.RLock()
+        self._closed = False
+        self._idle_readers: list[sqlite3.Connection] = []
+        self._all_readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()  # guards the two lists, never held during SQL
+        self._readers_free = threading.BoundedSemaphore(MAX_READERS)
+        self._conn = self._connect()
         with self._lock:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            _enable_wal(conn)
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("PRAGMA foreign_keys = ON")
+            _enable_wal(self._conn)
+            self._conn.execute("PRAGMA foreign_keys = ON")
         self._migrate()
 
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._path,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous = FULL")
+        return conn
+
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._readers_lock:
+            self._closed = True
+            for reader in self._all_readers:
+                reader.close()
+            self._all_readers.clear()
+            self._idle_readers.clear()
             self._conn.close()
 
     # -- plumbing -----------------------------------------------------------
@@ -108,9 +137,39 @@ class SQLiteIndex:
                 raise
             self._conn.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """A read connection for this thread's use alone until it is handed back.
+        `query_only` makes a write through it an error, not a deferred-`BEGIN`
+        write that could fail with SQLITE_BUSY at once (S1)."""
+        with self._readers_free:
+            conn = self._idle_reader()
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:  # only if a statement was left unfinished
+                    conn.execute("ROLLBACK")
+                with self._readers_lock:
+                    if not self._closed:
+                        self._idle_readers.append(conn)
+
+    def _idle_reader(self) -> sqlite3.Connection:
+        with self._readers_lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            if self._idle_readers:
+                return self._idle_readers.pop()
+        conn = self._connect()
+        conn.execute("PRAGMA query_only = ON")
+        with self._readers_lock:
+            self._all_readers.append(conn)
+        return conn
+
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            return list(self._conn.execute(sql, params))
+        """Every row of one read-only statement, as its own read transaction: it
+        sees every commit made before it started, this process's writer's too."""
+        with self._reader() as conn:
+            return list(conn.execute(sql, params))
 
     def _migrate(self) -> None:
         with self._write() as conn:
@@ -133,16 +192,21 @@ class SQLiteIndex:
                 )
 
     def data_version(self) -> int:
-        """Changes whenever another connection commits (cheap, no lock taken)."""
-        return int(self._rows("PRAGMA data_version")[0][0])
+        """Changes whenever another process commits. Asked of the writer on purpose:
+        `PRAGMA data_version` moves for commits by *other* connections, so on a
+        read connection this process's own job-queue traffic would look like a
+        foreign commit and empty the metadata cache; this process's publishes
+        invalidate it directly instead."""
+        with self._lock:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     def table_names(self) -> list[str]:
-        with self._lock:
+        with self._reader() as conn:
             # Imported here, not at start-up: sqlite-utils brings click, dateutil
             # and pygments, about 4 MiB a server worker does not need.
             import sqlite_utils
 
-            return list(sqlite_utils.Database(self._conn).table_names())
+            return list(sqlite_utils.Database(conn).table_names())
 
     def check_writable(self) -> None:
         """For /readyz: a write transaction can be opened and committed."""
@@ -346,10 +410,10 @@ class SQLiteIndex:
 
 
 class IndexBackedStore:
-    """Base for the feature stores (jobs, providers, mirror, auth): their SQL
-    runs on the index's one connection and lock, so their writes are not
-    mistaken for another process's commit by the metadata cache, and every
-    write is `BEGIN IMMEDIATE` like the index's own."""
+    """Base for the feature stores (jobs, providers, mirror, auth): their writes
+    run on the index's writer connection and lock, so they are not mistaken for
+    another process's commit by the metadata cache, and every write is
+    `BEGIN IMMEDIATE` like the index's own; their reads use the read pool."""
 
     def __init__(self, index: SQLiteIndex) -> None:
         self._index = index
