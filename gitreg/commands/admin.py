@@ -10,12 +10,10 @@ next sync, and every published version's archive is already in the blobs.
 
 from __future__ import annotations
 
-import os
 import shutil
-import sqlite3
 from pathlib import Path
 
-from gitreg.errors import BadRequest, ConfigError
+from gitreg.errors import BadRequest
 from gitreg.services import Services
 
 # Directories copied as-is besides blobs: the local CA and signing material.
@@ -42,18 +40,7 @@ def backup(svc: Services, dest: Path) -> int:
     if dest == svc.settings.data_dir:
         raise BadRequest("the backup destination must differ from the data dir")
     dest.mkdir(parents=True, exist_ok=True, mode=0o700)
-    snapshot = dest / "index.sqlite3"
-    partial = dest / "index.sqlite3.partial"
-    partial.unlink(missing_ok=True)
-    svc.index.backup(partial)
-    check = sqlite3.connect(partial)
-    try:
-        verdict = check.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        check.close()
-    if verdict != "ok":
-        raise ConfigError(f"backup failed its integrity check: {verdict}")
-    os.replace(partial, snapshot)
+    svc.index.backup(dest / "index.sqlite3")
     blobs = _copy_tree(svc.settings.blob_dir, dest / "blobs")
     for name in _EXTRA_DIRS:
         source = svc.settings.data_dir / name
