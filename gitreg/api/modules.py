@@ -24,7 +24,7 @@ from gitreg.cache import MISSING
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound
 from gitreg.services import Services, services
-from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.protocols import ModuleIndex
 from gitreg.versions import NotAVersion, parse_tag_version, sort_key
 
 PREFIX = "/v1/modules"
@@ -35,7 +35,7 @@ def _address(request: Request) -> ModuleAddress:
     return module_address(p["namespace"], p["name"], p["system"])
 
 
-def _versions_body(index: SQLiteIndex, addr: ModuleAddress) -> CachedJson | None:
+def _versions_body(index: ModuleIndex, addr: ModuleAddress) -> CachedJson | None:
     module = index.find_module(addr.namespace, addr.name, addr.system)
     if module is None:
         return None
@@ -44,7 +44,7 @@ def _versions_body(index: SQLiteIndex, addr: ModuleAddress) -> CachedJson | None
     return CachedJson.of({"modules": [{"versions": [{"version": v} for v in listed]}]})
 
 
-def _download_target(index: SQLiteIndex, addr: ModuleAddress, key: str) -> tuple[str, str] | None:
+def _download_target(index: ModuleIndex, addr: ModuleAddress, key: str) -> tuple[str, str] | None:
     module = index.find_module(addr.namespace, addr.name, addr.system)
     if module is None:
         return None

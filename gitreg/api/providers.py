@@ -42,7 +42,7 @@ from gitreg.providers.names import MAX_FILENAME, check_version
 from gitreg.providers.store import Published
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, services
-from gitreg.storage.providers import ProviderStore
+from gitreg.storage.protocols import ProviderIndex
 from gitreg.versions import sort_key
 
 PREFIX = "/v1/providers"
@@ -66,7 +66,7 @@ def files_path(address: ProviderAddress, version: str, filename: str) -> str:
 # -- versions -----------------------------------------------------------------
 
 
-def _versions_body(store: ProviderStore, address: ProviderAddress) -> CachedJson | None:
+def _versions_body(store: ProviderIndex, address: ProviderAddress) -> CachedJson | None:
     provider = store.find_provider(address.key)
     if provider is None:
         return None
@@ -108,7 +108,7 @@ class _Download:
 
 
 def _download(
-    store: ProviderStore, address: ProviderAddress, version: str, os_: str, arch: str
+    store: ProviderIndex, address: ProviderAddress, version: str, os_: str, arch: str
 ) -> _Download | str:
     """The answer, or why there is none (404 message)."""
     provider = store.find_provider(address.key)
@@ -177,7 +177,7 @@ async def download(request: Request) -> Response:
 # -- files --------------------------------------------------------------------
 
 
-def _files(store: ProviderStore, address: ProviderAddress, version: str) -> dict[str, str]:
+def _files(store: ProviderIndex, address: ProviderAddress, version: str) -> dict[str, str]:
     """filename -> blob sha256 for one version's served files."""
     provider = store.find_provider(address.key)
     found = store.provider_version(provider.id, version) if provider else None

@@ -33,7 +33,7 @@ from gitreg.auth.tokens import Principal, Scope, token_hash
 from gitreg.cache import MetadataCache
 from gitreg.errors import Forbidden, NotFound, Unauthorized
 from gitreg.settings import Settings
-from gitreg.storage.auth import AuthStore
+from gitreg.storage.protocols import AuthIndex
 
 # Each source lists (lower-cased namespace, blob sha256) for the blobs it serves.
 BlobOwners = Callable[[], list[tuple[str, str]]]
@@ -60,7 +60,7 @@ class Access:
     def __init__(
         self,
         settings: Settings,
-        store: AuthStore,
+        store: AuthIndex,
         cache: MetadataCache[object],
         signer: UrlSigner,
     ) -> None:
