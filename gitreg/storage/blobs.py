@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -84,6 +85,11 @@ class BlobStore(Protocol):
     def check_writable(self, probe_bytes: int = 0) -> None:
         """Raise `OSError` unless a write of `probe_bytes` (made durable) succeeds
         now: the readiness probe (/readyz)."""
+        ...
+
+    def backup(self, dest: Path) -> int:
+        """Copy into the local directory `dest`, laid out so a blob store there
+        serves them, the blobs `dest` lacks; how many were copied (S4)."""
         ...
 
     def remove_stale_temp_files(self, older_than: float = 3600.0) -> int:
@@ -223,6 +229,9 @@ class FileBlobStore:
         assert sink.result is not None
         return sink.result
 
+    def backup(self, dest: Path) -> int:
+        return copy_missing_files(self.root, dest)
+
     def remove_stale_temp_files(self, older_than: float = 3600.0) -> int:
         """Temp files left by a crash are garbage: nothing refers to them. Only
         old ones that no writer holds locked go, since another process may be
@@ -234,6 +243,23 @@ class FileBlobStore:
                 if leftover.stat().st_mtime < cutoff and _remove_if_unlocked(leftover):
                     count += 1
         return count
+
+
+def copy_missing_files(source: Path, dest: Path) -> int:
+    """Copy the files `dest` lacks (or holds at another size), leaving out a
+    top-level `tmp`; how many were copied. Enough for blobs, which never change
+    under one name, and for the small key and certificate directories."""
+    copied = 0
+    for path in source.rglob("*"):
+        if not path.is_file() or "tmp" in path.relative_to(source).parts[:1]:
+            continue
+        target = dest / path.relative_to(source)
+        if target.exists() and target.stat().st_size == path.stat().st_size:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+        copied += 1
+    return copied
 
 
 def _remove_if_unlocked(path: Path) -> bool:

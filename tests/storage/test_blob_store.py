@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +67,12 @@ def test_scratch_space_is_removed_on_exit(implementation: Backend) -> None:
         file.write_bytes(DATA)
     assert not directory.exists() and not file.exists()
     blobs.check_writable(probe_bytes=1024)
+
+
+def test_backup_copies_only_what_the_destination_lacks(
+    implementation: Backend, tmp_path: Path
+) -> None:
+    blobs = implementation.blobs
+    blobs.put_bytes(DATA)
+    assert blobs.backup(tmp_path / "copy") == 1
+    assert blobs.backup(tmp_path / "copy") == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gitreg.errors import Conflict, NotFound
@@ -95,3 +97,12 @@ def test_removing_an_unpublished_repository_drops_it(implementation: Backend) ->
     assert registrations.remove(repo_id, keep_versions=False) is True
     assert index.repos() == []
     assert index.find_module("acme", "vpc", "aws") is None
+
+
+def test_backup_is_a_whole_copy(implementation: Backend, tmp_path: Path) -> None:
+    implementation.index.add_repo(URL, "acme/vpc")
+    target = tmp_path / "copy" / "index.sqlite3"
+    target.parent.mkdir()
+    implementation.index.backup(target)
+    assert target.is_file()
+    assert not target.with_name("index.sqlite3.partial").exists()
