@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from gitreg.addresses import ModuleAddress, module_address
 from gitreg.cache import MISSING, MetadataCache
 from gitreg.errors import BadRequest, NotFound
-from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.protocols import ModuleIndex
 from gitreg.versions import NotAVersion, parse_tag_version
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def _not_found(namespace: str, name: str, system: str, version: str = "") -> str
     )
 
 
-def _find(index: SQLiteIndex, address: ModuleAddress, key: str) -> ModuleArchive | None:
+def _find(index: ModuleIndex, address: ModuleAddress, key: str) -> ModuleArchive | None:
     module = index.find_module(address.namespace, address.name, address.system)
     if module is None:
         return None
@@ -66,7 +66,7 @@ class ModuleDownloads:
     path stays synchronous: `cached_location` answers a cache hit in a public
     namespace with no await; `location` answers everything else."""
 
-    def __init__(self, index: SQLiteIndex, cache: MetadataCache[object], access: Access) -> None:
+    def __init__(self, index: ModuleIndex, cache: MetadataCache[object], access: Access) -> None:
         self._index = index
         self._cache = cache
         self._access = access

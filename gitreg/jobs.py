@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING
 from gitreg.errors import GitError, GitregError, NotFound, StorageFull, storage_full
 from gitreg.publisher import Publisher
 from gitreg.settings import Settings
-from gitreg.storage.index import SQLiteIndex
-from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, JobStore, Submission
+from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, Submission
+from gitreg.storage.protocols import JobIndex, ModuleIndex
 from gitreg.storage.records import RepoRecord
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ class GroupCommit:
 class JobQueue:
     """Submitting work; shared by the webhook routes, the CLI and the runner."""
 
-    def __init__(self, store: JobStore, settings: Settings) -> None:
+    def __init__(self, store: JobIndex, settings: Settings) -> None:
         self.store = store
         self._settings = settings
         # Set on every submission so idle workers in this process start at once.
@@ -236,7 +236,7 @@ class JobRunner:
     def __init__(
         self,
         settings: Settings,
-        index: SQLiteIndex,
+        index: ModuleIndex,
         queue: JobQueue,
         publisher: Publisher,
         providers: ProviderPublisher | None = None,

@@ -24,8 +24,8 @@ from gitreg.errors import GitError, NotFound
 from gitreg.git.backend import GitBackend, MirrorLocked, TagProblem, TagRef
 from gitreg.locks import file_lock
 from gitreg.settings import Settings
-from gitreg.storage.blobs import FileBlobStore
-from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.blobs import BlobStore
+from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, NewVersion, RepoRecord
 from gitreg.versions import NotAVersion, TagVersion, parse_version, sort_key, version_from_tag
 
@@ -63,8 +63,8 @@ class Publisher:
     def __init__(
         self,
         settings: Settings,
-        index: SQLiteIndex,
-        blobs: FileBlobStore,
+        index: ModuleIndex,
+        blobs: BlobStore,
         git: GitBackend,
         on_change: Callable[[], None] = lambda: None,
     ) -> None:

@@ -17,7 +17,7 @@ from gitreg.git.remotes import forge_name_from_url, normalise_remote
 from gitreg.services import Services
 from gitreg.settings import Settings
 from gitreg.storage.records import ModuleRecord, RepoRecord
-from gitreg.storage.registration import ModuleLink, ProviderLink, RegistrationStore, RepoRow
+from gitreg.storage.registration import ModuleLink, ProviderLink, RepoRow
 from gitreg.versions import unsafe_ref_reason
 
 
@@ -62,7 +62,7 @@ def register_repo(
     row = RepoRow(remote, source.forge_repo or forge_name_from_url(remote), source.webhook_secret)
     staged = svc.publisher.fetch_staged(remote) if fetch_first else None
     try:
-        repo_id = RegistrationStore(svc.index).register(row, link)
+        repo_id = svc.registrations.register(row, link)
     except BaseException:
         if staged is not None:
             shutil.rmtree(staged, ignore_errors=True)
@@ -134,7 +134,7 @@ def remove_repo(svc: Services, target: str, keep_versions: bool) -> str:
             f"{repo.url} also feeds {', '.join(others)}; remove the repository by its URL"
             f" (gitreg repo remove {repo.url}) to unregister all of them"
         )
-    gone = RegistrationStore(svc.index).remove(repo.id, keep_versions)
+    gone = svc.registrations.remove(repo.id, keep_versions)
     svc.publisher.drop_mirror(repo)
     if gone:
         return f"removed {repo.url}"
@@ -161,7 +161,7 @@ def set_repo(
     # Like `repo add`: a new remote must answer before anything changes.
     staged = svc.publisher.fetch_staged(url) if url and url != found.repo.url else None
     try:
-        RegistrationStore(svc.index).change(
+        svc.registrations.change(
             found.repo.id,
             url,
             module.id if module else None,

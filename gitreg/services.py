@@ -20,24 +20,35 @@ from gitreg.providers.ingest import ProviderPublisher
 from gitreg.publisher import Publisher
 from gitreg.settings import Settings
 from gitreg.storage.auth import AuthStore
-from gitreg.storage.blobs import FileBlobStore
+from gitreg.storage.blobs import BlobStore, FileBlobStore
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.jobs import JobStore
+from gitreg.storage.mirror import MirrorStore
+from gitreg.storage.protocols import (
+    AuthIndex,
+    JobIndex,
+    MirrorIndex,
+    ModuleIndex,
+    ProviderIndex,
+    RegistrationIndex,
+)
 from gitreg.storage.providers import ProviderStore
+from gitreg.storage.registration import RegistrationStore
 
 
 @dataclass
 class Services:
     settings: Settings
-    index: SQLiteIndex
-    blobs: FileBlobStore
+    index: ModuleIndex
+    blobs: BlobStore
     publisher: Publisher
     cache: MetadataCache[object]
     jobs: JobQueue
     access: Access
-    auth: AuthStore
+    auth: AuthIndex
     providers: ProviderPublisher
     mirror: MirrorService
+    registrations: RegistrationIndex
 
     def close(self) -> None:
         self.index.close()
@@ -45,8 +56,16 @@ class Services:
 
 def build_services(settings: Settings) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    index = SQLiteIndex(settings.db_path)
-    blobs = FileBlobStore(settings.blob_dir)
+    # The one place that names the SQLite and file implementations; everything
+    # else sees the protocols (gitreg/storage/protocols.py).
+    sqlite = SQLiteIndex(settings.db_path)
+    index: ModuleIndex = sqlite
+    blobs: BlobStore = FileBlobStore(settings.blob_dir)
+    job_store: JobIndex = JobStore(sqlite)
+    auth: AuthIndex = AuthStore(sqlite)
+    provider_store: ProviderIndex = ProviderStore(sqlite)
+    mirror_store: MirrorIndex = MirrorStore(sqlite)
+    registrations: RegistrationIndex = RegistrationStore(sqlite)
     cache: MetadataCache[object] = MetadataCache(index.data_version)
     publisher = Publisher(
         settings,
@@ -55,10 +74,9 @@ def build_services(settings: Settings) -> Services:
         DulwichBackend(settings.git_timeout, settings.max_fetch_bytes),
         on_change=cache.invalidate,
     )
-    jobs = JobQueue(JobStore(index), settings)
-    auth = AuthStore(index)
+    jobs = JobQueue(job_store, settings)
     access = Access(settings, auth, cache, UrlSigner(settings.secrets_dir, settings.signed_url_ttl))
-    providers = ProviderPublisher(settings, ProviderStore(index), blobs, cache.invalidate)
+    providers = ProviderPublisher(settings, provider_store, blobs, cache.invalidate)
     access.add_blob_owners(providers.store.blob_owners)
     return Services(
         settings,
@@ -70,7 +88,8 @@ def build_services(settings: Settings) -> Services:
         access,
         auth,
         providers,
-        build_mirror(settings, index, blobs, cache, providers.store),
+        build_mirror(settings, mirror_store, blobs, cache, providers.store),
+        registrations,
     )
 
 

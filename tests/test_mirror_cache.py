@@ -78,7 +78,7 @@ def run(coro: Any) -> Any:
 
 
 def blob_files(svc: Services) -> list[Path]:
-    return [p for p in (svc.blobs.root / "sha256").rglob("*") if p.is_file()]
+    return [p for p in (svc.settings.blob_dir / "sha256").rglob("*") if p.is_file()]
 
 
 def expected_h1(data: bytes) -> str:
@@ -135,7 +135,7 @@ def test_refused_packages_are_never_stored(
     assert caught.value.status == 502
     assert svc.mirror.store.packages(NULL.key) == []
     assert blob_files(svc) == []
-    assert list((svc.blobs.root / "tmp").iterdir()) == []
+    assert list((svc.settings.blob_dir / "tmp").iterdir()) == []
 
 
 def test_concurrent_misses_share_one_fetch(make_mirror: MakeMirror, upstream: FakeUpstream) -> None:

@@ -39,7 +39,9 @@ async def blob_response(request: Request, sha256: str, media_type: str) -> Respo
         raise NotFound("no such archive")
     svc = services(request)
     private = await svc.access.check_blob(request, sha256)
-    path = svc.blobs.path(sha256)
+    path = svc.blobs.local_file(sha256)
+    if path is None:
+        raise NotImplementedError("serving a blob store without local files")
     try:
         stat = await run_in_threadpool(os.stat, path)
     except FileNotFoundError as exc:

@@ -11,9 +11,7 @@ The body gives ids and a status word, not URLs or error text, because
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -42,8 +40,7 @@ def _readiness(svc: Services) -> list[str]:
     except Exception as exc:  # any failure means "not ready", with its reason
         problems.append(f"index not writable: {exc}")
     try:
-        with tempfile.TemporaryFile(dir=svc.blobs.root / "tmp"):
-            pass
+        svc.blobs.check_writable()
     except OSError as exc:
         problems.append(f"blob store not writable: {exc.strerror}")
     return problems + _storage_full(svc)
@@ -61,10 +58,7 @@ def _storage_full(svc: Services) -> list[str]:
                 f"storage full: only {free // 2**20} MiB free in the data dir, "
                 f"below min_free_bytes ({floor} bytes)"
             ]
-        with tempfile.TemporaryFile(dir=svc.blobs.root / "tmp") as probe:
-            probe.write(b"\0" * PROBE_BYTES)
-            probe.flush()
-            os.fsync(probe.fileno())
+        svc.blobs.check_writable(PROBE_BYTES)
     except OSError as exc:
         if is_storage_full(exc):
             return [f"storage full: {exc.strerror} in the data dir"]

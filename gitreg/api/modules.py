@@ -23,7 +23,7 @@ from gitreg.canonical_json import json_bytes
 from gitreg.downloads import ModuleDownloads
 from gitreg.errors import NotFound
 from gitreg.services import services
-from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.protocols import ModuleIndex
 from gitreg.versions import sort_key
 
 PREFIX = "/v1/modules"
@@ -34,7 +34,7 @@ def _address(request: Request) -> ModuleAddress:
     return module_address(p["namespace"], p["name"], p["system"])
 
 
-def _versions_body(index: SQLiteIndex, addr: ModuleAddress) -> CachedJson | None:
+def _versions_body(index: ModuleIndex, addr: ModuleAddress) -> CachedJson | None:
     module = index.find_module(addr.namespace, addr.name, addr.system)
     if module is None:
         return None

@@ -40,7 +40,7 @@ from gitreg.providers.names import MAX_FILENAME, check_version
 from gitreg.providers.store import Published
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, services
-from gitreg.storage.providers import ProviderStore
+from gitreg.storage.protocols import ProviderIndex
 from gitreg.versions import sort_key
 
 UPLOADS = "/api/v1/providers"
@@ -59,7 +59,7 @@ def _version(request: Request) -> str:
 # -- versions -----------------------------------------------------------------
 
 
-def _versions_body(store: ProviderStore, address: ProviderAddress) -> CachedJson | None:
+def _versions_body(store: ProviderIndex, address: ProviderAddress) -> CachedJson | None:
     provider = store.find_provider(address.key)
     if provider is None:
         return None
@@ -111,7 +111,7 @@ async def download(request: Request) -> Response:
 # -- files --------------------------------------------------------------------
 
 
-def _files(store: ProviderStore, address: ProviderAddress, version: str) -> dict[str, str]:
+def _files(store: ProviderIndex, address: ProviderAddress, version: str) -> dict[str, str]:
     """filename -> blob sha256 for one version's served files."""
     provider = store.find_provider(address.key)
     found = store.provider_version(provider.id, version) if provider else None

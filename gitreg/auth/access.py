@@ -42,7 +42,8 @@ from gitreg.auth.tokens import Principal, Scope, token_hash
 from gitreg.cache import MetadataCache
 from gitreg.errors import Forbidden, NotFound, Unauthorized
 from gitreg.settings import Settings
-from gitreg.storage.auth import AccessSignature, AuthStore
+from gitreg.storage.auth import AccessSignature
+from gitreg.storage.protocols import AuthIndex
 
 # Each source lists (lower-cased namespace, blob sha256) for the blobs it serves.
 BlobOwners = Callable[[], list[tuple[str, str]]]
@@ -86,7 +87,7 @@ class Access:
     def __init__(
         self,
         settings: Settings,
-        store: AuthStore,
+        store: AuthIndex,
         cache: MetadataCache[object],
         signer: UrlSigner,
     ) -> None:

@@ -11,31 +11,14 @@ next sync, and every published version's archive is already in the blobs.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import sqlite3
 from pathlib import Path
 
-from gitreg.errors import BadRequest, ConfigError
+from gitreg.errors import BadRequest
 from gitreg.services import Services
+from gitreg.storage.blobs import copy_missing_files
 
 # Directories copied as-is besides blobs: the local CA and signing material.
 _EXTRA_DIRS = ("tls", "keys", "secrets")
-
-
-def _copy_tree(source: Path, dest: Path) -> int:
-    """Copy files missing from `dest` (blobs never change under one name)."""
-    copied = 0
-    for path in source.rglob("*"):
-        if not path.is_file() or "tmp" in path.relative_to(source).parts[:1]:
-            continue
-        target = dest / path.relative_to(source)
-        if target.exists() and target.stat().st_size == path.stat().st_size:
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, target)
-        copied += 1
-    return copied
 
 
 def backup(svc: Services, dest: Path) -> int:
@@ -43,23 +26,12 @@ def backup(svc: Services, dest: Path) -> int:
     if dest == svc.settings.data_dir:
         raise BadRequest("the backup destination must differ from the data dir")
     dest.mkdir(parents=True, exist_ok=True, mode=0o700)
-    snapshot = dest / "index.sqlite3"
-    partial = dest / "index.sqlite3.partial"
-    partial.unlink(missing_ok=True)
-    svc.index.backup(partial)
-    check = sqlite3.connect(partial)
-    try:
-        verdict = check.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        check.close()
-    if verdict != "ok":
-        raise ConfigError(f"backup failed its integrity check: {verdict}")
-    os.replace(partial, snapshot)
-    blobs = _copy_tree(svc.settings.blob_dir, dest / "blobs")
+    svc.index.backup(dest / "index.sqlite3")
+    blobs = svc.blobs.backup(dest / "blobs")
     for name in _EXTRA_DIRS:
         source = svc.settings.data_dir / name
         if source.is_dir():
-            _copy_tree(source, dest / name)
+            copy_missing_files(source, dest / name)
             (dest / name).chmod(0o700)
     print(f"backed up the index and {blobs} new blob(s) to {dest} (integrity_check: ok)")
     return 0

@@ -29,6 +29,7 @@ from gitreg.canonical_json import json_bytes
 from gitreg.mirror.bodies import archive_filename
 from gitreg.mirror.hosted import HostedPackage
 from gitreg.mirror.service import MirrorService
+from gitreg.storage.blobs import BlobStore
 from gitreg.versions import parse_version
 
 
@@ -64,10 +65,10 @@ def _same_file(path: Path, sha256: str, size: int) -> bool:
     return digest.hexdigest() == sha256
 
 
-def _copy_blob(source: Path, target: Path) -> None:
+def _copy_blob(blobs: BlobStore, sha256: str, target: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".export-")
     try:
-        with os.fdopen(fd, "wb") as out, source.open("rb") as blob:
+        with os.fdopen(fd, "wb") as out, blobs.open(sha256) as blob:
             shutil.copyfileobj(blob, out, 1024 * 1024)
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
@@ -98,7 +99,7 @@ def _write_provider(
             name = archive_filename(type_, version, package.platform)
             target = directory / name
             if not _same_file(target, package.sha256, package.size):
-                _copy_blob(mirror.blobs.path(package.sha256), target)
+                _copy_blob(mirror.blobs, package.sha256, target)
                 result.bytes_written += package.size
             archives[package.platform] = {
                 "url": name,

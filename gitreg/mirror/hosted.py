@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitreg.storage.providers import ProviderStore
+from gitreg.storage.protocols import ProviderIndex
 from gitreg.versions import ConstraintError, parse_version
 
 
@@ -31,7 +31,7 @@ class HostedProvider:
 
 
 class HostedProviders:
-    def __init__(self, store: ProviderStore) -> None:
+    def __init__(self, store: ProviderIndex) -> None:
         self._store = store
 
     def provider(self, namespace: str, type_: str) -> HostedProvider | None:

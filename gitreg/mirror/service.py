@@ -21,10 +21,8 @@ cache; other processes notice through the index's `data_version`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,10 +51,9 @@ from gitreg.providers.checksums import MAX_SHASUMS_BYTES
 from gitreg.providers.package import PackageLimits
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES
 from gitreg.settings import Settings
-from gitreg.storage.blobs import FileBlobStore
-from gitreg.storage.index import SQLiteIndex
-from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage, MirrorStore
-from gitreg.storage.providers import ProviderStore
+from gitreg.storage.blobs import BlobStore
+from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
+from gitreg.storage.protocols import MirrorIndex, ProviderIndex
 from gitreg.versions import ConstraintError, Version, parse_version
 
 log = logging.getLogger("gitreg.mirror")
@@ -90,8 +87,8 @@ class MirrorService:
     def __init__(
         self,
         options: MirrorOptions,
-        store: MirrorStore,
-        blobs: FileBlobStore,
+        store: MirrorIndex,
+        blobs: BlobStore,
         cache: MetadataCache[object],
         upstream: UpstreamClient,
         hosted: HostedProviders | None = None,
@@ -334,10 +331,8 @@ class MirrorService:
         key_id, expected = await anyio.to_thread.run_sync(
             verify_checksums, address, info, shasums, signature
         )
-        fd, name = tempfile.mkstemp(dir=self.blobs.root / "tmp", prefix="blob-mirror-")
-        path = Path(name)
-        try:
-            with open(fd, "wb") as raw:
+        with self.blobs.scratch_file("blob-mirror-") as path:
+            with path.open("wb") as raw:
                 sink = _HashingFile(raw)
                 headers = await self.upstream.fetch_to(
                     info.download_url,
@@ -371,9 +366,6 @@ class MirrorService:
                 fetched_at=time.time(),
             )
             stored = await anyio.to_thread.run_sync(self._keep, path, record)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
         self.cache.invalidate()
         log.info("mirrored %s (%d bytes, signed by %s)", what, stored.size, stored.key_id)
         return stored
@@ -412,15 +404,15 @@ def _check_version(address: ProviderAddress, version: str) -> Version:
 
 def build_mirror(
     settings: Settings,
-    index: SQLiteIndex,
-    blobs: FileBlobStore,
+    store: MirrorIndex,
+    blobs: BlobStore,
     cache: MetadataCache[object],
-    providers: ProviderStore | None = None,
+    providers: ProviderIndex | None = None,
 ) -> MirrorService:
     options = mirror_options(settings)
     return MirrorService(
         options,
-        MirrorStore(index),
+        store,
         blobs,
         cache,
         UpstreamClient(options),

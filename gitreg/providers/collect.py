@@ -18,7 +18,8 @@ from gitreg.providers.checksums import MAX_SHASUMS_BYTES, parse_shasums
 from gitreg.providers.forges import Asset, Release, ReleaseSource
 from gitreg.providers.names import FileKind, classify
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES
-from gitreg.storage.providers import ProviderRecord, ProviderStore
+from gitreg.storage.protocols import ProviderIndex
+from gitreg.storage.providers import ProviderRecord
 
 MAX_MANIFEST_BYTES = 64 * 1024
 
@@ -72,7 +73,7 @@ def collect(paths: Iterable[Path], type_: str, version: str, strict: bool) -> Re
 
 
 def download_release(
-    store: ProviderStore,
+    store: ProviderIndex,
     provider: ProviderRecord,
     version: str,
     release: Release,

@@ -19,7 +19,7 @@ from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound
 from gitreg.providers.names import check_version
-from gitreg.storage.providers import ProviderStore
+from gitreg.storage.protocols import ProviderIndex
 
 if TYPE_CHECKING:
     # Annotations only: the access policy module speaks HTTP (starlette's Request).
@@ -42,7 +42,7 @@ class _Download:
 
 
 def _download(
-    store: ProviderStore, address: ProviderAddress, version: str, os_: str, arch: str
+    store: ProviderIndex, address: ProviderAddress, version: str, os_: str, arch: str
 ) -> _Download | str:
     """The answer, or why there is none (404 message)."""
     provider = store.find_provider(address.key)
@@ -84,7 +84,7 @@ def _download(
 class ProviderDownloads:
     """Resolves `download` for one registry's hosted providers."""
 
-    def __init__(self, store: ProviderStore, cache: MetadataCache[object], access: Access) -> None:
+    def __init__(self, store: ProviderIndex, cache: MetadataCache[object], access: Access) -> None:
         self._store = store
         self._cache = cache
         self._access = access

@@ -23,10 +23,8 @@ packages is recorded in one transaction (S2), under a per-provider lock.
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 
@@ -47,8 +45,9 @@ from gitreg.providers.store import (
     unchanged_or_conflict,
 )
 from gitreg.settings import Settings
-from gitreg.storage.blobs import FileBlobStore
-from gitreg.storage.providers import ProviderRecord, ProviderStore
+from gitreg.storage.blobs import BlobStore
+from gitreg.storage.protocols import ProviderIndex
+from gitreg.storage.providers import ProviderRecord
 from gitreg.storage.records import RepoRecord
 from gitreg.versions import NotAVersion, version_from_tag
 
@@ -70,8 +69,8 @@ class ProviderPublisher:
     def __init__(
         self,
         settings: Settings,
-        store: ProviderStore,
-        blobs: FileBlobStore,
+        store: ProviderIndex,
+        blobs: BlobStore,
         on_change: Callable[[], None] = lambda: None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
@@ -223,16 +222,14 @@ class ProviderPublisher:
                 return outcome("pending", "no release for this tag yet")
             if release.draft:
                 return outcome("pending", "the release is a draft")
-            with tempfile.TemporaryDirectory(
-                dir=self.blobs.root / "tmp", prefix="provider-release-"
-            ) as tmp:
+            with self.blobs.scratch_dir("provider-release-") as tmp:
                 found = download_release(
                     self.store,
                     provider,
                     version,
                     release,
                     source,
-                    Path(tmp),
+                    tmp,
                     self.limits.max_package_bytes,
                 )
                 if isinstance(found, str):

@@ -23,7 +23,8 @@ from pathlib import Path
 from gitreg.errors import BadRequest, NotFound
 from gitreg.providers.signing import PublicKeyInfo, generate_key, parse_public_key
 from gitreg.settings import Settings
-from gitreg.storage.providers import KeyRecord, ProviderStore
+from gitreg.storage.protocols import ProviderIndex
+from gitreg.storage.providers import KeyRecord
 
 ALGORITHMS = {"rsa3072": 3072, "rsa4096": 4096}
 _UNVERIFIABLE = ("ed25519", "cv25519", "eddsa", "ed448", "ecdsa", "ecc", "x25519")
@@ -37,7 +38,7 @@ class Registered:
 
 
 class KeyManager:
-    def __init__(self, settings: Settings, store: ProviderStore) -> None:
+    def __init__(self, settings: Settings, store: ProviderIndex) -> None:
         self._settings = settings
         self._store = store
 

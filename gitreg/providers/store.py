@@ -18,12 +18,12 @@ from gitreg.providers.keys import KeyManager
 from gitreg.providers.names import shasums_filename
 from gitreg.providers.signing import sign_detached
 from gitreg.providers.verify import ChecksumMismatch, SignedChecksums
-from gitreg.storage.blobs import FileBlobStore
+from gitreg.storage.blobs import BlobStore
+from gitreg.storage.protocols import ProviderIndex
 from gitreg.storage.providers import (
     NewProviderVersion,
     PackageRecord,
     ProviderRecord,
-    ProviderStore,
 )
 
 
@@ -65,7 +65,7 @@ def sign_checksums(keys: KeyManager, namespace: str, shasums: bytes) -> SignedCh
 
 
 def unchanged_or_conflict(
-    store: ProviderStore,
+    store: ProviderIndex,
     provider: ProviderRecord,
     version_row: int,
     version: str,
@@ -90,8 +90,8 @@ def unchanged_or_conflict(
 
 
 def store_version(
-    store: ProviderStore,
-    blobs: FileBlobStore,
+    store: ProviderIndex,
+    blobs: BlobStore,
     provider: ProviderRecord,
     checked: CheckedVersion,
     signed: SignedChecksums,
@@ -133,7 +133,7 @@ def store_version(
     )
 
 
-def _store_file(blobs: FileBlobStore, path: Path) -> str:
+def _store_file(blobs: BlobStore, path: Path) -> str:
     with blobs.writer() as sink, path.open("rb") as source:
         while chunk := source.read(1024 * 1024):
             sink.write(chunk)

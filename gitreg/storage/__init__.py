@@ -1,5 +1,7 @@
 """Storage behind narrow interfaces: the index (metadata) and the blob store (bytes).
 
-Handlers and the publisher only use `Index` and `BlobStore`; a PostgreSQL index
-or an S3 blob store can be added beside the SQLite and file implementations.
+Code outside this package types against the protocols in `protocols.py` (one per
+aggregate) and `blobs.BlobStore`; only `gitreg.services.build_services` names the
+SQLite and file implementations, so a PostgreSQL index or an S3 blob store can be
+added beside them. tests/storage/ holds the contract every implementation passes.
 """

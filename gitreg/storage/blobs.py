@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -32,13 +33,69 @@ class StoredBlob:
 
 
 class BlobStore(Protocol):
-    """What the rest of gitreg needs from blob storage."""
+    """What the rest of gitreg needs from blob storage.
 
-    def writer(self) -> contextlib.AbstractContextManager[BlobWriter]: ...
+    Blobs are named by the sha256 of their bytes and never change (H2, S2). Code
+    outside gitreg/storage/ never sees where a blob lives: a second
+    implementation (S3) keeps this contract with no local path except the
+    scratch space below, which is local by definition.
+    """
 
-    def path(self, sha256: str) -> Path: ...
+    def writer(self) -> contextlib.AbstractContextManager[BlobWriter]:
+        """A sink that hashes what is written. On a clean exit the blob is durable
+        under its sha256 and `result` is set; writing bytes already stored keeps
+        the stored blob (write-once). On an exception nothing is stored. A full
+        disk raises `StorageFull`."""
+        ...
 
-    def exists(self, sha256: str) -> bool: ...
+    def put_bytes(self, data: bytes) -> StoredBlob:
+        """`writer()` for bytes already in memory."""
+        ...
+
+    def exists(self, sha256: str) -> bool:
+        """True when the blob is stored; False for a malformed name."""
+        ...
+
+    def open(self, sha256: str) -> BinaryIO:
+        """The blob's bytes, for reading. Raises `NotFound` when it is not stored."""
+        ...
+
+    def stat(self, sha256: str) -> StoredBlob:
+        """The blob's name and size. Raises `NotFound` when it is not stored."""
+        ...
+
+    def delete(self, sha256: str) -> bool:
+        """Remove the blob; False when it was not stored (idempotent)."""
+        ...
+
+    def local_file(self, sha256: str) -> Path | None:
+        """A file on this machine holding the blob, to be sent as is, or None when
+        the store keeps its blobs elsewhere (callers then stream `open()`).
+        Raises `NotFound` for a malformed name."""
+        ...
+
+    def scratch_dir(self, prefix: str) -> contextlib.AbstractContextManager[Path]:
+        """A fresh local directory for unpacking, removed on exit."""
+        ...
+
+    def scratch_file(self, prefix: str) -> contextlib.AbstractContextManager[Path]:
+        """A fresh empty local file for a download in progress, removed on exit."""
+        ...
+
+    def check_writable(self, probe_bytes: int = 0) -> None:
+        """Raise `OSError` unless a write of `probe_bytes` (made durable) succeeds
+        now: the readiness probe (/readyz)."""
+        ...
+
+    def backup(self, dest: Path) -> int:
+        """Copy into the local directory `dest`, laid out so a blob store there
+        serves them, the blobs `dest` lacks; how many were copied (S4)."""
+        ...
+
+    def remove_stale_temp_files(self, older_than: float = 3600.0) -> int:
+        """Remove leftovers of crashed writers older than `older_than` seconds that
+        no live writer holds; the number removed."""
+        ...
 
 
 class BlobWriter:
@@ -88,6 +145,47 @@ class FileBlobStore:
         except FileNotFoundError as exc:
             raise NotFound("no such blob") from exc
 
+    def stat(self, sha256: str) -> StoredBlob:
+        try:
+            return StoredBlob(sha256, self.path(sha256).stat().st_size)
+        except FileNotFoundError as exc:
+            raise NotFound("no such blob") from exc
+
+    def delete(self, sha256: str) -> bool:
+        if not SHA256_RE.match(sha256):
+            return False
+        try:
+            self.path(sha256).unlink()
+        except FileNotFoundError:
+            return False
+        _fsync_dir(self.path(sha256).parent)
+        return True
+
+    def local_file(self, sha256: str) -> Path | None:
+        return self.path(sha256)
+
+    @contextlib.contextmanager
+    def scratch_dir(self, prefix: str) -> Iterator[Path]:
+        with tempfile.TemporaryDirectory(dir=self._tmp, prefix=prefix) as tmp:
+            yield Path(tmp)
+
+    @contextlib.contextmanager
+    def scratch_file(self, prefix: str) -> Iterator[Path]:
+        fd, name = tempfile.mkstemp(dir=self._tmp, prefix=prefix)
+        os.close(fd)
+        path = Path(name)
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+    def check_writable(self, probe_bytes: int = 0) -> None:
+        with tempfile.TemporaryFile(dir=self.root / "tmp") as probe:
+            if probe_bytes:
+                probe.write(b"\0" * probe_bytes)
+                probe.flush()
+                os.fsync(probe.fileno())
+
     @contextlib.contextmanager
     def writer(self) -> Iterator[BlobWriter]:
         """Yield a writer; on a clean exit the blob is durable under its sha256.
@@ -131,6 +229,9 @@ class FileBlobStore:
         assert sink.result is not None
         return sink.result
 
+    def backup(self, dest: Path) -> int:
+        return copy_missing_files(self.root, dest)
+
     def remove_stale_temp_files(self, older_than: float = 3600.0) -> int:
         """Temp files left by a crash are garbage: nothing refers to them. Only
         old ones that no writer holds locked go, since another process may be
@@ -142,6 +243,23 @@ class FileBlobStore:
                 if leftover.stat().st_mtime < cutoff and _remove_if_unlocked(leftover):
                     count += 1
         return count
+
+
+def copy_missing_files(source: Path, dest: Path) -> int:
+    """Copy the files `dest` lacks (or holds at another size), leaving out a
+    top-level `tmp`; how many were copied. Enough for blobs, which never change
+    under one name, and for the small key and certificate directories."""
+    copied = 0
+    for path in source.rglob("*"):
+        if not path.is_file() or "tmp" in path.relative_to(source).parts[:1]:
+            continue
+        target = dest / path.relative_to(source)
+        if target.exists() and target.stat().st_size == path.stat().st_size:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+        copied += 1
+    return copied
 
 
 def _remove_if_unlocked(path: Path) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sqlite3
 import threading
 import time
@@ -18,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gitreg.errors import Conflict, NotFound, storage_full
+from gitreg.errors import ConfigError, Conflict, NotFound, storage_full
 from gitreg.storage.records import (
     ConflictRecord,
     ModuleRecord,
@@ -61,6 +62,15 @@ def _full_disk_is_storage_full(where: Path) -> Iterator[None]:
         if (full := storage_full(exc, str(where))) is not None:
             raise full from exc
         raise
+
+
+def _integrity_check(path: Path) -> str:
+    """SQLite's own verdict on a database file: "ok" or the first problems found."""
+    check = sqlite3.connect(path)
+    try:
+        return str(check.execute("PRAGMA integrity_check").fetchone()[0])
+    finally:
+        check.close()
 
 
 def utcnow() -> str:
@@ -214,6 +224,18 @@ class SQLiteIndex:
             conn.execute("SELECT 1")
 
     def backup(self, target: Path) -> None:
+        """A consistent copy of the index at `target`, checked before it is kept:
+        written under a `.partial` name and renamed only once SQLite's
+        integrity_check passes, so `target` is whole or absent (S4)."""
+        partial = target.with_name(target.name + ".partial")
+        partial.unlink(missing_ok=True)
+        self._online_copy(partial)
+        verdict = _integrity_check(partial)
+        if verdict != "ok":
+            raise ConfigError(f"backup failed its integrity check: {verdict}")
+        os.replace(partial, target)
+
+    def _online_copy(self, target: Path) -> None:
         """SQLite's online backup API: consistent while the server keeps writing (S4)."""
         dest = sqlite3.connect(target)
         try:

@@ -1,0 +1,371 @@
+"""What gitreg needs from its index, one protocol per aggregate.
+
+Code outside gitreg/storage/ types against these, never against the SQLite
+classes, so a second implementation (PostgreSQL) can be added beside them. Each
+protocol lists only the methods code outside storage calls; each docstring
+states the contract an implementation must keep: what is one transaction, what
+is idempotent, what raises. Unless said otherwise, a missing row asked for by
+id raises `NotFound`, and `find_*` / `*_by_*` lookups answer None instead.
+The blob store's protocol is `BlobStore` in blobs.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from gitreg.storage.auth import AccessSignature, TokenRecord
+from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, JobState, Submission
+from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
+from gitreg.storage.providers import (
+    KeyRecord,
+    NewProviderVersion,
+    PackageRecord,
+    ProviderRecord,
+    ProviderVersionRecord,
+)
+from gitreg.storage.records import (
+    ConflictRecord,
+    ModuleRecord,
+    NewVersion,
+    RepoRecord,
+    VersionRecord,
+)
+from gitreg.storage.registration import ModuleLink, ProviderLink, RepoRow
+
+
+class ModuleIndex(Protocol):
+    """Repositories, the modules they feed and their published versions, plus
+    the index's own upkeep (readiness, backup, change detection)."""
+
+    def close(self) -> None:
+        """Release connections; the index is not used afterwards."""
+        ...
+
+    def data_version(self) -> int:
+        """A number that changes whenever any process commits a write; cheap and
+        lock-free, since the metadata cache calls it on every request."""
+        ...
+
+    def check_writable(self) -> None:
+        """For /readyz: raise unless a write transaction can commit now."""
+        ...
+
+    def backup(self, target: Path) -> None:
+        """A consistent copy taken while others keep writing (S4), verified
+        before it is kept: `target` ends up whole or absent. Raises
+        `ConfigError` when the copy fails its integrity check."""
+        ...
+
+    def add_repo(self, url: str, forge_repo: str, webhook_secret: str = "") -> RepoRecord:
+        """Get or create the repository with this URL (idempotent)."""
+        ...
+
+    def repo_by_url(self, url: str) -> RepoRecord: ...
+
+    def repo(self, repo_id: int) -> RepoRecord: ...
+
+    def repos(self) -> list[RepoRecord]:
+        """Registered (not removed) repositories, in id order."""
+        ...
+
+    def repos_by_forge_name(self, forge_repo: str) -> list[RepoRecord]:
+        """Registered (not removed) repositories with this forge name."""
+        ...
+
+    def record_fetch(self, repo_id: int, error: str) -> None:
+        """Remember the outcome of the latest fetch ("" for success)."""
+        ...
+
+    def add_module(
+        self, repo_id: int, namespace: str, name: str, system: str, subdir: str, tag_prefix: str
+    ) -> ModuleRecord:
+        """Get or create; the address is unique regardless of case, and raises
+        `Conflict` when it belongs to another repository, subdir or prefix."""
+        ...
+
+    def find_module(self, namespace: str, name: str, system: str) -> ModuleRecord | None:
+        """Looked up without regard to case (module-registry-protocol.md)."""
+        ...
+
+    def modules(self) -> list[ModuleRecord]: ...
+
+    def modules_of_repo(self, repo_id: int) -> list[ModuleRecord]: ...
+
+    def record_sync(self, module_id: int, report_json: str) -> None: ...
+
+    def versions(self, module_id: int) -> list[VersionRecord]:
+        """Every published version of a module, yanked ones included."""
+        ...
+
+    def version_by_key(self, module_id: int, version_key: str) -> VersionRecord | None: ...
+
+    def publish_version(self, new: NewVersion) -> bool:
+        """Record a version in one transaction; False, changing nothing, when
+        that version is already published (re-publishing is idempotent and a
+        published version is immutable). Its archive blob is durable first (S2)."""
+        ...
+
+    def set_yanked(self, module_id: int, version_key: str, yanked: bool) -> None: ...
+
+    def archive_for_tree(self, tree_sha: str, mtime: int) -> tuple[str, int] | None:
+        """(sha256, size) of an archive already built from this tree and mtime
+        (A5: build once), or None."""
+        ...
+
+    def record_conflict(
+        self, module_id: int, version: str, tag: str, published: str, seen: str, reason: str
+    ) -> bool:
+        """Remember a tag that disagrees with a published version; True only
+        the first time (idempotent)."""
+        ...
+
+    def conflicts(self, module_id: int | None = None) -> list[ConflictRecord]: ...
+
+
+class RegistrationIndex(Protocol):
+    """Registering, changing and removing repositories (gitreg/registration.py).
+    Each method is ONE transaction: a refused link leaves nothing behind."""
+
+    def register(self, repo: RepoRow, link: ModuleLink | ProviderLink) -> int:
+        """The repository and the module or provider it feeds, together; the
+        repository id. Idempotent for the same link; raises `Conflict` when
+        the address is already fed by another repository (or another subdir
+        or tag prefix)."""
+        ...
+
+    def change(
+        self, repo_id: int, url: str | None, module_id: int | None, subdir: str, tag_prefix: str
+    ) -> None:
+        """A new remote and/or a module's subdir and tag prefix, together.
+        Published versions are never touched (they are immutable)."""
+        ...
+
+    def remove(self, repo_id: int, keep_versions: bool) -> bool:
+        """Unregister and drop the repository's jobs; True if its row is gone,
+        False if it stays marked removed because published versions still
+        reference it. The version check is inside the transaction."""
+        ...
+
+
+class JobIndex(Protocol):
+    """The durable job queue shared by every process (W5, W6, S3)."""
+
+    def enqueue(
+        self,
+        repo_id: int,
+        kind: JobKind,
+        source: str,
+        reason: str,
+        now: float,
+        max_attempts: int,
+        delivery_id: str = "",
+    ) -> Enqueued:
+        """`enqueue_many` for one submission."""
+        ...
+
+    def enqueue_many(
+        self, submissions: Sequence[Submission], now: float, max_attempts: int
+    ) -> list[Enqueued]:
+        """All submissions in ONE transaction, in order: a repeated delivery id
+        is a `duplicate`, a request for a repository with a queued job is
+        `merged` into it. All are stored or none is."""
+        ...
+
+    def retry(self, job_id: int, now: float) -> Enqueued:
+        """Queue a failed or superseded job again; other states are left alone."""
+        ...
+
+    def claim(self, owner: str, now: float, lease: float) -> JobRecord | None:
+        """Atomically lease the next runnable job to `owner`: no two callers, in
+        any process, get the same job; one repository runs one job at a time."""
+        ...
+
+    def renew(self, owner: str, job_ids: list[int], until: float) -> list[int]:
+        """Extend the leases `owner` still holds; the ids it still holds."""
+        ...
+
+    def finish(self, job_id: int, owner: str, now: float, result: str) -> bool:
+        """Mark done; False, changing nothing, if `owner` lost the lease."""
+        ...
+
+    def fail(
+        self, job_id: int, owner: str, now: float, error: str, retry_at: float | None
+    ) -> JobState | None:
+        """Back to `queued` at `retry_at`, or `failed` for good (no retry_at or
+        attempts used up); the new state, or None if `owner` lost the lease."""
+        ...
+
+    def expire_leases(self, owners: list[str]) -> int:
+        """End the leases of workers known to be dead; how many ended."""
+        ...
+
+    def running_owners(self) -> list[str]: ...
+
+    def job(self, job_id: int) -> JobRecord: ...
+
+    def jobs(
+        self, state: str | None = None, repo_id: int | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        """Newest first."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """Jobs per state."""
+        ...
+
+    def delivery_count(self) -> int:
+        """Delivery ids remembered for deduplication."""
+        ...
+
+    def prune(self, before: float) -> int:
+        """Forget finished jobs (and their delivery ids) older than `before`."""
+        ...
+
+    def claim_schedule(self, name: str, now: float, interval: float) -> bool:
+        """True for exactly one caller per `interval`, across processes."""
+        ...
+
+
+class ProviderIndex(Protocol):
+    """Hosted providers, their versions and packages, and signing keys."""
+
+    def add_provider(
+        self,
+        namespace: str,
+        type_: str,
+        repo_id: int | None = None,
+        forge: str = "",
+        sign_releases: bool = False,
+    ) -> ProviderRecord:
+        """Get or create (idempotent); raises `Conflict` when another repository
+        already feeds that address."""
+        ...
+
+    def find_provider(self, address_key: str) -> ProviderRecord | None: ...
+
+    def provider(self, provider_id: int) -> ProviderRecord: ...
+
+    def providers(self) -> list[ProviderRecord]: ...
+
+    def providers_of_repo(self, repo_id: int) -> list[ProviderRecord]: ...
+
+    def record_provider_sync(self, provider_id: int, report: list[str]) -> None: ...
+
+    def add_key(
+        self,
+        namespace: str,
+        key_id: str,
+        fingerprint: str,
+        ascii_armor: str,
+        algorithms: tuple[str, ...],
+        terraform_compatible: bool,
+        origin: str,
+    ) -> tuple[KeyRecord, bool]:
+        """Register a key for a namespace; (record, False) when it was already
+        there (idempotent)."""
+        ...
+
+    def keys(self, namespace: str | None = None, active_only: bool = False) -> list[KeyRecord]: ...
+
+    def key(self, row_id: int) -> KeyRecord: ...
+
+    def retire_key(self, namespace: str, key_id: str) -> KeyRecord:
+        """Stop using a key for new versions; versions it signed keep serving it
+        (P3). Raises `NotFound` for a key the namespace does not have."""
+        ...
+
+    def key_use_count(self, row_id: int) -> int: ...
+
+    def provider_version(self, provider_id: int, version: str) -> ProviderVersionRecord | None: ...
+
+    def provider_versions(self, provider_id: int) -> list[ProviderVersionRecord]: ...
+
+    def packages(self, version_row: int) -> list[PackageRecord]: ...
+
+    def packages_by_version(self, provider_id: int) -> dict[int, list[PackageRecord]]: ...
+
+    def publish_provider_version(self, new: NewProviderVersion) -> bool:
+        """A version and all its packages in ONE transaction; False, changing
+        nothing, when the version exists. Every blob is durable first (S2)."""
+        ...
+
+    def blob_owners(self) -> list[tuple[str, str]]:
+        """(namespace, sha256) of every served provider file, for the access
+        policy on private namespaces (U2)."""
+        ...
+
+
+class MirrorIndex(Protocol):
+    """The provider network mirror's cache (provider-network-mirror-protocol.md)."""
+
+    def index(self, provider_key: str) -> CachedIndex | None: ...
+
+    def save_index(
+        self,
+        provider_key: str,
+        hostname: str,
+        namespace: str,
+        type_: str,
+        versions: list[CachedVersion],
+        fetched_at: float,
+    ) -> bool:
+        """Record a good upstream answer; True when the version list changed."""
+        ...
+
+    def packages(self, provider_key: str, version: str | None = None) -> list[MirrorPackage]: ...
+
+    def package(self, provider_key: str, version: str, platform: str) -> MirrorPackage | None: ...
+
+    def cached_provider_keys(self) -> list[str]: ...
+
+    def add_package(self, package: MirrorPackage) -> MirrorPackage:
+        """Insert unless present; the row now stored: the older one wins, so a
+        cached zip never changes under its name (M4)."""
+        ...
+
+
+class AuthIndex(Protocol):
+    """API tokens and namespace visibility."""
+
+    def add_token(
+        self,
+        token_hash: str,
+        prefix: str,
+        scope: str,
+        namespaces: list[str],
+        description: str,
+        expires_at: float | None,
+    ) -> int:
+        """Store a token (only its hash); its id."""
+        ...
+
+    def tokens(self, include_revoked: bool = False) -> list[TokenRecord]: ...
+
+    def revoke(self, token_id: int) -> None:
+        """Raises `NotFound` unless the token exists and is still active."""
+        ...
+
+    def set_namespace_private(self, namespace: str, private: bool) -> None:
+        """Idempotent; namespaces compare without regard to case."""
+        ...
+
+    def namespace_visibility(self) -> dict[str, bool]:
+        """Lower-cased namespace -> private, for namespaces set explicitly."""
+        ...
+
+    def access_signature(self) -> AccessSignature:
+        """A cheap fingerprint of everything the access snapshot is built from
+        (tokens, visibility, blob owners), read in one transaction: equal
+        signatures mean the snapshot is still right."""
+        ...
+
+    def module_archives(self) -> list[tuple[str, str]]:
+        """(lower-cased namespace, archive sha256) of every module version."""
+        ...
+
+    def mirror_packages(self) -> list[tuple[str, str]]:
+        """(lower-cased upstream namespace, zip sha256) of every cached mirror
+        package."""
+        ...

@@ -1,0 +1,62 @@
+"""The storage contract suite: every test here runs against each implementation.
+
+Tests see the protocols only (gitreg/storage/protocols.py and `BlobStore`), so a
+PostgreSQL index or an S3 blob store joins by adding a param to `implementation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gitreg.storage.auth import AuthStore
+from gitreg.storage.blobs import BlobStore, FileBlobStore
+from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.jobs import JobStore
+from gitreg.storage.mirror import MirrorStore
+from gitreg.storage.protocols import (
+    AuthIndex,
+    JobIndex,
+    MirrorIndex,
+    ModuleIndex,
+    ProviderIndex,
+    RegistrationIndex,
+)
+from gitreg.storage.providers import ProviderStore
+from gitreg.storage.registration import RegistrationStore
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One implementation of every storage protocol, sharing one index."""
+
+    index: ModuleIndex
+    registrations: RegistrationIndex
+    jobs: JobIndex
+    providers: ProviderIndex
+    mirror: MirrorIndex
+    auth: AuthIndex
+    blobs: BlobStore
+
+
+def _sqlite_and_files(root: Path) -> Backend:
+    sqlite = SQLiteIndex(root / "index.sqlite3")
+    return Backend(
+        index=sqlite,
+        registrations=RegistrationStore(sqlite),
+        jobs=JobStore(sqlite),
+        providers=ProviderStore(sqlite),
+        mirror=MirrorStore(sqlite),
+        auth=AuthStore(sqlite),
+        blobs=FileBlobStore(root / "blobs"),
+    )
+
+
+@pytest.fixture(params=["sqlite+files"])
+def implementation(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    backend = _sqlite_and_files(tmp_path)
+    yield backend
+    backend.index.close()
