@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitreg.errors import GitError, GitregError, NotFound, StorageFull, storage_full
-from gitreg.publisher import Publisher
+from gitreg.modules.publisher import Publisher
 from gitreg.settings import Settings
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, JobStore, Submission

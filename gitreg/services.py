@@ -16,8 +16,8 @@ from gitreg.cache import MetadataCache
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs import JobQueue
 from gitreg.mirror.service import MirrorService, build_mirror
+from gitreg.modules.publisher import Publisher
 from gitreg.providers.ingest import ProviderPublisher
-from gitreg.publisher import Publisher
 from gitreg.settings import Settings
 from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import FileBlobStore

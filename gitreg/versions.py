@@ -28,6 +28,10 @@ only when an exact piece names them (`= 2.0.0-beta1`) and every other piece
 allows them; `>=`, `~>` and an empty constraint never select a prerelease. The
 newest allowed version wins, except that a version recorded in
 `.terraform.lock.hcl` that still meets the constraints is kept.
+
+This module stays at the top level on purpose, beside `gitreg.addresses`: it is
+the shared vocabulary of `gitreg.modules`, `gitreg.providers` and `gitreg.mirror`,
+so none of those packages owns it.
 """
 
 from __future__ import annotations

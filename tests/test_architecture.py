@@ -17,8 +17,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gitreg"
 
 # Packages and top-level modules that decide or store, and must not depend on
 # the layers that serve them.
-DOMAIN = ("providers", "mirror", "storage", "auth", "git")
-DOMAIN_MODULES = ("publisher", "archive", "versions", "addresses")
+DOMAIN = ("modules", "providers", "mirror", "storage", "auth", "git")
+DOMAIN_MODULES = ("versions", "addresses")
 OUTER_LAYERS = ("gitreg.api", "gitreg.webhooks", "gitreg.cli", "gitreg.commands")
 
 # Cycles that exist today and are being removed by another change; each entry is

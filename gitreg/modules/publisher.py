@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from gitreg.archive import ArchiveLimits, ArchiveTooLarge
 from gitreg.errors import GitError, NotFound
 from gitreg.git.backend import GitBackend, MirrorLocked, TagProblem, TagRef
 from gitreg.locks import file_lock
+from gitreg.modules.archive import ArchiveLimits, ArchiveTooLarge
 from gitreg.settings import Settings
 from gitreg.storage.blobs import FileBlobStore
 from gitreg.storage.index import SQLiteIndex
