@@ -14,7 +14,7 @@ from gitreg.auth.access import Access
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.cache import MetadataCache
 from gitreg.git.backend import DulwichBackend
-from gitreg.jobs import JobQueue
+from gitreg.jobs.queue import JobQueue
 from gitreg.mirror.service import MirrorService, build_mirror
 from gitreg.modules.publisher import Publisher
 from gitreg.providers.ingest import ProviderPublisher
@@ -24,6 +24,7 @@ from gitreg.storage.blobs import FileBlobStore
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.providers import ProviderStore
+from gitreg.sync import SyncService
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Services:
     auth: AuthStore
     providers: ProviderPublisher
     mirror: MirrorService
+    sync: SyncService
 
     def close(self) -> None:
         self.index.close()
@@ -71,6 +73,7 @@ def build_services(settings: Settings) -> Services:
         auth,
         providers,
         build_mirror(settings, index, blobs, cache, providers.store),
+        SyncService(index, publisher, providers),
     )
 
 

@@ -32,7 +32,7 @@ from gitreg.api.responses import error_body, json_response
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, Unauthorized
-from gitreg.jobs import QueueUnavailable
+from gitreg.jobs.queue import QueueUnavailable
 from gitreg.registration import RepoSource, register_repo
 from gitreg.secret_refs import resolve_secret
 from gitreg.services import Services, services
