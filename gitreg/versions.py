@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import total_ordering
 
-from gitreg.errors import BadRequest
+from gitreg.errors import ConstraintError, NotAVersion
 
 # Refs we refuse outright, before looking for a version (checklist G1).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -49,14 +49,6 @@ MAX_TAG_LENGTH = 255
 MAX_VERSION_LENGTH = 256
 MAX_CONSTRAINT_LENGTH = 1024
 _MAX_NUMBER = 2**63
-
-
-class ConstraintError(BadRequest):
-    """A version or version constraint Terraform itself would refuse; the message says why."""
-
-
-class NotAVersion(ConstraintError):
-    """The text (a tag, a path part, an upstream entry) is not a semantic version."""
 
 
 @total_ordering

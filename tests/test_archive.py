@@ -18,7 +18,8 @@ from dulwich.errors import ObjectFormatException
 from dulwich.objects import Blob, ObjectID, ShaFile, Tree
 from dulwich.repo import Repo
 
-from gitreg.modules.archive import ArchiveLimits, ArchiveReport, ArchiveTooLarge, build_archive
+from gitreg.errors import ArchiveTooLarge
+from gitreg.modules.archive import ArchiveLimits, ArchiveReport, build_archive
 
 MTIME = 1_700_000_000
 GITLINK = 0o160000

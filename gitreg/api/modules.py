@@ -22,10 +22,10 @@ from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import archive_path, base_url
 from gitreg.cache import MISSING
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import BadRequest, NotFound
+from gitreg.errors import BadRequest, NotAVersion, NotFound
 from gitreg.services import Services, services
 from gitreg.storage.index import SQLiteIndex
-from gitreg.versions import NotAVersion, parse_tag_version, sort_key
+from gitreg.versions import parse_tag_version, sort_key
 
 PREFIX = "/v1/modules"
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from gitreg.errors import GitregError, StorageFull
+from gitreg.errors import GitregError, QueueUnavailable, StorageFull
 from gitreg.settings import Settings
 from gitreg.storage.jobs import Enqueued, JobKind, JobStore, Submission
 
@@ -27,18 +27,6 @@ log = logging.getLogger("gitreg.jobs")
 # Submissions stored in one transaction at most: bounds how long one commit holds
 # the write lock (the rest wait for the next, which starts right after).
 MAX_BATCH = 500
-RETRY_AFTER = 10  # seconds, sent with a 503 when a delivery could not be stored
-
-
-class QueueUnavailable(GitregError):
-    """Submissions could not be stored (nothing of them was); the client should
-    retry after `retry_after` seconds, as forges do for a 503."""
-
-    status = 503
-
-    def __init__(self, message: str, retry_after: int = RETRY_AFTER) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 _Waiting = tuple[list[Submission], "Future[list[Enqueued]]"]

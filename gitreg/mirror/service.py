@@ -36,10 +36,10 @@ import anyio.to_thread
 from gitreg.addresses import PLATFORM_RE, ProviderAddress
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import GitregError, NotFound, UpstreamError
+from gitreg.errors import ConstraintError, GitregError, NotFound, UpstreamError, UpstreamNotFound
 from gitreg.mirror.hosted import HostedPackage, HostedProvider, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
-from gitreg.mirror.upstream import Progress, UpstreamClient, UpstreamNotFound
+from gitreg.mirror.upstream import Progress, UpstreamClient
 from gitreg.mirror.verify import verify_checksums, verify_zip
 from gitreg.providers.checksums import MAX_SHASUMS_BYTES
 from gitreg.providers.package import PackageLimits
@@ -49,7 +49,7 @@ from gitreg.storage.blobs import FileBlobStore
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage, MirrorStore
 from gitreg.storage.providers import ProviderStore
-from gitreg.versions import ConstraintError, Version, parse_version
+from gitreg.versions import Version, parse_version
 
 log = logging.getLogger("gitreg.mirror")
 
