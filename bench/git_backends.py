@@ -119,7 +119,7 @@ def iter_blobs(backend: str, repo_path: str, tree: str) -> tuple[int, int]:
 
 
 class Pygit2Objects:
-    """gitreg.archive's `ObjectSource` (objects by hex sha, as dulwich ShaFiles) on pygit2."""
+    """gitreg.modules.archive's `ObjectSource` (objects by hex sha, as ShaFiles) on pygit2."""
 
     def __init__(self, path: str) -> None:
         import pygit2
@@ -138,7 +138,7 @@ class Pygit2Objects:
 def do_archive(backend: str, repo_path: str, tree: str) -> int:
     from dulwich.repo import Repo
 
-    from gitreg.archive import build_archive
+    from gitreg.modules.archive import build_archive
 
     sink: Any = b.NullSink()
     if backend == "dulwich":
@@ -155,8 +155,8 @@ def worker(step: str, backend: str, *args: str) -> dict[str, Any]:
     import dulwich.objects
     import dulwich.repo
 
-    import gitreg.archive
     import gitreg.git.backend
+    import gitreg.modules.archive
 
     if backend.startswith("pygit2"):
         import pygit2

@@ -14,6 +14,10 @@ are lower-cased here and everything keys on that form. Namespace and type are
 letters, digits and single dashes, not starting or ending with a dash, at most
 64 characters (Terraform's `addrs.ParseProviderPart`). Hostnames are DNS names,
 optionally with a port.
+
+This module stays at the top level on purpose, beside `gitreg.versions`: it is
+the shared vocabulary of `gitreg.modules`, `gitreg.providers` and `gitreg.mirror`,
+so none of those packages owns it.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from starlette.routing import BaseRoute
 from gitreg.api import admin, blobs, discovery, health, mirror, modules, providers
 from gitreg.api.responses import error_body, json_response
 from gitreg.errors import GitregError, Unauthorized, storage_full
-from gitreg.jobs import JobRunner
+from gitreg.jobs.runner import JobRunner
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gitreg import __version__
-from gitreg.errors import BadRequest, GitregError, is_storage_full, storage_full
+from gitreg.errors import BadRequest, ConfigError, GitregError, is_storage_full, storage_full
 from gitreg.services import build_services
 from gitreg.settings import Settings, load_settings
 
@@ -130,7 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dispatch(args, _settings(args))
     except GitregError as exc:
         print(f"gitreg: error: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, BadRequest) else 1
+        # Exit codes are the CLI's own, never `exc.status` (an HTTP status): 2 when
+        # the command's input is refused, as argparse does for bad usage; 1 else.
+        refused = isinstance(exc, BadRequest) or (isinstance(exc, ConfigError) and exc.user_input)
+        return 2 if refused else 1
     except (OSError, sqlite3.Error) as exc:
         # A full disk met outside the storage layer (git objects, a temp file):
         # one line for the operator, not a traceback. Anything else is a bug.

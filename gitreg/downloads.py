@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gitreg.addresses import ModuleAddress, module_address
 from gitreg.cache import MISSING, MetadataCache
-from gitreg.errors import BadRequest, NotFound
+from gitreg.errors import BadRequest, NotAVersion, NotFound
 from gitreg.storage.protocols import ModuleIndex
-from gitreg.versions import NotAVersion, parse_tag_version
+from gitreg.versions import parse_tag_version
 
 if TYPE_CHECKING:
     # Annotations only: the access policy module speaks HTTP (starlette's Request).

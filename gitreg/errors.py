@@ -1,24 +1,39 @@
-"""The one exception tree of gitreg.
+"""The one exception tree of gitreg: every exception gitreg raises on purpose.
 
 Domain code raises these; `gitreg.app` turns any of them into a JSON body
 `{"errors": ["..."]}` with the status below, and the CLI prints the message and
-exits non-zero. Nothing raised for bad input should ever reach a 500.
+exits 2 for a `BadRequest` (or a refused Terraform configuration), 1 for any
+other (`gitreg.cli.main`). Nothing raised for bad input should ever reach a 500.
 
     GitregError (500)
-    ├── BadRequest (400)        malformed address, version, platform or body
-    │   └── PayloadTooLarge (413)
-    ├── Unauthorized (401)      no or unknown credentials
-    ├── Forbidden (403)         credentials without the needed scope
-    ├── TooManyRequests (429)   too many failed authentications from one client
-    ├── StorageFull (503)       the disk or the index is full (ENOSPC, SQLITE_FULL)
-    ├── NotFound (404)          unknown module, version, blob or route
-    ├── Conflict (409)          an immutable thing would change
-    ├── ConfigError (500)       settings that cannot work; raised at start-up
-    ├── GitError (502)          fetching from a remote failed
-    ├── UpstreamError (502)     an upstream registry failed or sent a package that
-    │   │                       fails verification (mirror)
-    │   └── UpstreamTimeout (504)
-    └── PublishError (422)      a tag or tree cannot become a version
+    ├── BadRequest (400)            malformed address, version, platform or body
+    │   ├── PayloadTooLarge (413)
+    │   └── ConstraintError (400)   a version or constraint Terraform would refuse
+    │       └── NotAVersion (400)   a text that is not a semantic version
+    ├── Unauthorized (401)          no or unknown credentials
+    ├── Forbidden (403)             credentials without the needed scope
+    ├── TooManyRequests (429)       too many failed authentications from one client
+    ├── StorageFull (503)           the disk or the index is full (ENOSPC, SQLITE_FULL)
+    ├── QueueUnavailable (503)      webhook deliveries could not be stored
+    ├── NotFound (404)              unknown module, version, blob or route
+    │   └── UpstreamNotFound (404)  the upstream registry has no such thing (mirror)
+    ├── Conflict (409)              an immutable thing would change
+    ├── ConfigError (500)           settings that cannot work; raised at start-up
+    │                               (400: a Terraform configuration to mirror)
+    ├── RemoteError (502)           the registry a CLI upload talks to refused it
+    ├── GitError (502)              fetching from a remote failed
+    │   ├── MirrorLocked (502)      a lock file left in a repository's git mirror
+    │   └── ForgeError (502)        a forge's release API failed
+    │       └── ReleasePending (502)  a release still uploading its assets
+    ├── UpstreamError (502)         an upstream registry failed (mirror)
+    │   ├── UpstreamTimeout (504)
+    │   └── VerificationError (502) an upstream package failed verification
+    └── PublishError (422)          a tag, tree or release cannot become a version
+        ├── ArchiveTooLarge (422)   a module tree over the archive limits (A6)
+        ├── PackageError (422)      a provider zip Terraform could not install
+        ├── SignatureError (422)    a SHA256SUMS signature missing or not verifying
+        ├── IncompleteRelease (422) SHA256SUMS lists packages not given
+        └── ChecksumMismatch (422)  a package differs from its SHA256SUMS line
 """
 
 from __future__ import annotations
@@ -43,6 +58,14 @@ class PayloadTooLarge(BadRequest):
     """A request body is over its size cap (checked before parsing)."""
 
     status = 413
+
+
+class ConstraintError(BadRequest):
+    """A version or version constraint Terraform itself would refuse; the message says why."""
+
+
+class NotAVersion(ConstraintError):
+    """The text (a tag, a path part, an upstream entry) is not a semantic version."""
 
 
 class Unauthorized(GitregError):
@@ -79,6 +102,21 @@ class StorageFull(GitregError):
         self.retry_after = retry_after
 
 
+# Seconds a forge waits before redelivering a webhook answered 503.
+QUEUE_RETRY_AFTER = 10
+
+
+class QueueUnavailable(GitregError):
+    """Submissions could not be stored (nothing of them was); the client should
+    retry after `retry_after` seconds, as forges do for a 503."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after: int = QUEUE_RETRY_AFTER) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 # ENOSPC: no space left; EDQUOT: a disk quota reached. Both are the same
 # "free space and retry" to the operator.
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -112,6 +150,10 @@ class NotFound(GitregError):
     status = 404
 
 
+class UpstreamNotFound(NotFound):
+    """The upstream registry answered 404: it has no such provider, version or platform."""
+
+
 class Conflict(GitregError):
     """The action would change something published, which is immutable."""
 
@@ -119,15 +161,46 @@ class Conflict(GitregError):
 
 
 class ConfigError(GitregError):
-    """Settings that cannot work (bad flag, unreadable config file)."""
+    """Configuration that cannot work: gitreg's own settings (bad flag, setting or
+    config file; raised at start-up), or, with `user_input`, a Terraform
+    configuration given to `gitreg mirror sync` that cannot be read or says
+    something Terraform would refuse: input refused like a `BadRequest` (400)."""
 
     status = 500
+
+    def __init__(self, message: str, *, user_input: bool = False) -> None:
+        super().__init__(message)
+        self.user_input = user_input
+        if user_input:
+            self.status = 400
+
+
+class RemoteError(GitregError):
+    """The registry a CLI upload (`gitreg provider publish`) talks to refused it
+    or could not be reached; its message is passed on. A bad gateway, as the CLI
+    stands between the operator and that registry."""
+
+    status = 502
 
 
 class GitError(GitregError):
     """A git remote could not be reached or read."""
 
     status = 502
+
+
+class MirrorLocked(GitError):
+    """A file the fetch must write is locked: left by a killed fetch, or
+    (never in gitreg, which takes turns per repository) written right now."""
+
+
+class ForgeError(GitError):
+    """A forge API could not be reached or answered with an error (retried later)."""
+
+
+class ReleasePending(ForgeError):
+    """A release exists but is not complete yet (goreleaser uploads assets one by
+    one after publishing the release); the job is retried with backoff."""
 
 
 class UpstreamError(GitregError):
@@ -143,7 +216,38 @@ class UpstreamTimeout(UpstreamError):
     status = 504
 
 
+class VerificationError(UpstreamError):
+    """An upstream package failed a check; it was not stored and is not served."""
+
+
 class PublishError(GitregError):
     """A tag or tree cannot be published (too large, missing subdirectory)."""
 
     status = 422
+
+
+class ArchiveTooLarge(PublishError):
+    """A module tree exceeds one of the `ArchiveLimits` (A6); the archive being
+    written is then invalid and must be discarded."""
+
+
+class PackageError(PublishError):
+    """A provider zip that Terraform could not install, or that exceeds a limit."""
+
+
+class SignatureError(PublishError):
+    """A SHA256SUMS signature that is missing, malformed, or does not verify (P1)."""
+
+
+class IncompleteRelease(PublishError):
+    """SHA256SUMS lists packages that were not given."""
+
+    def __init__(self, missing: list[str]) -> None:
+        super().__init__(
+            "SHA256SUMS lists packages that were not given: " + ", ".join(missing[:20])
+        )
+        self.missing = missing
+
+
+class ChecksumMismatch(PublishError):
+    """A package's sha256 differs from its SHA256SUMS line (P1)."""

@@ -4,6 +4,7 @@
 webhook auto-registration share: it validates the remote against the URL
 policy and writes the repository with the module or provider it feeds in ONE
 transaction (storage/registration.py), so a refused link leaves nothing.
+It stays at the top level because module and provider repositories share it.
 """
 
 from __future__ import annotations

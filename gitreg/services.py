@@ -14,10 +14,10 @@ from gitreg.auth.access import Access
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.cache import MetadataCache
 from gitreg.git.backend import DulwichBackend
-from gitreg.jobs import JobQueue
+from gitreg.jobs.queue import JobQueue
 from gitreg.mirror.service import MirrorService, build_mirror
+from gitreg.modules.publisher import Publisher
 from gitreg.providers.ingest import ProviderPublisher
-from gitreg.publisher import Publisher
 from gitreg.settings import Settings
 from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import BlobStore, FileBlobStore
@@ -34,6 +34,7 @@ from gitreg.storage.protocols import (
 )
 from gitreg.storage.providers import ProviderStore
 from gitreg.storage.registration import RegistrationStore
+from gitreg.sync import SyncService
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Services:
     providers: ProviderPublisher
     mirror: MirrorService
     registrations: RegistrationIndex
+    sync: SyncService
 
     def close(self) -> None:
         self.index.close()
@@ -90,6 +92,7 @@ def build_services(settings: Settings) -> Services:
         providers,
         build_mirror(settings, mirror_store, blobs, cache, providers.store),
         registrations,
+        SyncService(index, publisher, providers),
     )
 
 

@@ -28,6 +28,10 @@ only when an exact piece names them (`= 2.0.0-beta1`) and every other piece
 allows them; `>=`, `~>` and an empty constraint never select a prerelease. The
 newest allowed version wins, except that a version recorded in
 `.terraform.lock.hcl` that still meets the constraints is kept.
+
+This module stays at the top level on purpose, beside `gitreg.addresses`: it is
+the shared vocabulary of `gitreg.modules`, `gitreg.providers` and `gitreg.mirror`,
+so none of those packages owns it.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import total_ordering
 
-from gitreg.errors import BadRequest
+from gitreg.errors import ConstraintError, NotAVersion
 
 # Refs we refuse outright, before looking for a version (checklist G1).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -45,14 +49,6 @@ MAX_TAG_LENGTH = 255
 MAX_VERSION_LENGTH = 256
 MAX_CONSTRAINT_LENGTH = 1024
 _MAX_NUMBER = 2**63
-
-
-class ConstraintError(BadRequest):
-    """A version or version constraint Terraform itself would refuse; the message says why."""
-
-
-class NotAVersion(ConstraintError):
-    """The text (a tag, a path part, an upstream entry) is not a semantic version."""
 
 
 @total_ordering

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.jobs import JobRunner
+from gitreg.jobs.runner import JobRunner
 from gitreg.services import build_services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, simple_module

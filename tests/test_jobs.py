@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gitreg.jobs import JobRunner, backoff, owner_is_dead, worker_identity
+from gitreg.jobs.runner import JobRunner, backoff, owner_is_dead, worker_identity
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from gitreg.storage.jobs import JobStore

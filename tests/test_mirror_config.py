@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gitreg.addresses import provider_address
-from gitreg.mirror.config import ConfigurationError, read_configurations, read_lock_file
+from gitreg.errors import ConfigError
+from gitreg.mirror.config import read_configurations, read_lock_file
 from gitreg.versions import parse_version
 
 NULL = provider_address("registry.terraform.io", "hashicorp", "null")
@@ -121,13 +122,13 @@ def test_bad_configuration_names_the_file_and_reason(
     tmp_path: Path, text: str, message: str
 ) -> None:
     path = write(tmp_path / "bad.tf", text)
-    with pytest.raises(ConfigurationError, match=message) as caught:
+    with pytest.raises(ConfigError, match=message) as caught:
         read_configurations(tmp_path)
     assert str(path) in str(caught.value)
 
 
 def test_no_tf_files_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match=r"no \.tf files"):
+    with pytest.raises(ConfigError, match=r"no \.tf files"):
         read_configurations(tmp_path)
 
 
@@ -136,5 +137,5 @@ def test_lock_file_with_bad_version_is_refused(tmp_path: Path) -> None:
         tmp_path / ".terraform.lock.hcl",
         'provider "registry.terraform.io/hashicorp/null" {\n  version = "latest"\n}\n',
     )
-    with pytest.raises(ConfigurationError, match="semantic version"):
+    with pytest.raises(ConfigError, match="semantic version"):
         read_lock_file(path)

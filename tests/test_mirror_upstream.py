@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from gitreg.addresses import provider_address
-from gitreg.errors import BadRequest, UpstreamError, UpstreamTimeout
+from gitreg.errors import BadRequest, UpstreamError, UpstreamNotFound, UpstreamTimeout
 from gitreg.mirror.options import mirror_options, parse_upstream
-from gitreg.mirror.upstream import UpstreamClient, UpstreamNotFound, outbound_ssl_context
+from gitreg.mirror.upstream import UpstreamClient, outbound_ssl_context
 from gitreg.settings import load_settings
 from gitreg.tls import ensure_local_tls
 

@@ -11,15 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitreg.errors import ConfigError, NotFound
-from gitreg.providers.forges import (
-    Asset,
-    ForgeError,
-    default_forge,
-    forge_config,
-    release_source,
-)
-from gitreg.providers.ingest import ProviderPublisher, ReleasePending
+from gitreg.errors import ConfigError, ForgeError, NotFound, ReleasePending
+from gitreg.providers.forges import Asset, default_forge, forge_config, release_source
+from gitreg.providers.ingest import ProviderPublisher
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.records import RepoRecord

@@ -7,10 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.errors import Conflict, GitregError, NotFound
+from gitreg.errors import (
+    ChecksumMismatch,
+    Conflict,
+    GitregError,
+    IncompleteRelease,
+    NotFound,
+    SignatureError,
+)
 from gitreg.providers.collect import collect
-from gitreg.providers.signing import SignatureError, parse_public_key, verify_detached
-from gitreg.providers.verify import ChecksumMismatch, IncompleteRelease
+from gitreg.providers.signing import parse_public_key, verify_detached
 from gitreg.services import Services
 from gitreg.storage.providers import ProviderRecord
 from tests.support.provider_dist import (

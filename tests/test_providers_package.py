@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.providers.package import PackageError, PackageInfo, PackageLimits, inspect_package
+from gitreg.errors import PackageError
+from gitreg.providers.package import PackageInfo, PackageLimits, inspect_package
 from tests.support.provider_dist import zip_bytes
 
 LIMITS = PackageLimits(max_package_bytes=10_000_000, max_unpacked_bytes=10_000_000, max_files=50)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pysequoia
 import pytest
 
-from gitreg.errors import BadRequest, NotFound
+from gitreg.errors import BadRequest, NotFound, SignatureError
 from gitreg.providers.checksums import format_shasums, parse_shasums
 from gitreg.providers.keys import KeyManager
-from gitreg.providers.signing import SignatureError, parse_public_key, verify_detached
+from gitreg.providers.signing import parse_public_key, verify_detached
 from tests.support.provider_dist import make_services, public_armor, publisher_key, sign
 
 HEX = "a" * 64

@@ -26,12 +26,12 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from gitreg.app import create_app
-from gitreg.errors import BadRequest, GitError, UpstreamError
+from gitreg.errors import BadRequest, ForgeError, GitError, UpstreamError
 from gitreg.git.backend import DulwichBackend
 from gitreg.git.remotes import normalise_remote
 from gitreg.hosts import refused_address
 from gitreg.mirror.upstream import _require_https
-from gitreg.providers.forges import Asset, ForgeError, release_source
+from gitreg.providers.forges import Asset, release_source
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, git, simple_module

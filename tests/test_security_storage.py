@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
-from gitreg.jobs import JobRunner
+from gitreg.jobs.runner import JobRunner
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.index import BUSY_TIMEOUT_MS, SQLiteIndex

@@ -11,13 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gitreg.versions import (
-    ConstraintError,
-    Constraints,
-    parse_constraints,
-    parse_version,
-    select,
-)
+from gitreg.errors import ConstraintError
+from gitreg.versions import Constraints, parse_constraints, parse_version, select
 
 AVAILABLE = [
     parse_version(v)

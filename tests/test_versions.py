@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gitreg.versions import (
-    NotAVersion,
-    parse_version,
-    sort_key,
-    unsafe_ref_reason,
-    version_from_tag,
-)
+from gitreg.errors import NotAVersion
+from gitreg.versions import parse_version, sort_key, unsafe_ref_reason, version_from_tag
 
 
 @pytest.mark.parametrize(

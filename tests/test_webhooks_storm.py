@@ -1,7 +1,7 @@
 """A storm of deliveries at a real `gitreg serve` (issue 10, item 5).
 
 Deliveries waiting to be stored share one transaction (group commit,
-`gitreg.jobs.GroupCommit`); each is answered only after the commit that holds
+`gitreg.jobs.queue.GroupCommit`); each is answered only after the commit that holds
 it. These tests check what that must never break, without timing anything:
 a 2xx means stored (even across a `kill -9` right after the answers), a
 repeated delivery id is stored once, and a failed commit answers 503 with
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from gitreg.jobs import JobQueue
+from gitreg.jobs.queue import JobQueue
 from gitreg.settings import load_settings
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.jobs import Enqueued, JobStore, Submission

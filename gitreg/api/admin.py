@@ -23,7 +23,7 @@ from gitreg.api.responses import json_response
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound
-from gitreg.publisher import sync_status
+from gitreg.modules.publisher import sync_status
 from gitreg.services import Services, services
 from gitreg.storage.jobs import STATES, JobRecord
 

@@ -21,7 +21,7 @@ from starlette.routing import Route
 from gitreg.api.responses import json_response
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import is_storage_full
-from gitreg.publisher import sync_status
+from gitreg.modules.publisher import sync_status
 from gitreg.services import Services, services
 
 # A write of this size must succeed: an empty file can still be created on a

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from gitreg.jobs import JobRunner
+from gitreg.jobs.runner import JobRunner
 from gitreg.services import Services
 from gitreg.storage.jobs import STATES, JobRecord, iso
 

@@ -14,10 +14,9 @@ from typing import Any
 import httpx
 
 from gitreg.addresses import check_provider_namespace, parse_local_provider_address
-from gitreg.errors import BadRequest, GitError, GitregError, NotFound
+from gitreg.errors import BadRequest, GitError, NotFound, ReleasePending, RemoteError
 from gitreg.providers.collect import collect
 from gitreg.providers.forges import default_forge, forge_config
-from gitreg.providers.ingest import ReleasePending
 from gitreg.providers.keys import ALGORITHMS
 from gitreg.providers.names import check_version
 from gitreg.providers.outcomes import ProviderSyncResult
@@ -29,12 +28,6 @@ from gitreg.versions import sort_key
 
 Parser = argparse.ArgumentParser
 UPLOAD_TIMEOUT = 300.0
-
-
-class RemoteError(GitregError):
-    """The registry refused an upload; its message is passed on."""
-
-    status = 1
 
 
 # -- registering repositories ---------------------------------------------------

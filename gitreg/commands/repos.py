@@ -10,7 +10,7 @@ from typing import Any
 from gitreg.addresses import parse_module_address
 from gitreg.commands.providers import add_repo_options, repo_add_provider
 from gitreg.errors import GitError, NotFound
-from gitreg.publisher import SyncResult, sync_status
+from gitreg.modules.publisher import SyncResult, sync_status
 from gitreg.registration import RepoSource, module_link, register_repo, remove_repo, set_repo
 from gitreg.services import Services
 from gitreg.storage.records import RepoRecord

@@ -35,17 +35,12 @@ from dulwich.objects import Commit, ObjectID, Tag, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
-from gitreg.errors import GitError, storage_full
+from gitreg.errors import GitError, MirrorLocked, storage_full
 from gitreg.git.leftovers import remove_leftovers
+from gitreg.modules.archive import ArchiveLimits, ArchiveReport, build_archive
 
 TAG_PREFIX = Ref(b"refs/tags/")
 PEELED = b"^{}"
-
-
-class MirrorLocked(GitError):
-    """A file the fetch must write is locked: left by a killed fetch, or
-    (never in gitreg, which takes turns per repository) written right now."""
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ from gitreg.addresses import (
     parse_provider_source,
     provider_address,
 )
-from gitreg.errors import BadRequest
+from gitreg.errors import BadRequest, ConfigError
 from gitreg.versions import Constraints, Version, parse_constraints, parse_version
 
 log = logging.getLogger("gitreg.mirror.config")
@@ -45,10 +45,6 @@ _SKIP_DIRS = {".terraform", ".git", "node_modules"}
 _OPTIONS = SerializationOptions(
     with_comments=False, explicit_blocks=False, strip_string_quotes=True
 )
-
-
-class ConfigurationError(BadRequest):
-    """A configuration file cannot be read or says something Terraform would refuse."""
 
 
 @dataclass(frozen=True)
@@ -80,10 +76,10 @@ def read_configurations(path: Path) -> list[RootConfiguration]:
     """All root configurations under `path` (a directory, or one `.tf` file's directory)."""
     base = path.parent if path.is_file() else path
     if not base.is_dir():
-        raise ConfigurationError(f"{path} is not a directory")
+        raise ConfigError(f"{path} is not a directory", user_input=True)
     modules = {d: _read_module(d, files) for d, files in _module_dirs(base.resolve())}
     if not modules:
-        raise ConfigurationError(f"no .tf files under {path}")
+        raise ConfigError(f"no .tf files under {path}", user_input=True)
     called = {child for m in modules.values() for child in m.children}
     roots = [d for d in sorted(modules) if d not in called]
     if not roots:  # every module is called by another: a cycle, so start anywhere
@@ -122,22 +118,22 @@ def _root(start: Path, modules: dict[Path, Module]) -> RootConfiguration:
 def _load(path: Path) -> dict[str, Any]:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
-            raise ConfigurationError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+            raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES} bytes", user_input=True)
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read {path}: {exc}") from exc
+        raise ConfigError(f"cannot read {path}: {exc}", user_input=True) from exc
     try:
         loaded = hcl2.loads(text, serialization_options=_OPTIONS)
     except (LarkError, ValueError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigurationError(f"{path}: not valid HCL: {first[:200]}") from exc
+        raise ConfigError(f"{path}: not valid HCL: {first[:200]}", user_input=True) from exc
     return loaded if isinstance(loaded, dict) else {}
 
 
 def _static_string(value: Any, what: str, path: Path) -> str:
     # Terraform requires literal strings here: no variables or functions.
     if not isinstance(value, str) or "${" in value:
-        raise ConfigurationError(f"{path}: {what} must be a literal string")
+        raise ConfigError(f"{path}: {what} must be a literal string", user_input=True)
     return value
 
 
@@ -201,7 +197,9 @@ def _declare(
             if "version" in spec and spec["version"] is not None:
                 version = _static_string(spec["version"], f"{local}.version", path)
         else:
-            raise ConfigurationError(f"{path}: required_providers.{local} must be an object")
+            raise ConfigError(
+                f"{path}: required_providers.{local} must be an object", user_input=True
+            )
         try:
             address = (
                 parse_provider_source(source)
@@ -210,7 +208,7 @@ def _declare(
             )
             parsed = parse_constraints(version) if version is not None else Constraints()
         except BadRequest as exc:
-            raise ConfigurationError(f"{path}: provider {local!r}: {exc}") from exc
+            raise ConfigError(f"{path}: provider {local!r}: {exc}", user_input=True) from exc
         declared[local] = address
         constraints[local] = constraints.get(local, Constraints()) & parsed
 
@@ -251,8 +249,10 @@ def read_lock_file(path: Path) -> dict[ProviderAddress, LockedProvider]:
             try:
                 address = parse_provider_source(name)
                 version = parse_version(_static_string(body.get("version"), "version", path))
-            except BadRequest as exc:
-                raise ConfigurationError(f"{path}: provider {name[:120]!r}: {exc}") from exc
+            except (BadRequest, ConfigError) as exc:
+                raise ConfigError(
+                    f"{path}: provider {name[:120]!r}: {exc}", user_input=True
+                ) from exc
             hashes = tuple(h for h in body.get("hashes", []) or [] if isinstance(h, str))
             locks[address] = LockedProvider(address, version, hashes)
     return locks

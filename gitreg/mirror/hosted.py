@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gitreg.errors import ConstraintError
 from gitreg.storage.protocols import ProviderIndex
-from gitreg.versions import ConstraintError, parse_version
+from gitreg.versions import parse_version
 
 
 @dataclass(frozen=True)

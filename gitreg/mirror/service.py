@@ -33,7 +33,7 @@ import anyio.to_thread
 from gitreg.addresses import ProviderAddress
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import GitregError, NotFound, UpstreamError
+from gitreg.errors import ConstraintError, GitregError, NotFound, UpstreamError, UpstreamNotFound
 from gitreg.mirror.bodies import (
     HostedView,
     archive_filename,
@@ -45,7 +45,7 @@ from gitreg.mirror.bodies import (
 from gitreg.mirror.hosted import HostedPackage, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.singleflight import SingleFlight
-from gitreg.mirror.upstream import Progress, UpstreamClient, UpstreamNotFound
+from gitreg.mirror.upstream import Progress, UpstreamClient
 from gitreg.mirror.verify import verify_checksums, verify_zip
 from gitreg.providers.checksums import MAX_SHASUMS_BYTES
 from gitreg.providers.package import PackageLimits
@@ -54,7 +54,7 @@ from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
 from gitreg.storage.protocols import MirrorIndex, ProviderIndex
-from gitreg.versions import ConstraintError, Version, parse_version
+from gitreg.versions import Version, parse_version
 
 log = logging.getLogger("gitreg.mirror")
 

@@ -35,10 +35,16 @@ import httpx
 
 from gitreg import __version__
 from gitreg.addresses import ProviderAddress, check_platform
-from gitreg.errors import BadRequest, NotFound, UpstreamError, UpstreamTimeout
+from gitreg.errors import (
+    BadRequest,
+    ConstraintError,
+    UpstreamError,
+    UpstreamNotFound,
+    UpstreamTimeout,
+)
 from gitreg.hosts import refused_address
 from gitreg.mirror.options import MirrorOptions
-from gitreg.versions import ConstraintError, parse_version
+from gitreg.versions import parse_version
 
 log = logging.getLogger("gitreg.mirror.upstream")
 
@@ -55,10 +61,6 @@ class Sink(Protocol):
     """Where a streamed body goes (a file, or a file that also hashes)."""
 
     def write(self, data: bytes, /) -> int: ...
-
-
-class UpstreamNotFound(NotFound):
-    """The upstream registry answered 404: it has no such provider, version or platform."""
 
 
 @dataclass(frozen=True)

@@ -23,22 +23,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitreg.addresses import ProviderAddress
-from gitreg.errors import BadRequest, UpstreamError
+from gitreg.errors import BadRequest, PackageError, SignatureError, VerificationError
 from gitreg.mirror.upstream import DownloadInfo
 from gitreg.providers.checksums import parse_shasums
-from gitreg.providers.package import PackageError, PackageInfo, PackageLimits, inspect_package
-from gitreg.providers.signing import (
-    PublicKeyInfo,
-    SignatureError,
-    parse_public_key,
-    verify_detached,
-)
+from gitreg.providers.package import PackageInfo, PackageLimits, inspect_package
+from gitreg.providers.signing import PublicKeyInfo, parse_public_key, verify_detached
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
-
-
-class VerificationError(UpstreamError):
-    """An upstream package failed a check; it was not stored and is not served."""
 
 
 def verify_checksums(

@@ -42,7 +42,7 @@ from urllib.parse import quote, urljoin, urlsplit
 import httpx
 
 from gitreg import __version__
-from gitreg.errors import ConfigError, GitError, NotFound
+from gitreg.errors import ConfigError, ForgeError, NotFound
 from gitreg.hosts import refused_address
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
@@ -55,10 +55,6 @@ DEFAULT_FORGES: Mapping[str, Mapping[str, Any]] = {
     "github": {"kind": "github", "api_url": "https://api.github.com", "hosts": ["github.com"]},
     "gitlab": {"kind": "gitlab", "api_url": "https://gitlab.com/api/v4", "hosts": ["gitlab.com"]},
 }
-
-
-class ForgeError(GitError):
-    """A forge API could not be reached or answered with an error (retried later)."""
 
 
 @dataclass(frozen=True)

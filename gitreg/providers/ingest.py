@@ -28,11 +28,20 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from gitreg.errors import BadRequest, Conflict, GitregError, NotFound, PublishError
+from gitreg.errors import (
+    BadRequest,
+    Conflict,
+    ForgeError,
+    GitregError,
+    NotAVersion,
+    NotFound,
+    PublishError,
+    ReleasePending,
+)
 from gitreg.locks import file_lock
 from gitreg.providers import verify
 from gitreg.providers.collect import ReleaseFiles, download_release
-from gitreg.providers.forges import ForgeError, Release, ReleaseSource, release_source
+from gitreg.providers.forges import Release, ReleaseSource, release_source
 from gitreg.providers.keys import KeyManager
 from gitreg.providers.names import check_version
 from gitreg.providers.outcomes import ProviderSyncResult, ReleaseOutcome, Status
@@ -49,18 +58,13 @@ from gitreg.storage.blobs import BlobStore
 from gitreg.storage.protocols import ProviderIndex
 from gitreg.storage.providers import ProviderRecord
 from gitreg.storage.records import RepoRecord
-from gitreg.versions import NotAVersion, version_from_tag
+from gitreg.versions import version_from_tag
 
 log = logging.getLogger("gitreg.providers")
 
 # A release still missing files this long after it was created is reported as
 # failed rather than pending, so reconcile stops retrying it forever.
 PENDING_WINDOW = timedelta(hours=24)
-
-
-class ReleasePending(ForgeError):
-    """A release exists but is not complete yet (goreleaser uploads assets one by
-    one after publishing the release); the job is retried with backoff."""
 
 
 class ProviderPublisher:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from enum import Enum
 
 from gitreg.addresses import PLATFORM_PART
-from gitreg.errors import BadRequest
-from gitreg.versions import NotAVersion, parse_version
+from gitreg.errors import BadRequest, NotAVersion
+from gitreg.versions import parse_version
 
 MAX_FILENAME = 255
 

@@ -24,15 +24,11 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitreg.errors import PublishError
+from gitreg.errors import PackageError
 
 CHUNK = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _UNIX_CREATORS = (3, 19)  # Unix and macOS, whose external_attr carries a Unix mode
-
-
-class PackageError(PublishError):
-    """A provider zip that Terraform could not install, or that exceeds a limit."""
 
 
 @dataclass(frozen=True)

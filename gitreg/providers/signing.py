@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pysequoia
 from pysequoia.packet import PacketPile, SignatureType, Tag
 
-from gitreg.errors import BadRequest, PublishError
+from gitreg.errors import BadRequest, SignatureError
 
 MAX_KEY_BYTES = 256 * 1024
 MAX_SIGNATURE_BYTES = 64 * 1024
@@ -49,10 +49,6 @@ _NAMES = {
     27: "ed25519",
     28: "ed448",
 }
-
-
-class SignatureError(PublishError):
-    """A SHA256SUMS signature that is missing, malformed, or does not verify (P1)."""
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from gitreg.errors import Conflict
+from gitreg.errors import ChecksumMismatch, Conflict
 from gitreg.providers.collect import ReleaseFiles
 from gitreg.providers.keys import KeyManager
 from gitreg.providers.names import shasums_filename
 from gitreg.providers.signing import sign_detached
-from gitreg.providers.verify import ChecksumMismatch, SignedChecksums
+from gitreg.providers.verify import SignedChecksums
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.protocols import ProviderIndex
 from gitreg.storage.providers import (

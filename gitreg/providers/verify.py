@@ -15,31 +15,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitreg.errors import PublishError
+from gitreg.errors import ChecksumMismatch, IncompleteRelease, PublishError, SignatureError
 from gitreg.providers.checksums import MAX_SHASUMS_BYTES, format_shasums, parse_shasums
 from gitreg.providers.collect import MAX_MANIFEST_BYTES, ReleaseFiles
 from gitreg.providers.keys import KeyManager
 from gitreg.providers.names import FileKind, classify
 from gitreg.providers.package import PackageLimits, inspect_package, sha256_file
-from gitreg.providers.signing import MAX_SIGNATURE_BYTES, SignatureError, verify_detached
+from gitreg.providers.signing import MAX_SIGNATURE_BYTES, verify_detached
 from gitreg.storage.providers import KeyRecord, PackageRecord
 
 DEFAULT_PROTOCOLS = ("5.0",)
 _PROTOCOL = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}$")
-
-
-class IncompleteRelease(PublishError):
-    """SHA256SUMS lists packages that were not given."""
-
-    def __init__(self, missing: list[str]) -> None:
-        super().__init__(
-            "SHA256SUMS lists packages that were not given: " + ", ".join(missing[:20])
-        )
-        self.missing = missing
-
-
-class ChecksumMismatch(PublishError):
-    """A package's sha256 differs from its SHA256SUMS line (P1)."""
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,14 @@ from gitreg.addresses import module_address
 from gitreg.api.responses import error_body, json_response
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, Unauthorized
-from gitreg.jobs import QueueUnavailable
+from gitreg.errors import (
+    BadRequest,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    QueueUnavailable,
+    Unauthorized,
+)
 from gitreg.registration import RepoSource, register_repo
 from gitreg.secret_refs import resolve_secret
 from gitreg.services import Services, services

@@ -1,46 +1,37 @@
-"""The durable ingestion queue: submit, work, retry, reconcile.
+"""Running the ingestion queue's jobs.
 
-`JobQueue.submit` records a job in SQLite (one `BEGIN IMMEDIATE`
-transaction); webhooks use `submit_grouped`, where one writer thread stores
-every delivery waiting at that moment in one transaction (group commit: one
-fsync for a storm instead of one each) and each is answered only after that
-commit, so the answer never waits on git and a 2xx means stored (W5).
-`JobRunner` threads in each server process claim jobs with a lease (S3), run
-`Publisher.sync_repo` (which takes the repository's cross-process lock and
-is idempotent, W6), and retry failures with exponential backoff. A
-housekeeping thread renews leases of running jobs, hands the jobs of dead
-workers back at once when it can tell (same host, pid gone) and otherwise
-lets their leases expire, and schedules the periodic reconcile that
-publishes tags no webhook announced (W9).
+`JobRunner` threads in each server process claim jobs with a lease (S3), hand
+each repository to `SyncService.sync_repo` (which decides what the repository
+feeds; the sync takes the repository's cross-process lock and is idempotent,
+W6), and retry failures with exponential backoff. A housekeeping thread renews
+leases of running jobs, hands the jobs of dead workers back at once when it can
+tell (same host, pid gone) and otherwise lets their leases expire, and
+schedules the periodic reconcile that publishes tags no webhook announced (W9).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import os
-import queue
 import random
 import secrets
 import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitreg.errors import GitError, GitregError, NotFound, StorageFull, storage_full
-from gitreg.publisher import Publisher
+from gitreg.errors import GitError, NotFound, StorageFull, storage_full
+from gitreg.jobs.queue import JobQueue
 from gitreg.settings import Settings
-from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, Submission
-from gitreg.storage.protocols import JobIndex, ModuleIndex
-from gitreg.storage.records import RepoRecord
+from gitreg.storage.jobs import JobRecord
+from gitreg.storage.protocols import ModuleIndex
+from gitreg.sync import SyncService
 
 if TYPE_CHECKING:
-    from gitreg.providers.ingest import ProviderPublisher
     from gitreg.services import Services
 
 log = logging.getLogger("gitreg.jobs")
@@ -50,10 +41,6 @@ POLL_INTERVAL = 1.0  # picks up jobs submitted by other processes
 DEAD_WORKER_SCAN = 5.0
 RETENTION = 14 * 86400.0  # finished jobs and delivery ids are kept this long
 PRUNE_INTERVAL = 3600.0
-# Submissions stored in one transaction at most: bounds how long one commit holds
-# the write lock (the rest wait for the next, which starts right after).
-MAX_BATCH = 500
-RETRY_AFTER = 10  # seconds, sent with a 503 when a delivery could not be stored
 
 
 def _as_storage_full(exc: Exception) -> StorageFull | None:
@@ -103,133 +90,6 @@ def owner_is_dead(owner: str, me: str) -> bool:
     return False
 
 
-class QueueUnavailable(GitregError):
-    """Submissions could not be stored (nothing of them was); the client should
-    retry after `retry_after` seconds, as forges do for a 503."""
-
-    status = 503
-
-    def __init__(self, message: str, retry_after: int = RETRY_AFTER) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-_Waiting = tuple[list[Submission], "Future[list[Enqueued]]"]
-
-
-class GroupCommit:
-    """One writer thread that stores whatever submissions are waiting in ONE
-    transaction, so a storm of deliveries costs one commit and one fsync per
-    batch instead of one per delivery, all serialised on the write lock.
-
-    Every caller's future resolves only after the commit holding its
-    submissions returned (durable under the database's `synchronous` setting),
-    or fails with `QueueUnavailable` when that transaction failed: then none
-    of the batch was stored and every caller in it must answer 503."""
-
-    def __init__(self, write: Callable[[list[Submission]], list[Enqueued]]) -> None:
-        self._write = write
-        self._waiting: queue.SimpleQueue[_Waiting] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
-
-    def submit(self, submissions: list[Submission]) -> Future[list[Enqueued]]:
-        future: Future[list[Enqueued]] = Future()
-        self._waiting.put((submissions, future))
-        with self._start_lock:  # started on first use: CLI commands never need it
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="gitreg-group-commit", daemon=True
-                )
-                self._thread.start()
-        return future
-
-    def _run(self) -> None:
-        while True:
-            batch = self._take()
-            if batch:
-                self._commit(batch)
-
-    def _take(self) -> list[_Waiting]:
-        """Everything waiting now (blocking for the first), up to MAX_BATCH
-        submissions. A caller that gave up before its turn (its request was
-        cancelled) is left out: it was never answered, so it need not be stored."""
-        batch: list[_Waiting] = []
-        size = 0
-        waiting = self._waiting.get()
-        while True:
-            if waiting[1].set_running_or_notify_cancel():
-                batch.append(waiting)
-                size += len(waiting[0])
-            if size >= MAX_BATCH or self._waiting.empty():
-                return batch
-            waiting = self._waiting.get_nowait()
-
-    def _commit(self, batch: list[_Waiting]) -> None:
-        try:
-            stored = self._write([s for submissions, _ in batch for s in submissions])
-        except Exception as exc:  # the transaction rolled back: nothing is stored
-            error: GitregError
-            if isinstance(exc, StorageFull):  # says what to do, with Retry-After
-                log.error("could not store %d webhook submissions: %s", len(batch), exc)
-                error = exc
-            else:
-                log.exception("could not store %d webhook submissions", len(batch))
-                error = QueueUnavailable(f"the delivery could not be stored, retry later: {exc}")
-            for _, future in batch:
-                future.set_exception(error)
-            return
-        for submissions, future in batch:
-            future.set_result(stored[: len(submissions)])
-            stored = stored[len(submissions) :]
-
-
-class JobQueue:
-    """Submitting work; shared by the webhook routes, the CLI and the runner."""
-
-    def __init__(self, store: JobIndex, settings: Settings) -> None:
-        self.store = store
-        self._settings = settings
-        # Set on every submission so idle workers in this process start at once.
-        self.wakeup = threading.Event()
-        self._group = GroupCommit(self._store_batch)
-
-    def submit_grouped(self, submissions: list[Submission]) -> Future[list[Enqueued]]:
-        """Like `submit` for each, in one transaction shared with whatever other
-        callers submit meanwhile (the webhook routes: see `GroupCommit`)."""
-        return self._group.submit(
-            [dataclasses.replace(s, delivery_id=s.delivery_id[:200]) for s in submissions]
-        )
-
-    def _store_batch(self, submissions: list[Submission]) -> list[Enqueued]:
-        max_attempts = self._settings.job_max_attempts
-        stored = self.store.enqueue_many(submissions, time.time(), max_attempts)
-        if any(s.status != "duplicate" for s in stored):
-            self.wakeup.set()
-        return stored
-
-    def submit(
-        self, repo_id: int, kind: JobKind, source: str, reason: str, delivery_id: str = ""
-    ) -> Enqueued:
-        result = self.store.enqueue(
-            repo_id,
-            kind,
-            source,
-            reason,
-            now=time.time(),
-            max_attempts=self._settings.job_max_attempts,
-            delivery_id=delivery_id[:200],
-        )
-        if result.status != "duplicate":
-            self.wakeup.set()
-        return result
-
-    def retry(self, job_id: int) -> Enqueued:
-        result = self.store.retry(job_id, time.time())
-        self.wakeup.set()
-        return result
-
-
 class JobRunner:
     """Runs queued jobs on `settings.job_workers` threads of this process."""
 
@@ -238,15 +98,13 @@ class JobRunner:
         settings: Settings,
         index: ModuleIndex,
         queue: JobQueue,
-        publisher: Publisher,
-        providers: ProviderPublisher | None = None,
+        sync: SyncService,
     ) -> None:
         self._settings = settings
         self._index = index
         self._queue = queue
         self._store = queue.store
-        self._publisher = publisher
-        self._providers = providers
+        self._sync = sync
         self.owner = worker_identity()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -255,7 +113,7 @@ class JobRunner:
 
     @classmethod
     def for_services(cls, svc: Services) -> JobRunner:
-        return cls(svc.settings, svc.index, svc.jobs, svc.publisher, svc.providers)
+        return cls(svc.settings, svc.index, svc.jobs, svc.sync)
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -320,7 +178,7 @@ class JobRunner:
     def _execute(self, job: JobRecord) -> None:
         started = time.monotonic()
         try:
-            result = self._sync(job, self._index.repo(job.repo_id))
+            result = self._sync.sync_repo(self._index.repo(job.repo_id), job.kind)
         except NotFound as exc:
             self._failed(job, str(exc), retry=False)
             return
@@ -334,30 +192,10 @@ class JobRunner:
             log.exception("job %d failed unexpectedly", job.id)
             self._failed(job, f"{type(exc).__name__}: {exc}", retry=True)
             return
-        if not self._store.finish(job.id, self.owner, time.time(), json.dumps(result)):
+        record = json.dumps(result.as_record())
+        if not self._store.finish(job.id, self.owner, time.time(), record):
             log.warning("job %d finished after its lease was lost", job.id)
-        log.info("job %d done in %.2fs: %s", job.id, time.monotonic() - started, result["summary"])
-
-    def _sync(self, job: JobRecord, repo: RepoRecord) -> dict[str, object]:
-        """Modules from the repository's tags, providers from its forge releases."""
-        summaries: list[str] = []
-        result: dict[str, list[str]] = {"published": [], "conflicts": [], "yanked": []}
-        feeds_providers = self._providers is not None and self._providers.handles(repo)
-        if self._index.modules_of_repo(repo.id) or not feeds_providers:
-            if job.kind == "reconcile" and not self._publisher.remote_has_changes(repo):
-                summaries.append(f"{repo.url}: remote tags unchanged")
-            else:
-                sync = self._publisher.sync_repo(repo)
-                summaries.append(sync.summary())
-                result["published"] += sync.published
-                result["conflicts"] += sync.conflicts
-                result["yanked"] += sync.yanked
-        if feeds_providers and self._providers is not None:
-            releases = self._providers.sync_repo(repo)
-            summaries.append(releases.summary())
-            result["published"] += releases.published
-            result["conflicts"] += releases.conflicts
-        return {"summary": "; ".join(summaries), **result}
+        log.info("job %d done in %.2fs: %s", job.id, time.monotonic() - started, result.summary)
 
     def _wait_for_space(self, job: JobRecord, full: StorageFull) -> None:
         """A full disk is the operator's to fix, not the job's fault: the job stays

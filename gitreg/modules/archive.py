@@ -29,7 +29,9 @@ from typing import BinaryIO, Protocol, TypeVar
 
 from dulwich.objects import Blob, ObjectID, ShaFile, Tree, TreeEntry
 
-__all__ = ["ArchiveLimits", "ArchiveReport", "ArchiveTooLarge", "build_archive"]
+from gitreg.errors import ArchiveTooLarge
+
+__all__ = ["ArchiveLimits", "ArchiveReport", "build_archive"]
 
 # Git's file-type bits (the `S_IFMT` part of a tree entry's mode).
 _S_IFMT = 0o170000
@@ -73,10 +75,6 @@ class ArchiveReport:
     files: int = 0  # regular files + symlinks written
     total_bytes: int = 0  # uncompressed content bytes
     skipped: list[str] = field(default_factory=list)  # "path: reason" for each dropped entry
-
-
-class ArchiveTooLarge(Exception):
-    """Raised when a tree exceeds one of the `ArchiveLimits` (A6); the output is then invalid."""
 
 
 class ObjectSource(Protocol):

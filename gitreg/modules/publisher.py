@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from gitreg.archive import ArchiveLimits, ArchiveTooLarge
-from gitreg.errors import GitError, NotFound
-from gitreg.git.backend import GitBackend, MirrorLocked, TagProblem, TagRef
+from gitreg.errors import ArchiveTooLarge, GitError, MirrorLocked, NotAVersion, NotFound
+from gitreg.git.backend import GitBackend, TagProblem, TagRef
 from gitreg.locks import file_lock
+from gitreg.modules.archive import ArchiveLimits
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, NewVersion, RepoRecord
-from gitreg.versions import NotAVersion, TagVersion, parse_version, sort_key, version_from_tag
+from gitreg.versions import TagVersion, parse_version, sort_key, version_from_tag
 
 log = logging.getLogger("gitreg.publisher")
 
