@@ -26,11 +26,11 @@ import pytest
 from gitreg.jobs import JobRunner
 from gitreg.services import build_services
 from gitreg.settings import load_settings
+from tests.storage.test_durability import _assert_consistent
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.provider_dist import make_dist, public_armor, publisher_key
 from tests.support.server import RunningServer, cli
 from tests.support.webhooks import Prepared, delivery
-from tests.test_durability import _assert_consistent
 
 SECRET = "disk-full-webhook-secret"
 FORGE_REPO = "acme/terraform-null-hello"
