@@ -29,7 +29,7 @@ from tests.support.server import RunningServer, cli
 from tests.support.terraform import run_terraform
 from tests.support.webhooks import Prepared, delivery
 
-HOOK = Path(__file__).resolve().parent.parent / "hooks" / "post-receive"
+HOOK = Path(__file__).resolve().parents[2] / "hooks" / "post-receive"
 SECRET = "e2e-webhook-secret"
 PUBLISH_DEADLINE = 60.0  # generous for a loaded CI machine; measured times are far lower
 

@@ -37,7 +37,7 @@ from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, git, simple_module
 from tests.support.webhooks import delivery
 
-PACKAGE = Path(__file__).resolve().parent.parent / "gitreg"
+PACKAGE = Path(__file__).resolve().parents[2] / "gitreg"
 
 # -- G1: no git subprocess, so no argument injection through refs ---------------------
 

@@ -26,11 +26,11 @@ import pytest
 from gitreg.jobs.runner import JobRunner
 from gitreg.services import build_services
 from gitreg.settings import load_settings
+from tests.support.datadir import assert_consistent
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.provider_dist import make_dist, public_armor, publisher_key
 from tests.support.server import RunningServer, cli
 from tests.support.webhooks import Prepared, delivery
-from tests.test_durability import _assert_consistent
 
 SECRET = "disk-full-webhook-secret"
 FORGE_REPO = "acme/terraform-null-hello"
@@ -209,7 +209,7 @@ def test_full_disk_answers_503_and_one_line_errors_then_recovers(
     cli(data_dir, "sync")
     cli(data_dir, "provider", "publish", "acme/null", "0.1.0", str(dist_dir))
     assert _request(server, upload_file, b"z" * 65536, auth, "PUT")[0] == 201
-    assert _assert_consistent(data_dir) == 1
+    assert assert_consistent(data_dir) == 1
     _no_partial_blobs(data_dir)
     assert not list((data_dir / "uploads").rglob("*.partial"))
 
@@ -238,5 +238,5 @@ def test_a_job_that_meets_a_full_disk_stays_queued_past_its_attempts(
         ballast.unlink()
     finally:
         svc.close()
-    assert _assert_consistent(data_dir) == 0
+    assert assert_consistent(data_dir) == 0
     _no_partial_blobs(data_dir)

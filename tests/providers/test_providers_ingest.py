@@ -35,13 +35,6 @@ PLATFORMS = ("linux_amd64", "darwin_arm64")
 
 
 @pytest.fixture
-def svc(tmp_path: Path) -> Services:
-    services = make_services(tmp_path / "data")
-    services.providers.keys.add("acme", public_armor(publisher_key()))
-    return services
-
-
-@pytest.fixture
 def provider(svc: Services) -> ProviderRecord:
     return svc.providers.store.add_provider("acme", "null")
 

@@ -62,7 +62,7 @@ def test_every_setting_is_documented() -> None:
 
     from gitreg.settings import Settings
 
-    doc = (Path(__file__).parent.parent / "docs" / "configuration.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text()
     missing = [
         f.name
         for f in dataclasses.fields(Settings)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -17,8 +16,6 @@ from tests.support.provider_dist import (
     Dist,
     key_id,
     make_dist,
-    make_services,
-    public_armor,
     publisher_key,
     reuse_generated_key,
 )
@@ -27,13 +24,6 @@ BINARY = b"\x7fELF fake provider" * 200
 PLATFORMS = ("linux_amd64", "darwin_arm64")
 BASE = "https://registry.example.com"
 UPLOADS = "/api/v1/providers/acme/null/1.2.0/uploads"
-
-
-@pytest.fixture
-def svc(tmp_path: Path) -> Services:
-    services = make_services(tmp_path / "data")
-    services.providers.keys.add("acme", public_armor(publisher_key()))
-    return services
 
 
 @pytest.fixture

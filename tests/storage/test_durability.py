@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -15,6 +14,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.support.datadir import assert_consistent
 from tests.support.gitrepo import GitRepo
 from tests.support.server import RunningServer, cli
 
@@ -28,22 +28,6 @@ def _big_repo(repo: GitRepo) -> None:
             repo.write(f"files/{f:03}.tf", f"# release {n} file {f}\n" + "x" * (200 * f))
         repo.commit(f"release {n}", date=f"2024-01-{1 + n % 28:02}T00:00:00Z")
         repo.tag(f"v1.{n}.0")
-
-
-def _assert_consistent(data_dir: Path) -> int:
-    """Every recorded version has its complete archive; returns how many there are."""
-    db = sqlite3.connect(data_dir / "index.sqlite3")
-    try:
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        rows = db.execute("SELECT archive_sha256, archive_size FROM module_versions").fetchall()
-    finally:
-        db.close()
-    for sha256, size in rows:
-        blob = data_dir / "blobs" / "sha256" / sha256[:2] / sha256
-        data = blob.read_bytes()
-        assert len(data) == size
-        assert hashlib.sha256(data).hexdigest() == sha256
-    return len(rows)
 
 
 def _count(data_dir: Path) -> int:
@@ -78,10 +62,10 @@ def test_kill_9_during_publishing_leaves_no_half_published_version(
             os.kill(process.pid, signal.SIGKILL)
             kills_mid_sync += 1
         process.wait()
-        _assert_consistent(data_dir)
+        assert_consistent(data_dir)
     assert kills_mid_sync >= 3, "the syncs finished before the kills; the test proves nothing"
     cli(data_dir, "sync")
-    assert _assert_consistent(data_dir) == TAGS
+    assert assert_consistent(data_dir) == TAGS
 
 
 def _versions(server: RunningServer) -> list[str]:
@@ -127,7 +111,7 @@ def test_backup_while_serving_restores_and_passes_integrity_check(
         stop.set()
         worker.join()
     assert not errors
-    count = _assert_consistent(backup_dir)
+    count = assert_consistent(backup_dir)
     assert count >= 1
     restored = servers(backup_dir)
     assert len(_versions(restored)) == count
