@@ -82,6 +82,35 @@ def address_key(namespace: str, name: str, system: str) -> str:
     return f"{namespace}/{name}/{system}".lower()
 
 
+def link_module(
+    conn: sqlite3.Connection,
+    repo_id: int,
+    namespace: str,
+    name: str,
+    system: str,
+    subdir: str,
+    tag_prefix: str,
+) -> None:
+    """Inside a write transaction: give the repository this module address.
+    Idempotent for the same repository, subdirectory and tag prefix; the
+    address is unique, so anything else is a Conflict."""
+    key = address_key(namespace, name, system)
+    existing = conn.execute(
+        "SELECT repo_id, subdir, tag_prefix FROM modules WHERE address_key = ?", (key,)
+    ).fetchone()
+    if existing is None:
+        conn.execute(
+            "INSERT INTO modules (repo_id, namespace, name, system, address_key,"
+            " subdir, tag_prefix, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (repo_id, namespace, name, system, key, subdir, tag_prefix, utcnow()),
+        )
+    elif tuple(existing) != (repo_id, subdir, tag_prefix):
+        raise Conflict(
+            f"module {namespace}/{name}/{system} is already registered"
+            " with another repository, subdirectory or tag prefix"
+        )
+
+
 class SQLiteIndex:
     """One writer connection behind a lock, and read connections that never take it.
 
@@ -298,22 +327,8 @@ class SQLiteIndex:
         self, repo_id: int, namespace: str, name: str, system: str, subdir: str, tag_prefix: str
     ) -> ModuleRecord:
         """Register a module address for a repository; the address is unique."""
-        key = address_key(namespace, name, system)
         with self._write() as conn:
-            existing = conn.execute(
-                "SELECT repo_id, subdir, tag_prefix FROM modules WHERE address_key = ?", (key,)
-            ).fetchone()
-            if existing is None:
-                conn.execute(
-                    "INSERT INTO modules (repo_id, namespace, name, system, address_key,"
-                    " subdir, tag_prefix, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (repo_id, namespace, name, system, key, subdir, tag_prefix, utcnow()),
-                )
-            elif tuple(existing) != (repo_id, subdir, tag_prefix):
-                raise Conflict(
-                    f"module {namespace}/{name}/{system} is already registered"
-                    " with another repository, subdirectory or tag prefix"
-                )
+            link_module(conn, repo_id, namespace, name, system, subdir, tag_prefix)
         module = self.find_module(namespace, name, system)
         assert module is not None
         return module

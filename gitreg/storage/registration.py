@@ -12,7 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from gitreg.errors import Conflict
-from gitreg.storage.index import IndexBackedStore, address_key, utcnow
+from gitreg.storage.index import IndexBackedStore, link_module, utcnow
 
 
 @dataclass(frozen=True)
@@ -55,21 +55,7 @@ def _upsert_repo(conn: sqlite3.Connection, repo: RepoRow) -> int:
 
 
 def _link_module(conn: sqlite3.Connection, repo_id: int, m: ModuleLink) -> None:
-    key = address_key(m.namespace, m.name, m.system)
-    existing = conn.execute(
-        "SELECT repo_id, subdir, tag_prefix FROM modules WHERE address_key = ?", (key,)
-    ).fetchone()
-    if existing is None:
-        conn.execute(
-            "INSERT INTO modules (repo_id, namespace, name, system, address_key,"
-            " subdir, tag_prefix, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (repo_id, m.namespace, m.name, m.system, key, m.subdir, m.tag_prefix, utcnow()),
-        )
-    elif tuple(existing) != (repo_id, m.subdir, m.tag_prefix):
-        raise Conflict(
-            f"module {m.namespace}/{m.name}/{m.system} is already registered"
-            " with another repository, subdirectory or tag prefix"
-        )
+    link_module(conn, repo_id, m.namespace, m.name, m.system, m.subdir, m.tag_prefix)
 
 
 def _link_provider(conn: sqlite3.Connection, repo_id: int, p: ProviderLink) -> None:

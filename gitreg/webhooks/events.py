@@ -148,3 +148,12 @@ def objects(payload: Any, *path: str) -> list[Mapping[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
         raise BadRequest(f"payload field {'.'.join(path)} must be a list of objects")
     return value
+
+
+def created_or_deleted_tag(forge: str, event: str, payload: Any) -> Delivery:
+    """GitHub's and Gitea's `create` / `delete` events: any ref, tags among them
+    (`ref_type`), with `ref` the bare tag name."""
+    if text(payload, "ref_type") != "tag":
+        return ignore(forge, event, "not a tag")
+    action: Action = "created" if event == "create" else "deleted"
+    return tag_delivery(forge, event, [TagChange(text(payload, "ref") or "", action)])

@@ -21,10 +21,9 @@ from typing import Any
 
 from gitreg.webhooks.events import (
     TAG_REF,
-    Action,
     Delivery,
-    TagChange,
     change_from_shas,
+    created_or_deleted_tag,
     ignore,
     release_delivery,
     tag_delivery,
@@ -61,10 +60,7 @@ class Gitea:
             )
             return tag_delivery(self.name, event, [change])
         if event in ("create", "delete"):
-            if text(payload, "ref_type") != "tag":
-                return ignore(self.name, event, "not a tag")
-            action: Action = "created" if event == "create" else "deleted"
-            return tag_delivery(self.name, event, [TagChange(text(payload, "ref") or "", action)])
+            return created_or_deleted_tag(self.name, event, payload)
         if event == "release":
             release = text(payload, "action") or ""
             if release not in ("published", "updated"):

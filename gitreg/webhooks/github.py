@@ -24,6 +24,7 @@ from gitreg.webhooks.events import (
     Action,
     Delivery,
     TagChange,
+    created_or_deleted_tag,
     flag,
     ignore,
     release_delivery,
@@ -63,10 +64,7 @@ class GitHub:
                 moved = "created"
             return tag_delivery(self.name, event, [TagChange(tag, moved)])
         if event in ("create", "delete"):
-            if text(payload, "ref_type") != "tag":
-                return ignore(self.name, event, "not a tag")
-            action: Action = "created" if event == "create" else "deleted"
-            return tag_delivery(self.name, event, [TagChange(text(payload, "ref") or "", action)])
+            return created_or_deleted_tag(self.name, event, payload)
         if event == "release":
             release = text(payload, "action") or ""
             tag = text(payload, "release", "tag_name") or ""
