@@ -59,15 +59,7 @@ class KeyManager:
                 " with it are refused unless allow_unverifiable_keys is set."
                 " Use an RSA key (gpg --quick-generate-key NAME rsa4096 sign)"
             )
-        key, created = self._store.add_key(
-            namespace,
-            info.key_id,
-            info.fingerprint,
-            info.armor,
-            info.algorithms,
-            info.terraform_compatible,
-            "registered",
-        )
+        key, created = self._add(namespace, info, "registered")
         return Registered(key, created, tuple(warnings))
 
     def generate(self, namespace: str, algorithm: str = "rsa3072") -> KeyRecord:
@@ -82,15 +74,7 @@ class KeyManager:
             raise BadRequest(f"unknown key algorithm {algorithm!r}; use rsa3072 or rsa4096")
         secret, info = generate_key(f"{namespace} provider signing key (gitreg)", ALGORITHMS[name])
         self._write_secret(namespace, info, secret.encode())
-        key, _ = self._store.add_key(
-            namespace,
-            info.key_id,
-            info.fingerprint,
-            info.armor,
-            info.algorithms,
-            info.terraform_compatible,
-            "generated",
-        )
+        key, _ = self._add(namespace, info, "generated")
         return key
 
     def retire(self, namespace: str, key_id: str) -> KeyRecord:
@@ -120,6 +104,17 @@ class KeyManager:
             raise NotFound(
                 f"the secret of key {key.key_id} is missing from {self.keys_dir}: {exc.strerror}"
             ) from exc
+
+    def _add(self, namespace: str, info: PublicKeyInfo, origin: str) -> tuple[KeyRecord, bool]:
+        return self._store.add_key(
+            namespace,
+            info.key_id,
+            info.fingerprint,
+            info.armor,
+            info.algorithms,
+            info.terraform_compatible,
+            origin,
+        )
 
     def _write_secret(self, namespace: str, info: PublicKeyInfo, secret: bytes) -> None:
         """Atomic and never readable by others, even for an instant (P3)."""
