@@ -7,13 +7,15 @@ import multiprocessing
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import uvicorn
-
-from gitreg.app import create_app
-from gitreg.server_limits import ConnectionLimits, connection_cap, raise_fd_limit, uvicorn_options
 from gitreg.settings import ENV_PREFIX, Settings
+
+if TYPE_CHECKING:
+    from gitreg.server_limits import ConnectionLimits
+
+# uvicorn and the app are imported by `serve` itself: every other command builds
+# this parser too and should not pay for the HTTP stack (about 10 ms).
 
 Parser = argparse.ArgumentParser
 
@@ -56,6 +58,8 @@ def _export_settings(settings: Settings) -> None:
 
 
 def _connection_limits(settings: Settings) -> ConnectionLimits:
+    from gitreg.server_limits import ConnectionLimits, connection_cap, raise_fd_limit
+
     """Raise the open-file limit, then fit the connection cap under it (issue 10)."""
     fd_limit = raise_fd_limit()
     cap = connection_cap(settings.max_connections, fd_limit)
@@ -68,6 +72,11 @@ def _connection_limits(settings: Settings) -> ConnectionLimits:
 
 
 def serve(settings: Settings) -> int:
+    import uvicorn
+
+    from gitreg.app import create_app
+    from gitreg.server_limits import uvicorn_options
+
     limits = _connection_limits(settings)
     options = _tls_options(settings)
     shown = settings.public_url or f"{settings.scheme}://{settings.host}:{settings.port}"
