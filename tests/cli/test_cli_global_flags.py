@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -19,7 +17,7 @@ import pytest
 
 from gitreg.cli import build_parser
 from tests.support.gitrepo import GitRepo, simple_module
-from tests.support.server import cli, free_port
+from tests.support.server import RunningServer, cli
 
 # Every command with the smallest arguments it parses with. The first test
 # proves this list names every command the parser has, so a new command is
@@ -123,13 +121,18 @@ def _gitreg(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def test_data_dir_before_the_command_is_where_a_real_publish_lands(
-    tmp_path: Path, elsewhere: Path, make_repo: Callable[[str], GitRepo]
-) -> None:
+def _tagged_module(make_repo: Callable[[str], GitRepo]) -> GitRepo:
     repo = make_repo("vpc")
     simple_module(repo)
     repo.commit()
     repo.tag("v1.0.0")
+    return repo
+
+
+def test_data_dir_before_the_command_is_where_a_real_publish_lands(
+    tmp_path: Path, elsewhere: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    repo = _tagged_module(make_repo)
     data = tmp_path / "data"
     _gitreg(
         elsewhere, "--data-dir", str(data), "repo", "add", str(repo.path), "--module", "a/vpc/aws"
@@ -141,52 +144,22 @@ def test_data_dir_before_the_command_is_where_a_real_publish_lands(
     assert (data / "index.sqlite3").is_file()
 
 
-def _status(url: str, context: ssl.SSLContext) -> int:
-    try:
-        with urllib.request.urlopen(url, context=context, timeout=5) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as exc:
-        return exc.code
-
-
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_config_before_serve_makes_the_registry_private(
-    tmp_path: Path, elsewhere: Path, make_repo: Callable[[str], GitRepo], workers: str
+    tmp_path: Path,
+    make_repo: Callable[[str], GitRepo],
+    servers: Callable[..., RunningServer],
+    workers: str,
 ) -> None:
-    repo = make_repo("vpc")
-    simple_module(repo)
-    repo.commit()
-    repo.tag("v1.0.0")
+    repo = _tagged_module(make_repo)
     data = tmp_path / "data"
     cli(data, "repo", "add", str(repo.path), "--module", "a/vpc/aws")
     strict = tmp_path / "strict.toml"
     strict.write_text('read_default = "token"\n')
-    port = free_port()
-    log = (tmp_path / "serve.log").open("wb")
-    command = [sys.executable, "-m", "gitreg", "--config", str(strict), "--data-dir", str(data)]
-    process = subprocess.Popen(
-        [*command, "serve", "--port", str(port), "--workers", workers],
-        cwd=elsewhere,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        base = f"https://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, (tmp_path / "serve.log").read_text()
-            if (data / "tls" / "ca.pem").exists():
-                try:
-                    context = ssl.create_default_context(cafile=str(data / "tls" / "ca.pem"))
-                    if _status(f"{base}/healthz", context) == 200:
-                        break
-                except (OSError, urllib.error.URLError):
-                    pass
-            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
-            time.sleep(0.1)
-        # Private by the file: anonymous reads are refused (404 hides the name).
-        assert _status(f"{base}/v1/modules/a/vpc/aws/versions", context) in (401, 404)
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
-        log.close()
+    server = servers(data, "--workers", workers, before=("--config", str(strict)))
+    # Private by the file: anonymous reads are refused (404 hides the name).
+    url = f"{server.url}/v1/modules/a/vpc/aws/versions"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url, context=server.ssl_context(), timeout=5)
+    refused.value.close()
+    assert refused.value.code in (401, 404)

@@ -85,9 +85,14 @@ class RunningServer:
 
 
 def start_server(
-    data_dir: Path, *args: str, port: int | None = None, env: dict[str, str] | None = None
+    data_dir: Path,
+    *args: str,
+    port: int | None = None,
+    env: dict[str, str] | None = None,
+    before: tuple[str, ...] = (),
 ) -> RunningServer:
-    """Start `gitreg serve` and wait until /healthz answers over TLS."""
+    """Start `gitreg [BEFORE] serve` and wait until /healthz answers over TLS;
+    `before` holds global flags given ahead of the command."""
     port = port or free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir.parent / f"server-{port}.log"
@@ -95,6 +100,7 @@ def start_server(
         sys.executable,
         "-m",
         "gitreg",
+        *before,
         "serve",
         "--data-dir",
         str(data_dir),
