@@ -148,8 +148,8 @@ class Settings:
 
 # Fields that are not settings of their own: `extra` holds the file's other
 # tables, `config_file` is where the file was found (`--config`/`$GITREG_CONFIG`).
-_NOT_SETTINGS = ("extra", "config_file")
-_FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name not in _NOT_SETTINGS}
+NOT_SETTINGS = ("extra", "config_file")
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name not in NOT_SETTINGS}
 
 
 def _coerce(name: str, value: Any) -> Any:

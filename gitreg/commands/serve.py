@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitreg.settings import ENV_PREFIX, Settings
+from gitreg.settings import ENV_PREFIX, NOT_SETTINGS, Settings
 
 if TYPE_CHECKING:
     from gitreg.server_limits import ConnectionLimits
@@ -50,7 +50,7 @@ def _export_settings(settings: Settings) -> None:
     if settings.config_file is not None:  # its tables (`extra`) only the file has
         os.environ[ENV_PREFIX + "CONFIG"] = str(settings.config_file)
     for name, value in vars(settings).items():
-        if name in ("extra", "config_file") or value is None:
+        if name in NOT_SETTINGS or value is None:
             continue
         os.environ[ENV_PREFIX + name.upper()] = (
             str(value).lower() if isinstance(value, bool) else str(value)
