@@ -53,6 +53,7 @@ class Services:
     sync: SyncService
 
     def close(self) -> None:
+        self.jobs.close()  # its writer thread uses the index: stop it first
         self.index.close()
 
 

@@ -218,9 +218,11 @@ async def put_file(request: Request) -> Response:
 
 
 async def _publish_options(request: Request) -> bool:
-    body = await request.body()
-    if len(body) > MAX_PUBLISH_BODY:
-        raise PayloadTooLarge("publish options are over 4 KiB")
+    body = b""
+    async for chunk in request.stream():  # cut off at the cap, never read whole
+        body += chunk
+        if len(body) > MAX_PUBLISH_BODY:
+            raise PayloadTooLarge("publish options are over 4 KiB")
     if not body.strip():
         return False
     try:

@@ -31,6 +31,7 @@ MAX_BATCH = 500
 
 
 _Waiting = tuple[list[Submission], "Future[list[Enqueued]]"]
+_STOP: _Waiting = ([], Future())  # put by `close`: the writer thread ends there
 
 
 class GroupCommit:
@@ -48,11 +49,15 @@ class GroupCommit:
         self._waiting: queue.SimpleQueue[_Waiting] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._closed = False
 
     def submit(self, submissions: list[Submission]) -> Future[list[Enqueued]]:
         future: Future[list[Enqueued]] = Future()
-        self._waiting.put((submissions, future))
         with self._start_lock:  # started on first use: CLI commands never need it
+            if self._closed:
+                future.set_exception(QueueUnavailable("the registry is shutting down"))
+                return future
+            self._waiting.put((submissions, future))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="gitreg-group-commit", daemon=True
@@ -60,25 +65,40 @@ class GroupCommit:
                 self._thread.start()
         return future
 
+    def close(self) -> None:
+        """Store what is already waiting, then stop the writer thread (before
+        the database it writes to is closed); later submissions fail with 503."""
+        with self._start_lock:
+            self._closed = True
+            thread = self._thread
+            self._waiting.put(_STOP)
+        if thread is not None:
+            thread.join()
+
     def _run(self) -> None:
         while True:
-            batch = self._take()
+            batch, stop = self._take()
             if batch:
                 self._commit(batch)
+            if stop:
+                return
 
-    def _take(self) -> list[_Waiting]:
+    def _take(self) -> tuple[list[_Waiting], bool]:
         """Everything waiting now (blocking for the first), up to MAX_BATCH
         submissions. A caller that gave up before its turn (its request was
-        cancelled) is left out: it was never answered, so it need not be stored."""
+        cancelled) is left out: it was never answered, so it need not be stored.
+        True with the batch once `close` asked the thread to stop."""
         batch: list[_Waiting] = []
         size = 0
         waiting = self._waiting.get()
         while True:
+            if waiting is _STOP:
+                return batch, True
             if waiting[1].set_running_or_notify_cancel():
                 batch.append(waiting)
                 size += len(waiting[0])
             if size >= MAX_BATCH or self._waiting.empty():
-                return batch
+                return batch, False
             waiting = self._waiting.get_nowait()
 
     def _commit(self, batch: list[_Waiting]) -> None:
@@ -123,6 +143,9 @@ class JobQueue:
         if any(s.status != "duplicate" for s in stored):
             self.wakeup.set()
         return stored
+
+    def close(self) -> None:
+        self._group.close()
 
     def submit(
         self, repo_id: int, kind: JobKind, source: str, reason: str, delivery_id: str = ""

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gitreg.errors import NotFound
-from gitreg.storage.index import IndexBackedStore
+from gitreg.storage.index import IndexBackedStore, from_row
 
 JobKind = Literal["sync", "reconcile"]
 JobState = Literal["queued", "running", "done", "failed", "superseded"]
@@ -421,22 +421,4 @@ class JobStore(IndexBackedStore):
 
 
 def _job(row: sqlite3.Row) -> JobRecord:
-    return JobRecord(
-        id=row["id"],
-        repo_id=row["repo_id"],
-        kind=row["kind"],
-        state=row["state"],
-        source=row["source"],
-        reason=row["reason"],
-        deliveries=row["deliveries"],
-        attempts=row["attempts"],
-        max_attempts=row["max_attempts"],
-        run_after=row["run_after"],
-        lease_owner=row["lease_owner"],
-        lease_until=row["lease_until"],
-        created_at=row["created_at"],
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
-        last_error=row["last_error"],
-        result=row["result"],
-    )
+    return from_row(JobRecord, row)

@@ -28,7 +28,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import module_address
-from gitreg.api.responses import error_body, json_response
+from gitreg.api.responses import json_response
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import (
@@ -36,7 +36,6 @@ from gitreg.errors import (
     Forbidden,
     NotFound,
     PayloadTooLarge,
-    QueueUnavailable,
     Unauthorized,
 )
 from gitreg.registration import RepoSource, register_repo
@@ -168,11 +167,9 @@ async def _store(svc: Services, pending: Pending) -> Response:
         Submission(repo.id, "sync", pending.source, reason, pending.delivery_id)
         for repo in pending.repos
     ]
-    try:
-        stored = await asyncio.wrap_future(svc.jobs.submit_grouped(wanted))
-    except QueueUnavailable as exc:
-        headers = {"Retry-After": str(exc.retry_after)}
-        return json_response(error_body(str(exc)), status=exc.status, headers=headers)
+    # QueueUnavailable / StorageFull: the app's GitregError handler answers 503
+    # with Retry-After.
+    stored = await asyncio.wrap_future(svc.jobs.submit_grouped(wanted))
     jobs = []
     for repo, outcome in zip(pending.repos, stored, strict=True):
         jobs.append({"id": outcome.job_id, "repository": repo.url, "status": outcome.status})

@@ -13,12 +13,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
+from gitreg.errors import QueueUnavailable
 from gitreg.jobs.queue import JobQueue
 from gitreg.settings import load_settings
 from gitreg.storage.index import SQLiteIndex
@@ -192,3 +195,27 @@ def test_submissions_waiting_while_the_database_is_busy_share_one_transaction(
     assert [o.status for o in outcomes[:REPOS]] == ["queued"] * REPOS
     assert {o.status for o in outcomes[REPOS:-1]} == {"merged"}
     assert stored_ids(data_dir) == Counter({f"d{n}": 1 for n in range(50)})
+
+
+def test_closing_the_queue_stores_what_waits_then_stops_its_writer_thread(
+    data_dir: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    register(data_dir, make_repo)
+    settings = load_settings({"data_dir": data_dir}, environ={})
+    index = SQLiteIndex(settings.db_path)
+    writers = writer_threads()  # other tests' queues may still have theirs
+    queue = JobQueue(JobStore(index), settings)
+    repo_id = index.repos()[0].id
+    waiting = queue.submit_grouped([Submission(repo_id, "sync", "github", "t", "before")])
+    queue.close()
+    assert waiting.result(timeout=60)[0].status == "queued"
+    assert writer_threads() == writers
+    late = queue.submit_grouped([Submission(repo_id, "sync", "github", "t", "after")])
+    with pytest.raises(QueueUnavailable):
+        late.result(timeout=60)
+    index.close()
+    assert stored_ids(data_dir) == Counter({"before": 1})
+
+
+def writer_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "gitreg-group-commit"}
