@@ -81,6 +81,7 @@ def build_services(settings: Settings) -> Services:
     access = Access(settings, auth, cache, UrlSigner(settings.secrets_dir, settings.signed_url_ttl))
     providers = ProviderPublisher(settings, provider_store, blobs, cache.invalidate)
     access.add_blob_owners(providers.store.blob_owners)
+    access.add_blob_owners(mirror_store.blob_owners)
     return Services(
         settings,
         index,

@@ -39,31 +39,34 @@ def _readiness(svc: Services) -> list[str]:
         svc.index.check_writable()
     except Exception as exc:  # any failure means "not ready", with its reason
         problems.append(f"index not writable: {exc}")
-    try:
-        svc.blobs.check_writable()
-    except OSError as exc:
-        problems.append(f"blob store not writable: {exc.strerror}")
-    return problems + _storage_full(svc)
+    return problems + _storage_problems(svc)
 
 
-def _storage_full(svc: Services) -> list[str]:
+def _storage_problems(svc: Services) -> list[str]:
     """Reports "storage full: ..." when the data dir's filesystem has less than
     `min_free_bytes` free for unprivileged writers (what gitreg gets), or when a
-    small real write there fails."""
+    small real write to the blob store fails for lack of space; one probe write
+    per call, whose other failures say the blob store is not writable."""
+    problems: list[str] = []
     floor = svc.settings.min_free_bytes
     try:
         free = shutil.disk_usage(svc.settings.data_dir).free  # what unprivileged writers get
+    except OSError as exc:
+        problems.append(f"data dir not usable: {exc.strerror}")
+    else:
         if free < floor:
-            return [
+            problems.append(
                 f"storage full: only {free // 2**20} MiB free in the data dir, "
                 f"below min_free_bytes ({floor} bytes)"
-            ]
+            )
+    try:
         svc.blobs.check_writable(PROBE_BYTES)
     except OSError as exc:
         if is_storage_full(exc):
-            return [f"storage full: {exc.strerror} in the data dir"]
-        return [f"data dir not usable: {exc.strerror}"]
-    return []
+            problems.append(f"storage full: {exc.strerror} in the data dir")
+        else:
+            problems.append(f"blob store not writable: {exc.strerror}")
+    return problems
 
 
 def _failing_repos(svc: Services) -> list[dict[str, object]]:

@@ -98,10 +98,10 @@ class Access:
         self._cached_lock = threading.Lock()
         self.signer = signer
         self.limiter = FailureLimiter(settings.auth_fail_limit, settings.auth_fail_window)
-        self._blob_owners: list[BlobOwners] = [store.module_archives, store.mirror_packages]
+        self._blob_owners: list[BlobOwners] = [store.module_archives]
 
     def add_blob_owners(self, owners: BlobOwners) -> None:
-        """Let another protocol (providers) declare which namespaces own its blobs."""
+        """Let another protocol (providers, the mirror) declare which namespaces own its blobs."""
         self._blob_owners.append(owners)
 
     def build_snapshot(self) -> AccessSnapshot:

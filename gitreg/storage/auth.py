@@ -120,11 +120,3 @@ class AuthStore(IndexBackedStore):
             " JOIN modules m ON m.id = v.module_id"
         )
         return [(r[0], r[1]) for r in rows]
-
-    def mirror_packages(self) -> list[tuple[str, str]]:
-        """(lower-cased upstream namespace, zip sha256) of every cached mirror
-        package: the mirror route serves a zip under its upstream namespace, so
-        the namespace's privacy must hold for the zip's blob too."""
-        rows = self._rows("SELECT DISTINCT provider_key, sha256 FROM mirror_packages")
-        # provider_key is `hostname/namespace/type` (ProviderAddress.key).
-        return [(str(r[0]).split("/")[1].lower(), str(r[1])) for r in rows]

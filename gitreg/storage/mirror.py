@@ -154,6 +154,14 @@ class MirrorStore(IndexBackedStore):
     def blob_is_referenced(self, sha256: str) -> bool:
         return bool(self._rows("SELECT 1 FROM mirror_packages WHERE sha256 = ? LIMIT 1", (sha256,)))
 
+    def blob_owners(self) -> list[tuple[str, str]]:
+        """(lower-cased upstream namespace, zip sha256) of every cached package:
+        the mirror route serves a zip under its upstream namespace, so the
+        namespace's privacy must hold for the zip's blob too."""
+        rows = self._rows("SELECT DISTINCT provider_key, sha256 FROM mirror_packages")
+        # provider_key is `hostname/namespace/type` (ProviderAddress.key).
+        return [(str(r[0]).split("/")[1].lower(), str(r[1])) for r in rows]
+
 
 def _index(row: sqlite3.Row) -> CachedIndex:
     versions = tuple(

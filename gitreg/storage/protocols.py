@@ -325,6 +325,10 @@ class MirrorIndex(Protocol):
         cached zip never changes under its name (M4)."""
         ...
 
+    def blob_owners(self) -> list[tuple[str, str]]:
+        """(lower-cased upstream namespace, zip sha256) of every cached package."""
+        ...
+
 
 class AuthIndex(Protocol):
     """API tokens and namespace visibility."""
@@ -363,9 +367,4 @@ class AuthIndex(Protocol):
 
     def module_archives(self) -> list[tuple[str, str]]:
         """(lower-cased namespace, archive sha256) of every module version."""
-        ...
-
-    def mirror_packages(self) -> list[tuple[str, str]]:
-        """(lower-cased upstream namespace, zip sha256) of every cached mirror
-        package."""
         ...

@@ -250,6 +250,26 @@ def test_immutable_caching_only_for_public_content_addressed_blobs(registry: Reg
 # -- H3: health and readiness ------------------------------------------------------------
 
 
+def test_readyz_probes_the_blob_store_once_and_names_one_cause_once(
+    registry: Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    svc = registry.svc
+    probes: list[int] = []
+    real = svc.blobs.check_writable
+
+    def counted(probe_bytes: int = 0) -> None:
+        probes.append(probe_bytes)
+        real(probe_bytes)
+
+    monkeypatch.setattr(svc.blobs, "check_writable", counted)
+    assert registry.client.get("/readyz").status_code == 200
+    assert len(probes) == 1
+    monkeypatch.setattr(svc.blobs, "root", tmp_path / "no-such-blob-dir")
+    answer = registry.client.get("/readyz")
+    assert answer.status_code == 503
+    assert [p.split(":")[0] for p in answer.json()["errors"]] == ["blob store not writable"]
+
+
 def test_readyz_names_each_problem_and_healthz_needs_nothing(
     registry: Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
