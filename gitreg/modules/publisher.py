@@ -124,7 +124,7 @@ class Publisher:
         except GitError as exc:
             self._index.record_fetch(repo.id, str(exc))
             raise
-        with file_lock(self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"):
+        with file_lock(self._lock_path(repo)):
             tags, problems = self._git.tags(self.mirror_path(repo))
         local = {t.name: t.tag_sha for t in tags}
         unreadable = {p.name for p in problems}
@@ -138,7 +138,7 @@ class Publisher:
             # `repo remove --keep-versions`: its versions serve, it never syncs again.
             raise NotFound(f"repository {repo.url} was removed; its versions are kept")
         result = SyncResult(repo.url)
-        with file_lock(self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"):
+        with file_lock(self._lock_path(repo)):
             mirror = self.mirror_path(repo)
             try:
                 self._fetch(repo, mirror)
