@@ -151,9 +151,6 @@ class MirrorStore(IndexBackedStore):
         assert stored is not None
         return stored
 
-    def blob_is_referenced(self, sha256: str) -> bool:
-        return bool(self._rows("SELECT 1 FROM mirror_packages WHERE sha256 = ? LIMIT 1", (sha256,)))
-
 
 def _index(row: sqlite3.Row) -> CachedIndex:
     versions = tuple(
