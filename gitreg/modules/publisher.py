@@ -10,10 +10,12 @@ changes: a tag that later names another commit is recorded as a conflict
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import secrets
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +61,11 @@ def sync_status(repo: RepoRecord) -> str:
     return "ok" if repo.last_fetch_at else "never synced"
 
 
+# Older staging mirrors are leftovers of a killed `repo add` (a day; a fetch
+# gives up after minutes).
+_STALE_STAGING = 86400.0
+
+
 class Publisher:
     def __init__(
         self,
@@ -85,7 +92,13 @@ class Publisher:
     def fetch_staged(self, url: str) -> Path:
         """Fetch a remote that is not registered yet into a fresh staging mirror,
         so `repo add` learns the URL is wrong before it writes anything (the
-        caller adopts or discards it). Raises GitError, leaving nothing behind."""
+        caller adopts or discards it). Raises GitError, leaving nothing behind.
+        Staging mirrors a killed `repo add` left behind are removed first: none
+        lives longer than a fetch may run, far less than `_STALE_STAGING`."""
+        for stale in self._settings.git_dir.glob("staging-*.git"):
+            with contextlib.suppress(OSError):
+                if stale.stat().st_mtime < time.time() - _STALE_STAGING:
+                    shutil.rmtree(stale, ignore_errors=True)
         staged = self._settings.git_dir / f"staging-{secrets.token_hex(8)}.git"
         try:
             self._git.fetch(url, staged)
@@ -124,7 +137,7 @@ class Publisher:
         except GitError as exc:
             self._index.record_fetch(repo.id, str(exc))
             raise
-        with file_lock(self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"):
+        with file_lock(self._lock_path(repo)):
             tags, problems = self._git.tags(self.mirror_path(repo))
         local = {t.name: t.tag_sha for t in tags}
         unreadable = {p.name for p in problems}
@@ -138,7 +151,7 @@ class Publisher:
             # `repo remove --keep-versions`: its versions serve, it never syncs again.
             raise NotFound(f"repository {repo.url} was removed; its versions are kept")
         result = SyncResult(repo.url)
-        with file_lock(self._settings.data_dir / "locks" / f"repo-{repo.id}.lock"):
+        with file_lock(self._lock_path(repo)):
             mirror = self.mirror_path(repo)
             try:
                 self._fetch(repo, mirror)

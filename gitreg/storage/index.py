@@ -417,10 +417,6 @@ class SQLiteIndex:
         )
         return (rows[0]["sha256"], rows[0]["size"]) if rows else None
 
-    def archive_is_referenced(self, sha256: str) -> bool:
-        rows = self._rows("SELECT 1 FROM archives WHERE sha256 = ? LIMIT 1", (sha256,))
-        return bool(rows)
-
     # -- conflicts ----------------------------------------------------------
 
     def record_conflict(

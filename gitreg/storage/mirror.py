@@ -17,7 +17,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from gitreg.storage.index import IndexBackedStore
+from gitreg.storage.index import IndexBackedStore, from_row
 
 
 @dataclass(frozen=True)
@@ -151,9 +151,6 @@ class MirrorStore(IndexBackedStore):
         assert stored is not None
         return stored
 
-    def blob_is_referenced(self, sha256: str) -> bool:
-        return bool(self._rows("SELECT 1 FROM mirror_packages WHERE sha256 = ? LIMIT 1", (sha256,)))
-
     def blob_owners(self) -> list[tuple[str, str]]:
         """(lower-cased upstream namespace, zip sha256) of every cached package:
         the mirror route serves a zip under its upstream namespace, so the
@@ -183,16 +180,4 @@ def _index(row: sqlite3.Row) -> CachedIndex:
 
 
 def _package(row: sqlite3.Row) -> MirrorPackage:
-    return MirrorPackage(
-        provider_key=row["provider_key"],
-        version=row["version"],
-        platform=row["platform"],
-        filename=row["filename"],
-        sha256=row["sha256"],
-        size=int(row["size"]),
-        h1=row["h1"],
-        protocols=tuple(json.loads(row["protocols"])),
-        key_id=row["key_id"],
-        source_url=row["source_url"],
-        fetched_at=float(row["fetched_at"]),
-    )
+    return from_row(MirrorPackage, row, protocols=tuple(json.loads(row["protocols"])))

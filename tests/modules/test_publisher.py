@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import tarfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -244,3 +246,20 @@ def test_fetch_is_incremental(svc: Services, make_repo: Callable[[str], GitRepo]
     packs_after = set((mirror / "objects" / "pack").glob("*.pack"))
     assert packs_before <= packs_after  # old packs are kept, never rewritten
     assert set(versions(svc, "acme/vpc/aws")) == {"1.0.0", "1.1.0"}
+
+
+def test_fetch_staged_removes_staging_mirrors_a_killed_repo_add_left(
+    svc: Services, make_repo: Callable[[str], GitRepo]
+) -> None:
+    repo = make_repo("hello")
+    simple_module(repo)
+    repo.commit()
+    git_dir = svc.settings.git_dir
+    git_dir.mkdir(parents=True, exist_ok=True)
+    old, fresh = git_dir / "staging-0000.git", git_dir / "staging-1111.git"
+    for leftover in (old, fresh):
+        (leftover / "objects").mkdir(parents=True)
+    os.utime(old, (time.time() - 2 * 86400,) * 2)
+    staged = svc.publisher.fetch_staged(str(repo.path))
+    assert staged.is_dir() and fresh.is_dir()  # a live `repo add` may still use it
+    assert not old.exists()
