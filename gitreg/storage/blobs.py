@@ -180,7 +180,7 @@ class FileBlobStore:
             path.unlink(missing_ok=True)
 
     def check_writable(self, probe_bytes: int = 0) -> None:
-        with tempfile.TemporaryFile(dir=self._tmp) as probe:
+        with tempfile.TemporaryFile(dir=self.root / "tmp") as probe:
             if probe_bytes:
                 probe.write(b"\0" * probe_bytes)
                 probe.flush()
