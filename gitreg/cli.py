@@ -33,6 +33,11 @@ def _common(default: Any) -> argparse.ArgumentParser:
         "--data-dir", type=Path, default=default, help="where gitreg keeps everything"
     )
     common.add_argument("--config", type=Path, default=default, help="TOML config file")
+    common.add_argument(
+        "--database-url",
+        default=default,
+        help="postgresql://USER:PASS@HOST:PORT/DB: a shared index (default: SQLite)",
+    )
     return common
 
 
@@ -69,6 +74,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         key: getattr(args, key, None)
         for key in (
             "data_dir",
+            "database_url",
             "host",
             "port",
             "public_url",

@@ -102,6 +102,18 @@ class StorageFull(GitregError):
         self.retry_after = retry_after
 
 
+class DatabaseUnavailable(GitregError):
+    """The shared index (PostgreSQL) cannot be reached or refused the
+    transaction. Nothing was committed, so the request can be retried; cached
+    metadata keeps being served meanwhile (issue 12)."""
+
+    status = 503
+
+    def __init__(self, detail: str, retry_after: int = 5) -> None:
+        super().__init__(f"the database is unavailable ({detail}); retry shortly")
+        self.retry_after = retry_after
+
+
 # Seconds a forge waits before redelivering a webhook answered 503.
 QUEUE_RETRY_AFTER = 10
 

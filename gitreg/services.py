@@ -21,7 +21,7 @@ from gitreg.providers.ingest import ProviderPublisher
 from gitreg.settings import Settings
 from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import BlobStore, FileBlobStore
-from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.index import open_index
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.mirror import MirrorStore
 from gitreg.storage.protocols import (
@@ -61,7 +61,7 @@ def build_services(settings: Settings) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # The one place that names the SQLite and file implementations; everything
     # else sees the protocols (gitreg/storage/protocols.py).
-    sqlite = SQLiteIndex(settings.db_path)
+    sqlite = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
     index: ModuleIndex = sqlite
     blobs: BlobStore = FileBlobStore(settings.blob_dir)
     job_store: JobIndex = JobStore(sqlite)

@@ -48,6 +48,11 @@ class Settings:
     max_file_bytes: int = 64 * 1024 * 1024
     # How often the server notices writes made by other processes (CLI, workers).
     refresh_interval: float = 0.25
+    # Scale-out (docs/scale-out.md): `postgresql://USER:PASS@HOST:PORT/DB` puts the
+    # index and the job queue in PostgreSQL, shared by every replica; unset keeps
+    # the embedded SQLite file in the data dir. Connections per server process.
+    database_url: str = ""
+    database_pool_size: int = 10
     log_level: str = "info"
     # uvicorn's access log costs ~45 us of CPU per request (25-30% of metadata
     # throughput, docs/performance.md); turn it off when a proxy already logs.

@@ -2,7 +2,7 @@
 
 Tokens are stored only as sha256 hex of the secret: the secret is 32 random
 bytes, so a fast hash is as good as a slow one and lets every request check
-in one dictionary lookup. Writes share `SQLiteIndex`'s writer and lock.
+in one dictionary lookup. Writes share the index's database (`IndexBackedStore`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class AuthStore(IndexBackedStore):
         with self._write() as conn:
             cursor = conn.execute(
                 "INSERT INTO api_tokens (token_hash, prefix, scope, namespaces, description,"
-                " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     token_hash,
                     prefix,
@@ -64,7 +64,7 @@ class AuthStore(IndexBackedStore):
                     expires_at,
                 ),
             )
-            return int(cursor.lastrowid or 0)
+            return int(cursor.fetchone()[0])
 
     def tokens(self, include_revoked: bool = False) -> list[TokenRecord]:
         sql = "SELECT * FROM api_tokens"
@@ -100,17 +100,26 @@ class AuthStore(IndexBackedStore):
 
     def access_signature(self) -> AccessSignature:
         """One read transaction of a few index seeks and small counts."""
+        # Portable SQL (SQLite and PostgreSQL): counts and the newest key of each
+        # table; the two tables without an id use the newest of a column that
+        # every insert sets. Namespace visibility is a handful of rows: read whole.
         [row] = self._rows(
-            "SELECT (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM api_tokens),"
+            "SELECT (SELECT count(*) || ':' || coalesce(max(id), 0) FROM api_tokens),"
             " (SELECT count(revoked_at) FROM api_tokens),"
-            " (SELECT group_concat(entry, ';') FROM (SELECT namespace_key || '=' || private"
-            " AS entry FROM namespace_access ORDER BY namespace_key)),"
-            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM module_versions),"
-            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM mirror_packages),"
-            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM provider_versions),"
-            " (SELECT count(*) || ':' || ifnull(max(rowid), 0) FROM provider_packages)"
+            " (SELECT count(*) || ':' || coalesce(max(id), 0) FROM module_versions),"
+            " (SELECT count(*) || ':' || coalesce(max(fetched_at), 0) FROM mirror_packages),"
+            " (SELECT count(*) || ':' || coalesce(max(id), 0) FROM provider_versions),"
+            " (SELECT count(*) || ':' || coalesce(max(version_id), 0) FROM provider_packages)"
         )
-        return AccessSignature(credentials=tuple(row[0:3]), blobs=tuple(row[3:]))
+        visibility = ";".join(
+            f"{r[0]}={r[1]}"
+            for r in self._rows(
+                "SELECT namespace_key, private FROM namespace_access ORDER BY namespace_key"
+            )
+        )
+        return AccessSignature(
+            credentials=(str(row[0]), str(row[1]), visibility), blobs=tuple(map(str, row[2:]))
+        )
 
     def module_archives(self) -> list[tuple[str, str]]:
         """(lower-cased namespace, archive sha256) of every module version, so the

@@ -1,25 +1,21 @@
-"""The SQLite index: every SQL statement in gitreg lives in this package.
+"""The module index: repositories, modules, versions and conflicts.
 
-SQLite runs in WAL mode with a busy timeout, and every write opens with
-`BEGIN IMMEDIATE` so concurrent writers queue instead of failing with
-"database is locked" half-way through a transaction (checklist S1). Several
-processes (the server, CLI commands, more server workers) share one file.
+Every SQL statement in gitreg lives in this package, written once for both
+engines (gitreg/storage/database.py): SQLite by default, PostgreSQL for
+scale-out. The feature stores (jobs, providers, mirror, auth) share the
+`Index`'s database through `IndexBackedStore`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
-import sqlite3
-import threading
-import time
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gitreg.errors import ConfigError, Conflict, NotFound, storage_full
+from gitreg.errors import ConfigError, Conflict, NotFound
+from gitreg.storage.database import Connection, Database, Dialect, Params, Row, is_postgres_url
 from gitreg.storage.records import (
     ConflictRecord,
     ModuleRecord,
@@ -27,50 +23,7 @@ from gitreg.storage.records import (
     RepoRecord,
     VersionRecord,
 )
-from gitreg.storage.schema import MIGRATIONS
-
-BUSY_TIMEOUT_MS = 30_000
-# Read connections open at most at once. Each keeps its own page and statement
-# cache, so the pool is bounded to stay within a worker's memory budget
-# (docs/performance.md); reads take well under a millisecond, so on a couple
-# of cores more would only add memory, and a reader waits for a free one.
-MAX_READERS = 8
-
-
-def _enable_wal(conn: sqlite3.Connection) -> None:
-    """Switch a database to WAL once. Changing the journal mode needs an exclusive
-    lock and SQLite answers "database is locked" at once, without the busy
-    handler, when several processes open a brand-new file together (S1), so it
-    is retried here for as long as the busy timeout."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-
-
-@contextlib.contextmanager
-def _full_disk_is_storage_full(where: Path) -> Iterator[None]:
-    try:
-        yield
-    except (sqlite3.Error, OSError) as exc:
-        if (full := storage_full(exc, str(where))) is not None:
-            raise full from exc
-        raise
-
-
-def _integrity_check(path: Path) -> str:
-    """SQLite's own verdict on a database file: "ok" or the first problems found."""
-    check = sqlite3.connect(path)
-    try:
-        return str(check.execute("PRAGMA integrity_check").fetchone()[0])
-    finally:
-        check.close()
+from gitreg.storage.sqlite import SQLiteDatabase
 
 
 def utcnow() -> str:
@@ -83,7 +36,7 @@ def address_key(namespace: str, name: str, system: str) -> str:
 
 
 def link_module(
-    conn: sqlite3.Connection,
+    conn: Connection,
     repo_id: int,
     namespace: str,
     name: str,
@@ -111,167 +64,40 @@ def link_module(
         )
 
 
-class SQLiteIndex:
-    """One writer connection behind a lock, and read connections that never take it.
+class Index:
+    """The module index on a `Database`; the feature stores share its database."""
 
-    Reads stop queueing behind writes, as datasette does: in WAL mode a read
-    transaction sees the last commit and is not blocked by a writer holding
-    its transaction open through an fsync (S1). Read connections are pooled
-    rather than kept per thread, so threads that come and go (job workers,
-    the request thread pool) cannot leave connections behind, and bounded by
-    `MAX_READERS`; every one made is remembered so that `close()` closes them.
-    """
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._path = path
-        self._lock = threading.RLock()
-        self._closed = False
-        self._idle_readers: list[sqlite3.Connection] = []
-        self._all_readers: list[sqlite3.Connection] = []
-        self._readers_lock = threading.Lock()  # guards the two lists, never held during SQL
-        self._readers_free = threading.BoundedSemaphore(MAX_READERS)
-        self._conn = self._connect()
-        with self._lock:
-            _enable_wal(self._conn)
-            self._conn.execute("PRAGMA foreign_keys = ON")
-        self._migrate()
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self._path,
-            isolation_level=None,
-            check_same_thread=False,
-            timeout=BUSY_TIMEOUT_MS / 1000,
-        )
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA synchronous = FULL")
-        return conn
+    @property
+    def dialect(self) -> Dialect:
+        return self.db.dialect
 
     def close(self) -> None:
-        with self._lock, self._readers_lock:
-            self._closed = True
-            for reader in self._all_readers:
-                reader.close()
-            self._all_readers.clear()
-            self._idle_readers.clear()
-            self._conn.close()
+        self.db.close()
 
-    # -- plumbing -----------------------------------------------------------
+    def _write(
+        self, notify: bool = True, exclusive: bool = True
+    ) -> AbstractContextManager[Connection]:
+        return self.db.write(notify, exclusive)
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction. Every store's writes go through here, so a full
-        disk becomes `StorageFull` (503, retry later) in one place."""
-        with self._lock, _full_disk_is_storage_full(self._path):
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                # SQLite may already have rolled back (SQLITE_FULL does): a second
-                # ROLLBACK would hide the real error behind "no transaction".
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-    @contextlib.contextmanager
-    def _reader(self) -> Iterator[sqlite3.Connection]:
-        """A read connection for this thread's use alone until it is handed back.
-        `query_only` makes a write through it an error, not a deferred-`BEGIN`
-        write that could fail with SQLITE_BUSY at once (S1)."""
-        with self._readers_free:
-            conn = self._idle_reader()
-            try:
-                yield conn
-            finally:
-                if conn.in_transaction:  # only if a statement was left unfinished
-                    conn.execute("ROLLBACK")
-                with self._readers_lock:
-                    if not self._closed:
-                        self._idle_readers.append(conn)
-
-    def _idle_reader(self) -> sqlite3.Connection:
-        with self._readers_lock:
-            if self._closed:
-                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
-            if self._idle_readers:
-                return self._idle_readers.pop()
-        conn = self._connect()
-        conn.execute("PRAGMA query_only = ON")
-        with self._readers_lock:
-            self._all_readers.append(conn)
-        return conn
-
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        """Every row of one read-only statement, as its own read transaction: it
-        sees every commit made before it started, this process's writer's too."""
-        with self._reader() as conn:
-            return list(conn.execute(sql, params))
-
-    def _migrate(self) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
-            )
-            applied = {row[0] for row in conn.execute("SELECT name FROM migrations")}
-        for name, ddl in MIGRATIONS:
-            if name in applied:
-                continue
-            with self._write() as conn:
-                # Re-checked inside the write lock: another process may have won.
-                if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
-                    continue
-                for statement in ddl.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, utcnow())
-                )
+    def _rows(self, sql: str, params: Params = ()) -> list[Row]:
+        return self.db.rows(sql, params)
 
     def data_version(self) -> int:
-        """Changes whenever another process commits. Asked of the writer on purpose:
-        `PRAGMA data_version` moves for commits by *other* connections, so on a
-        read connection this process's own job-queue traffic would look like a
-        foreign commit and empty the metadata cache; this process's publishes
-        invalidate it directly instead."""
-        with self._lock:
-            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        return self.db.data_version()
 
     def table_names(self) -> list[str]:
-        with self._reader() as conn:
-            # Imported here, not at start-up: sqlite-utils brings click, dateutil
-            # and pygments, about 4 MiB a server worker does not need.
-            import sqlite_utils
-
-            return list(sqlite_utils.Database(conn).table_names())
+        return self.db.table_names()
 
     def check_writable(self) -> None:
         """For /readyz: a write transaction can be opened and committed."""
-        with self._write() as conn:
+        with self._write(notify=False) as conn:
             conn.execute("SELECT 1")
 
     def backup(self, target: Path) -> None:
-        """A consistent copy of the index at `target`, checked before it is kept:
-        written under a `.partial` name and renamed only once SQLite's
-        integrity_check passes, so `target` is whole or absent (S4)."""
-        partial = target.with_name(target.name + ".partial")
-        partial.unlink(missing_ok=True)
-        self._online_copy(partial)
-        verdict = _integrity_check(partial)
-        if verdict != "ok":
-            raise ConfigError(f"backup failed its integrity check: {verdict}")
-        os.replace(partial, target)
-
-    def _online_copy(self, target: Path) -> None:
-        """SQLite's online backup API: consistent while the server keeps writing (S4)."""
-        dest = sqlite3.connect(target)
-        try:
-            with self._lock:
-                self._conn.backup(dest)
-        finally:
-            dest.close()
+        self.db.backup(target)
 
     # -- repositories -------------------------------------------------------
 
@@ -444,24 +270,57 @@ class SQLiteIndex:
 
 class IndexBackedStore:
     """Base for the feature stores (jobs, providers, mirror, auth): their writes
-    run on the index's writer connection and lock, so they are not mistaken for
-    another process's commit by the metadata cache, and every write is
-    `BEGIN IMMEDIATE` like the index's own; their reads use the read pool."""
+    run on the index's database, serialised with every other writer like the
+    index's own, and their reads are single statements."""
 
-    def __init__(self, index: SQLiteIndex) -> None:
+    def __init__(self, index: Index) -> None:
         self._index = index
 
-    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return self._index._write()
+    @property
+    def _dialect(self) -> Dialect:
+        return self._index.dialect
 
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    def _write(
+        self, notify: bool = True, exclusive: bool = True
+    ) -> AbstractContextManager[Connection]:
+        return self._index._write(notify, exclusive)
+
+    def _rows(self, sql: str, params: Params = ()) -> list[Row]:
         return self._index._rows(sql, params)
+
+
+class SQLiteIndex(Index):
+    """The embedded default: the index in one SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(SQLiteDatabase(path))
+
+    @property
+    def _conn(self) -> Any:
+        """The writer connection (tests inspect it)."""
+        assert isinstance(self.db, SQLiteDatabase)
+        return self.db.conn
+
+
+def open_index(database_url: str, sqlite_path: Path, pool_size: int = 10) -> Index:
+    """The index the settings name: PostgreSQL for a `postgresql://` URL, else
+    the embedded SQLite file. psycopg is imported only in the first case."""
+    if not database_url:
+        return SQLiteIndex(sqlite_path)
+    if not is_postgres_url(database_url):
+        raise ConfigError(
+            "database_url must be postgresql://USER:PASS@HOST:PORT/DB (or unset for SQLite)",
+            user_input=True,
+        )
+    from gitreg.storage.postgres import PostgresDatabase
+
+    return Index(PostgresDatabase(database_url, pool_size))
 
 
 R = TypeVar("R")
 
 
-def from_row(cls: type[R], row: sqlite3.Row, **converted: Any) -> R:
+def from_row(cls: type[R], row: Row, **converted: Any) -> R:
     """A record from a row whose columns carry the record's field names; fields
     that need converting (JSON, booleans, renamed columns) are passed explicitly."""
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
@@ -469,17 +328,17 @@ def from_row(cls: type[R], row: sqlite3.Row, **converted: Any) -> R:
     return cls(**values)
 
 
-def _repo(row: sqlite3.Row) -> RepoRecord:
+def _repo(row: Row) -> RepoRecord:
     return from_row(RepoRecord, row)
 
 
-def _module(row: sqlite3.Row) -> ModuleRecord:
+def _module(row: Row) -> ModuleRecord:
     return from_row(ModuleRecord, row)
 
 
-def _version(row: sqlite3.Row) -> VersionRecord:
+def _version(row: Row) -> VersionRecord:
     return from_row(VersionRecord, row, yanked=bool(row["yanked"]))
 
 
-def _conflict(row: sqlite3.Row) -> ConflictRecord:
+def _conflict(row: Row) -> ConflictRecord:
     return from_row(ConflictRecord, row)

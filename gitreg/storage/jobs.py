@@ -18,13 +18,13 @@ look like a publish by another process to the metadata cache.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gitreg.errors import NotFound
+from gitreg.storage.database import Connection, Row
 from gitreg.storage.index import IndexBackedStore, from_row
 
 JobKind = Literal["sync", "reconcile"]
@@ -139,11 +139,11 @@ class JobStore(IndexBackedStore):
         """Record several requests in ONE transaction, in order: one commit (and
         one fsync) for all of them. Either all are stored or none is; a repeated
         delivery id later in the list sees the earlier one, as if sent after it."""
-        with self._write() as conn:
+        with self._write(notify=False) as conn:
             return [self._enqueue(conn, wanted, now, max_attempts) for wanted in submissions]
 
     def _enqueue(
-        self, conn: sqlite3.Connection, wanted: Submission, now: float, max_attempts: int
+        self, conn: Connection, wanted: Submission, now: float, max_attempts: int
     ) -> Enqueued:
         """One submission, inside the caller's transaction (W5, W6)."""
         if wanted.delivery_id:
@@ -174,31 +174,28 @@ class JobStore(IndexBackedStore):
             )
         return Enqueued(job_id, status)
 
-    def _fold_into(
-        self, conn: sqlite3.Connection, queued: sqlite3.Row, wanted: Submission, now: float
-    ) -> int:
+    def _fold_into(self, conn: Connection, queued: Row, wanted: Submission, now: float) -> int:
         # A sync covers a reconcile (it fetches regardless); a new
         # delivery also cancels any backoff wait: the remote may be back.
         conn.execute(
             "UPDATE jobs SET kind = ?, reason = ?, deliveries = deliveries + ?,"
-            " run_after = MIN(run_after, ?) WHERE id = ?",
+            " run_after = CASE WHEN run_after < ? THEN run_after ELSE ? END WHERE id = ?",
             (
                 "sync" if "sync" in (wanted.kind, queued["kind"]) else "reconcile",
                 _merge_reason(queued["reason"], wanted.reason),
                 1 if wanted.delivery_id else 0,
+                now,
                 now,
                 queued["id"],
             ),
         )
         return int(queued["id"])
 
-    def _new_job(
-        self, conn: sqlite3.Connection, wanted: Submission, now: float, max_attempts: int
-    ) -> int:
+    def _new_job(self, conn: Connection, wanted: Submission, now: float, max_attempts: int) -> int:
         cursor = conn.execute(
             "INSERT INTO jobs (repo_id, kind, state, source, reason, deliveries,"
             " max_attempts, run_after, created_at)"
-            " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 wanted.repo_id,
                 wanted.kind,
@@ -210,12 +207,11 @@ class JobStore(IndexBackedStore):
                 now,
             ),
         )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+        return int(cursor.fetchone()[0])
 
     def retry(self, job_id: int, now: float) -> Enqueued:
         """Queue a failed (or superseded) job again; other states are left alone."""
-        with self._write() as conn:
+        with self._write(notify=False) as conn:
             row = conn.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:
                 raise NotFound(f"no job {job_id}")
@@ -223,7 +219,7 @@ class JobStore(IndexBackedStore):
                 return Enqueued(job_id, "duplicate")
             return self._requeue(conn, job_id, now)
 
-    def _requeue(self, conn: sqlite3.Connection, job_id: int, now: float) -> Enqueued:
+    def _requeue(self, conn: Connection, job_id: int, now: float) -> Enqueued:
         repo_id = conn.execute("SELECT repo_id FROM jobs WHERE id = ?", (job_id,)).fetchone()[0]
         queued = conn.execute(
             "SELECT id FROM jobs WHERE repo_id = ? AND state = 'queued'", (repo_id,)
@@ -253,38 +249,47 @@ class JobStore(IndexBackedStore):
             (now, now),
         ):
             return None
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE jobs SET state = 'failed', finished_at = ?, lease_owner = '',"
-                " last_error = 'worker lost (lease expired) ' || attempts || ' times; '"
-                " || last_error WHERE state = 'running' AND lease_until <= ?"
-                " AND attempts >= max_attempts",
-                (now, now),
-            )
-            row = conn.execute(
-                "SELECT j.id FROM jobs j WHERE"
-                " ((j.state = 'queued' AND j.run_after <= :now)"
-                "  OR (j.state = 'running' AND j.lease_until <= :now))"
-                " AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.repo_id = j.repo_id"
-                "  AND r.id != j.id AND r.state = 'running' AND r.lease_until > :now)"
-                " ORDER BY j.state = 'running' DESC, j.run_after, j.id LIMIT 1",
-                {"now": now},
-            ).fetchone()
+        if self._dialect == "postgresql":
+            return self._claim_with_row_locks(owner, now, lease)
+        with self._write(notify=False) as conn:
+            _fail_lost_jobs(conn, now)
+            row = conn.execute(_RUNNABLE + " LIMIT 1", {"now": now}).fetchone()
             if row is None:
                 return None
-            claimed = conn.execute(
-                "UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?,"
-                " attempts = attempts + 1, started_at = ? WHERE id = ? RETURNING *",
-                (owner, now + lease, now, row["id"]),
-            ).fetchone()
-            return _job(claimed)
+            return _take(conn, int(row["id"]), owner, now, lease)
+
+    def _claim_with_row_locks(self, owner: str, now: float, lease: float) -> JobRecord | None:
+        """PostgreSQL: replicas claim side by side instead of queueing on the
+        write lock. `FOR UPDATE SKIP LOCKED` hands each claimer rows no other
+        claimer holds; a transaction-scoped advisory lock per repository keeps
+        two replicas from starting two jobs of one repository at once, and the
+        runnable check is repeated under it to see a claim committed meanwhile."""
+        with self._write(notify=False, exclusive=False) as conn:
+            _fail_lost_jobs(conn, now)
+            candidates = conn.execute(
+                _RUNNABLE + " LIMIT 8 FOR UPDATE OF j SKIP LOCKED", {"now": now}
+            ).fetchall()
+            for candidate in candidates:
+                locked = conn.execute(
+                    "SELECT pg_try_advisory_xact_lock(?)",
+                    (REPO_CLAIM_LOCK + candidate["repo_id"],),
+                ).fetchone()
+                if not locked[0]:
+                    continue
+                still = conn.execute(
+                    "SELECT 1 FROM jobs j WHERE j.id = :id AND" + _RUNNABLE_WHERE,  # noqa: S608
+                    {"now": now, "id": candidate["id"]},
+                ).fetchone()
+                if still is not None:
+                    return _take(conn, int(candidate["id"]), owner, now, lease)
+            return None
 
     def renew(self, owner: str, job_ids: list[int], until: float) -> list[int]:
         """Extend the leases `owner` still holds; returns the ids it still holds."""
         if not job_ids:
             return []
         marks = ",".join("?" * len(job_ids))
-        with self._write() as conn:
+        with self._write(notify=False) as conn:
             rows = conn.execute(
                 f"UPDATE jobs SET lease_until = ? WHERE lease_owner = ? AND state = 'running'"  # noqa: S608
                 f" AND id IN ({marks}) RETURNING id",
@@ -294,7 +299,7 @@ class JobStore(IndexBackedStore):
 
     def finish(self, job_id: int, owner: str, now: float, result: str) -> bool:
         """Mark a job done; False if `owner` no longer held it (lease lost)."""
-        with self._write() as conn:
+        with self._write(notify=False) as conn:
             cursor = conn.execute(
                 "UPDATE jobs SET state = 'done', finished_at = ?, result = ?, last_error = '',"
                 " lease_owner = '', lease_until = 0"
@@ -309,7 +314,7 @@ class JobStore(IndexBackedStore):
         """Record a failed attempt: back to `queued` at `retry_at`, or `failed`
         for good when `retry_at` is None or attempts are used up. Returns the new
         state, or None if `owner` no longer held the job."""
-        with self._write() as conn:
+        with self._write(notify=False) as conn:
             row = conn.execute(
                 "SELECT repo_id, attempts, max_attempts FROM jobs"
                 " WHERE id = ? AND lease_owner = ? AND state = 'running'",
@@ -344,7 +349,7 @@ class JobStore(IndexBackedStore):
         if not owners:
             return 0
         marks = ",".join("?" * len(owners))
-        with self._write() as conn:
+        with self._write(notify=False) as conn:
             cursor = conn.execute(
                 f"UPDATE jobs SET lease_until = 0 WHERE state = 'running'"  # noqa: S608
                 f" AND lease_owner IN ({marks})",
@@ -395,7 +400,7 @@ class JobStore(IndexBackedStore):
 
     def prune(self, before: float) -> int:
         """Forget finished jobs (and their delivery ids) older than `before`."""
-        with self._write() as conn:
+        with self._write(notify=False) as conn:
             old = "SELECT id FROM jobs WHERE state IN ('done', 'superseded') AND finished_at < ?"
             conn.execute(f"DELETE FROM deliveries WHERE job_id IN ({old})", (before,))  # noqa: S608
             cursor = conn.execute(f"DELETE FROM jobs WHERE id IN ({old})", (before,))  # noqa: S608
@@ -408,7 +413,7 @@ class JobStore(IndexBackedStore):
         due = self._rows("SELECT next_run FROM schedules WHERE name = ?", (name,))
         if due and due[0][0] > now:
             return False
-        with self._write() as conn:
+        with self._write(notify=False) as conn:
             conn.execute(
                 "INSERT INTO schedules (name, next_run) VALUES (?, 0) ON CONFLICT DO NOTHING",
                 (name,),
@@ -420,5 +425,43 @@ class JobStore(IndexBackedStore):
             return cursor.rowcount == 1
 
 
-def _job(row: sqlite3.Row) -> JobRecord:
+# Runnable: queued and due, or running with an expired lease (its worker died),
+# and no other job of its repository running under a live lease.
+_RUNNABLE_WHERE = (
+    " ((j.state = 'queued' AND j.run_after <= :now)"
+    "  OR (j.state = 'running' AND j.lease_until <= :now))"
+    " AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.repo_id = j.repo_id"
+    "  AND r.id != j.id AND r.state = 'running' AND r.lease_until > :now)"
+)
+_RUNNABLE = (
+    "SELECT j.id, j.repo_id FROM jobs j WHERE"  # noqa: S608 (constant text)
+    + _RUNNABLE_WHERE
+    + " ORDER BY j.state = 'running' DESC, j.run_after, j.id"
+)
+# Advisory lock keys (PostgreSQL, 64-bit): one per repository, in a range of
+# their own so they cannot meet the write lock or the migration lock.
+REPO_CLAIM_LOCK = 0x6A6F62 << 32
+
+
+def _fail_lost_jobs(conn: Connection, now: float) -> None:
+    """A job whose lease expired with its attempts used up fails for good."""
+    conn.execute(
+        "UPDATE jobs SET state = 'failed', finished_at = ?, lease_owner = '',"
+        " last_error = 'worker lost (lease expired) ' || attempts || ' times; '"
+        " || last_error WHERE state = 'running' AND lease_until <= ?"
+        " AND attempts >= max_attempts",
+        (now, now),
+    )
+
+
+def _take(conn: Connection, job_id: int, owner: str, now: float, lease: float) -> JobRecord:
+    claimed = conn.execute(
+        "UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?,"
+        " attempts = attempts + 1, started_at = ? WHERE id = ? RETURNING *",
+        (owner, now + lease, now, job_id),
+    ).fetchone()
+    return _job(claimed)
+
+
+def _job(row: Row) -> JobRecord:
     return from_row(JobRecord, row)

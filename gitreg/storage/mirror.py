@@ -14,9 +14,9 @@ the stored one so the caller can see a conflicting upstream.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 
+from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, from_row
 
 
@@ -160,7 +160,7 @@ class MirrorStore(IndexBackedStore):
         return [(str(r[0]).split("/")[1].lower(), str(r[1])) for r in rows]
 
 
-def _index(row: sqlite3.Row) -> CachedIndex:
+def _index(row: Row) -> CachedIndex:
     versions = tuple(
         CachedVersion(
             str(v["version"]),
@@ -179,5 +179,5 @@ def _index(row: sqlite3.Row) -> CachedIndex:
     )
 
 
-def _package(row: sqlite3.Row) -> MirrorPackage:
+def _package(row: Row) -> MirrorPackage:
     return from_row(MirrorPackage, row, protocols=tuple(json.loads(row["protocols"])))

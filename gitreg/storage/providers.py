@@ -11,10 +11,10 @@ themselves; other processes notice through their own connections.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 
 from gitreg.errors import Conflict, NotFound
+from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, from_row, utcnow
 
 
@@ -265,7 +265,7 @@ class ProviderStore(IndexBackedStore):
                 "INSERT INTO provider_versions (provider_id, version, protocols,"
                 " shasums_filename, shasums_sha256, signature_sha256, key_id, signed_by,"
                 " source, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT DO NOTHING",
+                " ON CONFLICT DO NOTHING RETURNING id",
                 (
                     new.provider_id,
                     new.version,
@@ -279,17 +279,15 @@ class ProviderStore(IndexBackedStore):
                     utcnow(),
                 ),
             )
-            if cursor.rowcount != 1:
+            inserted = cursor.fetchone()
+            if inserted is None:  # ON CONFLICT DO NOTHING returned no row
                 return False
-            version_row = cursor.lastrowid
-            conn.executemany(
-                "INSERT INTO provider_packages (version_id, os, arch, filename, sha256, size, h1)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (version_row, p.os, p.arch, p.filename, p.sha256, p.size, p.h1)
-                    for p in new.packages
-                ],
-            )
+            for p in new.packages:
+                conn.execute(
+                    "INSERT INTO provider_packages (version_id, os, arch, filename, sha256,"
+                    " size, h1) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (inserted[0], p.os, p.arch, p.filename, p.sha256, p.size, p.h1),
+                )
         return True
 
     # -- access (issue 6) ---------------------------------------------------
@@ -309,11 +307,11 @@ class ProviderStore(IndexBackedStore):
         return sorted(owners)
 
 
-def _provider(row: sqlite3.Row) -> ProviderRecord:
+def _provider(row: Row) -> ProviderRecord:
     return from_row(ProviderRecord, row, sign_releases=bool(row["sign_releases"]))
 
 
-def _key(row: sqlite3.Row) -> KeyRecord:
+def _key(row: Row) -> KeyRecord:
     return from_row(
         KeyRecord,
         row,
@@ -323,7 +321,7 @@ def _key(row: sqlite3.Row) -> KeyRecord:
     )
 
 
-def _version(row: sqlite3.Row) -> ProviderVersionRecord:
+def _version(row: Row) -> ProviderVersionRecord:
     return from_row(
         ProviderVersionRecord,
         row,
@@ -332,5 +330,5 @@ def _version(row: sqlite3.Row) -> ProviderVersionRecord:
     )
 
 
-def _package(row: sqlite3.Row) -> PackageRecord:
+def _package(row: Row) -> PackageRecord:
     return from_row(PackageRecord, row)

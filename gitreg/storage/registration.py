@@ -8,10 +8,10 @@ per-table helpers there stay small.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from gitreg.errors import Conflict
+from gitreg.storage.database import Connection
 from gitreg.storage.index import IndexBackedStore, link_module, utcnow
 
 
@@ -39,7 +39,7 @@ class ProviderLink:
     sign_releases: bool
 
 
-def _upsert_repo(conn: sqlite3.Connection, repo: RepoRow) -> int:
+def _upsert_repo(conn: Connection, repo: RepoRow) -> int:
     """Get or create by URL. Re-adding a URL removed with --keep-versions
     registers that repository again (its kept modules sync again)."""
     conn.execute(
@@ -54,11 +54,11 @@ def _upsert_repo(conn: sqlite3.Connection, repo: RepoRow) -> int:
     return int(conn.execute("SELECT id FROM repos WHERE url = ?", (repo.url,)).fetchone()[0])
 
 
-def _link_module(conn: sqlite3.Connection, repo_id: int, m: ModuleLink) -> None:
+def _link_module(conn: Connection, repo_id: int, m: ModuleLink) -> None:
     link_module(conn, repo_id, m.namespace, m.name, m.system, m.subdir, m.tag_prefix)
 
 
-def _link_provider(conn: sqlite3.Connection, repo_id: int, p: ProviderLink) -> None:
+def _link_provider(conn: Connection, repo_id: int, p: ProviderLink) -> None:
     key = f"{p.namespace}/{p.type}".lower()
     row = conn.execute("SELECT repo_id FROM providers WHERE address_key = ?", (key,)).fetchone()
     if row is None:
@@ -130,7 +130,7 @@ class RegistrationStore(IndexBackedStore):
             return not kept
 
 
-def _published_feeds(conn: sqlite3.Connection, repo_id: int) -> list[str]:
+def _published_feeds(conn: Connection, repo_id: int) -> list[str]:
     rows = conn.execute(
         "SELECT m.namespace || '/' || m.name || '/' || m.system, count(*) FROM modules m"
         " JOIN module_versions v ON v.module_id = m.id WHERE m.repo_id = ? GROUP BY m.id"
@@ -142,7 +142,7 @@ def _published_feeds(conn: sqlite3.Connection, repo_id: int) -> list[str]:
     return [f"{row[0]} has {row[1]} published version(s)" for row in rows]
 
 
-def _drop_unpublished_feeds(conn: sqlite3.Connection, repo_id: int) -> bool:
+def _drop_unpublished_feeds(conn: Connection, repo_id: int) -> bool:
     """Delete modules and providers without versions; providers with versions
     lose their repository (they keep serving, like uploaded ones). True if a
     module with versions remains, which keeps the repository row."""
@@ -168,7 +168,7 @@ def _drop_unpublished_feeds(conn: sqlite3.Connection, repo_id: int) -> bool:
     )
 
 
-def _drop_jobs(conn: sqlite3.Connection, repo_id: int) -> None:
+def _drop_jobs(conn: Connection, repo_id: int) -> None:
     """Its pending jobs and their history go with the repository. A running
     job is waited for instead (its worker still has to record its end)."""
     running = conn.execute(

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.storage import index as index_module
+from gitreg.storage import sqlite as sqlite_module
 from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.sqlite import SQLiteDatabase
 
 
 @pytest.fixture
@@ -83,8 +84,8 @@ def test_reads_are_on_a_bounded_read_only_pool(index: SQLiteIndex) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert 1 <= len(index._all_readers) <= index_module.MAX_READERS
-    with pytest.raises(sqlite3.OperationalError, match="readonly"), index._reader() as conn:
+    assert 1 <= len(_db(index)._all_readers) <= sqlite_module.MAX_READERS
+    with pytest.raises(sqlite3.OperationalError, match="readonly"), _db(index).reader() as conn:
         conn.execute("DELETE FROM repos")
 
 
@@ -93,7 +94,7 @@ def test_close_closes_readers_made_by_threads_that_are_gone(tmp_path: Path) -> N
     reader = threading.Thread(target=index.repos)
     reader.start()
     reader.join()
-    made = list(index._all_readers)
+    made = list(_db(index)._all_readers)
     assert made
     index.close()
     for conn in made:
@@ -101,3 +102,8 @@ def test_close_closes_readers_made_by_threads_that_are_gone(tmp_path: Path) -> N
             conn.execute("SELECT 1")
     with pytest.raises(sqlite3.ProgrammingError):
         index.repos()
+
+
+def _db(index: SQLiteIndex) -> SQLiteDatabase:
+    assert isinstance(index.db, SQLiteDatabase)
+    return index.db

@@ -23,7 +23,8 @@ from gitreg.auth.tokens import new_token, token_hash
 from gitreg.jobs.runner import JobRunner
 from gitreg.services import Services
 from gitreg.settings import load_settings
-from gitreg.storage.index import BUSY_TIMEOUT_MS, SQLiteIndex
+from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.sqlite import BUSY_TIMEOUT_MS
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.webhooks import delivery
 
