@@ -14,7 +14,7 @@ import pytest
 
 from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import BlobStore, FileBlobStore
-from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.index import SQLiteIndex, open_index
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.mirror import MirrorStore
 from gitreg.storage.protocols import (
@@ -40,6 +40,7 @@ class Backend:
     mirror: MirrorIndex
     auth: AuthIndex
     blobs: BlobStore
+    dialect: str = "sqlite"
 
 
 def _sqlite_and_files(root: Path) -> Backend:
@@ -55,8 +56,30 @@ def _sqlite_and_files(root: Path) -> Backend:
     )
 
 
-@pytest.fixture(params=["sqlite+files"])
+def _postgres_and_files(root: Path, url: str) -> Backend:
+    shared = open_index(url, root / "unused.sqlite3")
+    return Backend(
+        index=shared,
+        registrations=RegistrationStore(shared),
+        jobs=JobStore(shared),
+        providers=ProviderStore(shared),
+        mirror=MirrorStore(shared),
+        auth=AuthStore(shared),
+        blobs=FileBlobStore(root / "blobs"),
+        dialect="postgresql",
+    )
+
+
+@pytest.fixture(params=["sqlite+files", "postgresql+files"])
 def implementation(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    backend = _sqlite_and_files(tmp_path)
+    if request.param == "postgresql+files":
+        import os, uuid, psycopg
+        admin = os.environ["DEVPG"]
+        name = "t" + uuid.uuid4().hex[:12]
+        with psycopg.connect(admin + "/postgres", autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        backend = _postgres_and_files(tmp_path, f"{admin}/{name}")
+    else:
+        backend = _sqlite_and_files(tmp_path)
     yield backend
     backend.index.close()
