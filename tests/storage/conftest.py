@@ -83,3 +83,13 @@ def implementation(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[B
         backend = _sqlite_and_files(tmp_path)
     yield backend
     backend.index.close()
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    import os, uuid, psycopg
+    admin = os.environ["DEVPG"]
+    name = "t" + uuid.uuid4().hex[:12]
+    with psycopg.connect(admin + "/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{admin}/{name}"
