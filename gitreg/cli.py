@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     command that may run without Services (see `_dispatch`). The order of the
     groups is the order `gitreg --help` lists them in.
     """
-    from gitreg.commands import access, admin, jobs, mirror, providers, repos, serve
+    from gitreg.commands import access, admin, jobs, migrate, mirror, providers, repos, serve
 
     common = _common(default=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.register(sub, common)
     repos.register(sub, common)
     admin.register(sub, common)
+    migrate.register(sub, common)
     access.register(sub, common)
     jobs.register(sub, common)
     providers.register(sub, common)

@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from gitreg.api.responses import json_response
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import is_storage_full
+from gitreg.errors import DatabaseUnavailable, is_storage_full
 from gitreg.modules.publisher import sync_status
 from gitreg.services import Services, services
 
@@ -37,6 +37,9 @@ def _readiness(svc: Services) -> list[str]:
     problems: list[str] = []
     try:
         svc.index.check_writable()
+    except DatabaseUnavailable:
+        # Not the error text: it names the database host, and /readyz needs no token.
+        problems.append("index not writable: the database is unavailable")
     except Exception as exc:  # any failure means "not ready", with its reason
         problems.append(f"index not writable: {exc}")
     return problems + _storage_problems(svc)

@@ -30,6 +30,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("repo", "set"): ["a/b/c", "--tag-prefix", "x/"],
     ("sync",): [],
     ("backup",): ["/tmp/backup"],
+    ("migrate-storage",): ["--to-database-url", "postgresql://u@h/db"],
     ("modules",): [],
     ("token", "create"): ["--scope", "read", "--namespace", "acme"],
     ("token", "list"): [],

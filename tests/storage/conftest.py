@@ -74,6 +74,7 @@ def _postgres_and_files(root: Path, url: str) -> Backend:
 def implementation(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "postgresql+files":
         import os, uuid, psycopg
+
         admin = os.environ["DEVPG"]
         name = "t" + uuid.uuid4().hex[:12]
         with psycopg.connect(admin + "/postgres", autocommit=True) as conn:
@@ -88,6 +89,7 @@ def implementation(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[B
 @pytest.fixture
 def postgres_url() -> str:
     import os, uuid, psycopg
+
     admin = os.environ["DEVPG"]
     name = "t" + uuid.uuid4().hex[:12]
     with psycopg.connect(admin + "/postgres", autocommit=True) as conn:

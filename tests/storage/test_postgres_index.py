@@ -73,7 +73,7 @@ def test_a_replica_on_an_older_schema_refuses_to_start(
     replicas()
     with psycopg.connect(postgres_url) as conn:
         conn.execute("INSERT INTO migrations (name, applied_at) VALUES ('9999-future', 'now')")
-    with pytest.raises(ConfigError, match="newer schema.*9999-future") as refused:
+    with pytest.raises(ConfigError, match=r"newer schema.*9999-future") as refused:
         replicas()
     assert "upgrade gitreg" in str(refused.value)
 
