@@ -327,21 +327,31 @@ class PostgresServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def _stop_leftover(root: Path) -> None:
+    """Crash-stop the postmaster of a dead session's directory, if it still runs."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        pid = int((root / "data" / "postmaster.pid").read_text().split()[0])
+        # Only if that pid is still this directory's postmaster, not a process
+        # that reused the number.
+        if str(root) not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
+            return
+        os.kill(pid, signal.SIGQUIT)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while process_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
 def sweep_orphans(temp_root: Path) -> None:
     """Stop and remove servers left by test sessions that died without teardown
-    (SIGKILL); a directory whose session is still alive belongs to someone else."""
+    (SIGKILL); a directory whose session is still alive belongs to someone else,
+    and one without a session.pid yet is being set up by another session."""
     for root in temp_root.glob(f"{DIR_PREFIX}*"):
-        with contextlib.suppress(OSError, ValueError):
-            if process_alive(int((root / "session.pid").read_text())):
-                continue
-            postmaster = root / "data" / "postmaster.pid"
-            if postmaster.exists():
-                pid = int(postmaster.read_text().split()[0])
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGQUIT)
-                deadline = time.monotonic() + STOP_TIMEOUT
-                while process_alive(pid) and time.monotonic() < deadline:
-                    time.sleep(0.05)
+        try:
+            session = int((root / "session.pid").read_text())
+        except (OSError, ValueError):
+            continue
+        if not process_alive(session):
+            _stop_leftover(root)
             shutil.rmtree(root, ignore_errors=True)
 
 
@@ -373,7 +383,7 @@ def postgres_server() -> Iterator[PostgresServer]:
     except PostgresMissing as missing:
         # A failure, not a skip: a suite that silently skips the PostgreSQL tests
         # would pass on a machine that cannot run the scale-out setup at all.
-        pytest.fail(str(missing), pytrace=False)
+        raise pytest.fail.Exception(str(missing), pytrace=False) from None
     # Teardown below covers failures and Ctrl-C; atexit covers a session that
     # ends without running fixture teardown (an internal error).
     atexit.register(server.close)
