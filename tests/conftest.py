@@ -10,6 +10,10 @@ import pytest
 from tests.support.gitrepo import GitRepo
 from tests.support.server import RunningServer, start_server
 
+# postgres_server and postgres_database: a real PostgreSQL server, started only by
+# the first test that asks for one (tests/support/postgres.py).
+pytest_plugins = ("tests.support.postgres",)
+
 
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[[str], GitRepo]:
