@@ -27,6 +27,7 @@ from gitreg.storage.protocols import (
 )
 from gitreg.storage.providers import ProviderStore
 from gitreg.storage.registration import RegistrationStore
+from tests.support.postgres import Database
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,8 @@ def _postgres_and_files(root: Path, url: str) -> Backend:
 @pytest.fixture(params=["sqlite+files", "postgresql+files"])
 def implementation(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "postgresql+files":
-        import os, uuid, psycopg
-
-        admin = os.environ["DEVPG"]
-        name = "t" + uuid.uuid4().hex[:12]
-        with psycopg.connect(admin + "/postgres", autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        backend = _postgres_and_files(tmp_path, f"{admin}/{name}")
+        database = request.getfixturevalue("postgres_database")
+        backend = _postgres_and_files(tmp_path, database.url)
     else:
         backend = _sqlite_and_files(tmp_path)
     yield backend
@@ -87,11 +83,5 @@ def implementation(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[B
 
 
 @pytest.fixture
-def postgres_url() -> str:
-    import os, uuid, psycopg
-
-    admin = os.environ["DEVPG"]
-    name = "t" + uuid.uuid4().hex[:12]
-    with psycopg.connect(admin + "/postgres", autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return f"{admin}/{name}"
+def postgres_url(postgres_database: Database) -> str:
+    return postgres_database.url
