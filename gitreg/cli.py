@@ -33,6 +33,12 @@ def _common(default: Any) -> argparse.ArgumentParser:
         "--data-dir", type=Path, default=default, help="where gitreg keeps everything"
     )
     common.add_argument("--config", type=Path, default=default, help="TOML config file")
+    common.add_argument(
+        "--secret-key-file",
+        type=Path,
+        default=default,
+        help="key sealing the secrets shared through the database",
+    )
     return common
 
 
@@ -69,6 +75,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         key: getattr(args, key, None)
         for key in (
             "data_dir",
+            "secret_key_file",
             "host",
             "port",
             "public_url",

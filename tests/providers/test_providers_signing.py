@@ -94,10 +94,11 @@ def test_generated_key_is_rsa_private_to_the_service_user(tmp_path: Path) -> Non
     key = manager.generate("acme")
     assert key.origin == "generated" and key.terraform_compatible
     assert key.algorithms[0] == "rsa3072"
-    secret = manager.secret_path(key)
+    secret = Path(manager.secrets.where(manager.secret_name(key)))
+    assert secret == tmp_path / "data" / "keys" / "acme" / f"{key.fingerprint}.key"
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     assert stat.S_IMODE(secret.parent.stat().st_mode) == 0o700
-    assert stat.S_IMODE(manager.keys_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(secret.parent.parent.stat().st_mode) == 0o700
     assert "PRIVATE KEY" in secret.read_text()
     # What gitreg signs with verifies with what it serves.
     record, material = manager.signing_key("acme")
