@@ -399,9 +399,10 @@ class SecretStore(Protocol):
         ...
 
     def version(self, name: str) -> int:
-        """A number that changes whenever `name` is written or deleted (0 when
-        absent). One small read, so a process can poll it once a second to
-        notice a rotation made by another."""
+        """A number that changes whenever the value of `name` changes (0 when
+        absent; it may also change on a write of the same value). One small
+        read, so a process can poll it once a second to notice a rotation made
+        by another."""
         ...
 
     def where(self, name: str) -> str:

@@ -14,6 +14,7 @@ plaintext webhook secrets are sealed in place.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import tempfile
@@ -88,12 +89,12 @@ class FileSecretStore:
         return sorted(n for n in found if n.startswith(prefix))
 
     def version(self, name: str) -> int:
-        try:
-            info = self._path(name).stat()
-        except FileNotFoundError:
+        """A hash of the content: a stat's mtime and inode can repeat within
+        one clock tick when a file is written twice, the content cannot."""
+        value = self.get(name)
+        if value is None:
             return 0
-        # Every write is a rename, so a new inode, even within one mtime tick.
-        return hash((info.st_ino, info.st_mtime_ns, info.st_size))
+        return int.from_bytes(hashlib.blake2b(value, digest_size=8).digest(), "big") or 1
 
     def where(self, name: str) -> str:
         return str(self._path(name))
