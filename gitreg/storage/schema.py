@@ -237,8 +237,8 @@ MIGRATIONS: list[tuple[str, str]] = [
         # Secrets shared by every replica (issue 12; SQL in storage/secrets.py):
         # URL-signing keys and provider key secrets, sealed with the operator's
         # key (AES-256-GCM, base64 TEXT so the same SQL runs on PostgreSQL).
-        # `version` comes from the one-row counter, bumped by every write, so a
-        # replica notices a rotation by reading one small row.
+        # A row's `version` comes from the one-row `secret_versions`, bumped by
+        # every write, so a replica notices a rotation by reading one small row.
         "0012-secrets",
         """
     CREATE TABLE secrets (
@@ -248,11 +248,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         version INTEGER NOT NULL,
         updated_at TEXT NOT NULL
     );
-    CREATE TABLE secret_counter (
+    CREATE TABLE secret_versions (
         id INTEGER PRIMARY KEY,
-        value INTEGER NOT NULL
+        last_version INTEGER NOT NULL
     );
-    INSERT INTO secret_counter (id, value) VALUES (1, 0);
+    INSERT INTO secret_versions (id, last_version) VALUES (1, 0);
     """,
     ),
 ]

@@ -154,10 +154,11 @@ def _what(name: str) -> str:
 
 
 def _next_version(conn: Any) -> int:
-    """Inside a write: bump the one-row counter and return it. On PostgreSQL
+    """Inside a write: bump the one-row `secret_versions` and return it. On PostgreSQL
     the UPDATE's row lock also orders concurrent writers."""
-    conn.execute("UPDATE secret_counter SET value = value + 1 WHERE id = 1")
-    return int(conn.execute("SELECT value FROM secret_counter WHERE id = 1").fetchone()["value"])
+    conn.execute("UPDATE secret_versions SET last_version = last_version + 1 WHERE id = 1")
+    row = conn.execute("SELECT last_version FROM secret_versions WHERE id = 1").fetchone()
+    return int(row["last_version"])
 
 
 class DatabaseSecretStore(IndexBackedStore):
