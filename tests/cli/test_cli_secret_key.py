@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.server import cli, free_port
 
 
@@ -35,13 +37,14 @@ def test_generate_key_then_every_refusal_is_one_line(tmp_path: Path) -> None:
     _refused(cli(data, "token", "list", "--secret-key-file", str(key), check=False), "chmod 600")
 
 
-def test_serve_with_the_wrong_key_does_not_start(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_with_the_wrong_key_does_not_start(tmp_path: Path, workers: str) -> None:
     data = tmp_path / "data"
     key, other = tmp_path / "k1", tmp_path / "k2"
     cli(data, "secret", "generate-key", str(key))
     cli(data, "secret", "generate-key", str(other))
     cli(data, "token", "list", "--secret-key-file", str(key))
     command = [sys.executable, "-m", "gitreg", "serve", "--data-dir", str(data), "--no-tls"]
-    command += ["--port", str(free_port()), "--secret-key-file", str(other)]
+    command += ["--port", str(free_port()), "--secret-key-file", str(other), "--workers", workers]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     _refused(result, "the secret key does not match the database")
