@@ -38,6 +38,12 @@ def _common(default: Any) -> argparse.ArgumentParser:
         default=default,
         help="postgresql://USER:PASS@HOST:PORT/DB: a shared index (default: SQLite)",
     )
+    common.add_argument(
+        "--secret-key-file",
+        type=Path,
+        default=default,
+        help="key sealing the secrets shared through the database",
+    )
     return common
 
 
@@ -76,6 +82,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         for key in (
             "data_dir",
             "database_url",
+            "secret_key_file",
             "host",
             "port",
             "public_url",

@@ -60,7 +60,9 @@ def register_repo(
     The staged mirror becomes the repository's mirror after the commit.
     """
     remote = check_remote(svc.settings, source.url)
-    row = RepoRow(remote, source.forge_repo or forge_name_from_url(remote), source.webhook_secret)
+    # Sealed with the operator's key when one is configured (issue 12).
+    secret = svc.secrets.seal_webhook_secret(source.webhook_secret)
+    row = RepoRow(remote, source.forge_repo or forge_name_from_url(remote), secret)
     staged = svc.publisher.fetch_staged(remote) if fetch_first else None
     try:
         repo_id = svc.registrations.register(row, link)

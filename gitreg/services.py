@@ -31,9 +31,11 @@ from gitreg.storage.protocols import (
     ModuleIndex,
     ProviderIndex,
     RegistrationIndex,
+    SecretStore,
 )
 from gitreg.storage.providers import ProviderStore
 from gitreg.storage.registration import RegistrationStore
+from gitreg.storage.secrets import open_secret_store
 from gitreg.sync import SyncService
 
 
@@ -51,6 +53,7 @@ class Services:
     mirror: MirrorService
     registrations: RegistrationIndex
     sync: SyncService
+    secrets: SecretStore
 
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first
@@ -69,6 +72,7 @@ def build_services(settings: Settings) -> Services:
     provider_store: ProviderIndex = ProviderStore(sqlite)
     mirror_store: MirrorIndex = MirrorStore(sqlite)
     registrations: RegistrationIndex = RegistrationStore(sqlite)
+    secrets = open_secret_store(settings.data_dir, settings.secret_key_file, sqlite)
     cache: MetadataCache[object] = MetadataCache(index.data_version)
     publisher = Publisher(
         settings,
@@ -78,8 +82,10 @@ def build_services(settings: Settings) -> Services:
         on_change=cache.invalidate,
     )
     jobs = JobQueue(job_store, settings)
-    access = Access(settings, auth, cache, UrlSigner(settings.secrets_dir, settings.signed_url_ttl))
-    providers = ProviderPublisher(settings, provider_store, blobs, cache.invalidate)
+    access = Access(settings, auth, cache, UrlSigner(secrets, settings.signed_url_ttl))
+    providers = ProviderPublisher(
+        settings, provider_store, blobs, cache.invalidate, secrets=secrets
+    )
     access.add_blob_owners(providers.store.blob_owners)
     access.add_blob_owners(mirror_store.blob_owners)
     return Services(
@@ -95,6 +101,7 @@ def build_services(settings: Settings) -> Services:
         build_mirror(settings, mirror_store, blobs, cache, providers.store),
         registrations,
         SyncService(index, publisher, providers),
+        secrets,
     )
 
 

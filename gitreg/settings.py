@@ -100,6 +100,11 @@ class Settings:
     # anyone; "token" makes every namespace not set public need a read token.
     read_default: str = "public"
     signed_url_ttl: float = 600.0  # seconds a signed download URL stays valid (U2)
+    # A file with the operator's 32-byte key (64 hex characters or base64, mode
+    # 0600). Set, URL-signing keys, provider key secrets and webhook secrets
+    # are kept in the database sealed with it, shared by every replica
+    # (issue 12); unset, they stay files under the data dir.
+    secret_key_file: Path | None = None
     auth_fail_limit: int = 10  # failed authentications per client per window
     auth_fail_window: float = 60.0
     # Provider network mirror (docs/mirror.md). Lists are comma-separated (or

@@ -36,6 +36,8 @@ CONCRETE_STORAGE = (
     "MirrorStore",
     "AuthStore",
     "FileBlobStore",
+    "FileSecretStore",
+    "DatabaseSecretStore",
 )
 STORAGE_BUILDERS = ("gitreg.services",)
 

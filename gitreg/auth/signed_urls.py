@@ -5,10 +5,17 @@ without credentials (TERRAFORM-CLIENT.md "What is sent where"), so the
 authenticated metadata answer hands out a URL that carries its own proof:
 `?expires=<unix time>&signature=<base64url HMAC-SHA256(key, path + "\\n" + expires)>`.
 The signature binds the exact path (which names the artifact by sha256) and
-the expiry, and is valid for HEAD and GET alike. Keys live in
-`<data-dir>/secrets/url-signing.keys` (0600); rotation puts a new key first and
-keeps the previous one for verification, so URLs already handed out keep
-working until they expire.
+the expiry, and is valid for HEAD and GET alike. The keys are the secret
+`secrets/url-signing.keys` of the SecretStore (a 0600 file under the data dir,
+or sealed in the shared database when a secret key is configured, issue 12).
+Rotation puts a new key first and keeps the previous one for verification, so
+URLs already handed out keep working until they expire.
+
+Across replicas: every process re-reads the keys when the store's version of
+them changes, looked at most once a second (and at once when a signature
+matches no key, at most ten times a second). A new key signs only once it is
+`ACTIVATE_AFTER` seconds old, so by then every replica already knows it and a
+URL signed by one is accepted by all.
 """
 
 from __future__ import annotations
@@ -16,39 +23,57 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import secrets
 import time
 from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass
 
 from gitreg.errors import Forbidden
+from gitreg.storage.protocols import SecretStore
 
-KEYS_FILE = "url-signing.keys"
+KEYS_NAME = "secrets/url-signing.keys"
 KEEP_KEYS = 2
+ACTIVATE_AFTER = 3.0  # seconds: more than the 1 s poll, plus clock skew between replicas
+RECHECK_EVERY = 1.0
+RECHECK_ON_MISS = 0.1
 
 
-def _load_or_create(secrets_dir: Path) -> list[bytes]:
-    path = secrets_dir / KEYS_FILE
-    if not path.exists():
-        rotate_signing_key(secrets_dir)
-    lines = path.read_text().split()
-    return [bytes.fromhex(line) for line in lines if line]
+@dataclass(frozen=True)
+class SigningKey:
+    secret: bytes
+    created: float  # Unix time; 0 for keys written before this was recorded
 
 
-def rotate_signing_key(secrets_dir: Path) -> None:
+def _parse(text: str) -> list[SigningKey]:
+    """One key per line: hex, then its creation time (absent in older files)."""
+    keys = []
+    for line in text.splitlines():
+        fields = line.split()
+        if fields:
+            created = float(fields[1]) if len(fields) > 1 else 0.0
+            keys.append(SigningKey(bytes.fromhex(fields[0]), created))
+    return keys
+
+
+def _format(keys: list[SigningKey]) -> bytes:
+    return "".join(f"{k.secret.hex()} {k.created:.0f}\n" for k in keys).encode()
+
+
+def _load_or_create(store: SecretStore) -> list[SigningKey]:
+    stored = store.get(KEYS_NAME)
+    if stored is None:
+        # `add`, not `put`: replicas starting together agree on one first key.
+        store.add(KEYS_NAME, _format([SigningKey(secrets.token_bytes(32), 0.0)]))
+        stored = store.get(KEYS_NAME)
+        assert stored is not None
+    return _parse(stored.decode())
+
+
+def rotate_signing_key(store: SecretStore, now: float | None = None) -> None:
     """Put a fresh key first; keep one previous key for URLs already handed out."""
-    secrets_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = secrets_dir / KEYS_FILE
-    old = path.read_text().split() if path.exists() else []
-    keys = [secrets.token_hex(32), *old][:KEEP_KEYS]
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write("\n".join(keys) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    old = _parse((store.get(KEYS_NAME) or b"").decode())
+    fresh = SigningKey(secrets.token_bytes(32), time.time() if now is None else now)
+    store.put(KEYS_NAME, _format([fresh, *old][:KEEP_KEYS]))
 
 
 def _mac(key: bytes, path: str, expires: int) -> str:
@@ -57,34 +82,41 @@ def _mac(key: bytes, path: str, expires: int) -> str:
 
 
 class UrlSigner:
-    def __init__(self, secrets_dir: Path, ttl: float) -> None:
-        self._secrets_dir = secrets_dir
-        self._keys = _load_or_create(secrets_dir)
-        self._mtime = self._keys_mtime()
+    def __init__(self, store: SecretStore, ttl: float) -> None:
+        self._store = store
+        # The version is read before the keys, so a rotation in between is
+        # seen at the next look rather than missed.
+        self._version = store.version(KEYS_NAME)
+        self._keys = _load_or_create(store)
         self._checked_at = time.monotonic()
         self.ttl = ttl
 
-    def _keys_mtime(self) -> float:
-        return (self._secrets_dir / KEYS_FILE).stat().st_mtime
-
-    def reload_if_rotated(self, now: float | None = None) -> None:
-        """Pick up a rotation done by another process (`gitreg secret rotate`).
-        Looks at the file at most once a second: it runs on the event loop, on
-        every signing and every private download."""
+    def reload_if_rotated(self, now: float | None = None, every: float = RECHECK_EVERY) -> None:
+        """Pick up a rotation done by another process (`gitreg secret rotate`,
+        another replica). Looks at the store's version at most once per `every`
+        seconds: it runs on the event loop, on every signing and every private
+        download, and must not become a database query per request."""
         now = time.monotonic() if now is None else now
-        if now - self._checked_at < 1.0:
+        if now - self._checked_at < every:
             return
         self._checked_at = now
-        mtime = self._keys_mtime()
-        if mtime != self._mtime:
-            self._keys = _load_or_create(self._secrets_dir)
-            self._mtime = mtime
+        version = self._store.version(KEYS_NAME)
+        if version != self._version:
+            self._keys = _load_or_create(self._store)
+            self._version = version
+
+    def _signing_key(self, now: float) -> bytes:
+        """The newest key every replica has had time to learn; the oldest kept
+        one while all are younger (right after a rotation)."""
+        settled = [k for k in self._keys if k.created <= now - ACTIVATE_AFTER]
+        return (settled[0] if settled else self._keys[-1]).secret
 
     def sign(self, path: str, now: float | None = None) -> str:
         """The query string (without `?`) that makes `path` downloadable until expiry."""
         self.reload_if_rotated()
-        expires = int((now or time.time()) + self.ttl)
-        return f"expires={expires}&signature={_mac(self._keys[0], path, expires)}"
+        wall = now or time.time()
+        expires = int(wall + self.ttl)
+        return f"expires={expires}&signature={_mac(self._signing_key(wall), path, expires)}"
 
     def verify(self, path: str, query: Mapping[str, str], now: float | None = None) -> None:
         """Raise Forbidden unless the query carries a current signature for `path`."""
@@ -98,5 +130,15 @@ class UrlSigner:
             raise Forbidden("this signed download URL has expired; ask the registry again")
         # Bytes: compare_digest refuses str with non-ASCII characters (a 500, not a 403).
         sent = signature.encode()
-        if not any(hmac.compare_digest(_mac(k, path, expires).encode(), sent) for k in self._keys):
+        if self._matches(path, expires, sent):
+            return
+        # Maybe signed with a key another replica made since this one last
+        # looked; forged URLs cannot make this more than ten reads a second.
+        self.reload_if_rotated(every=RECHECK_ON_MISS)
+        if not self._matches(path, expires, sent):
             raise Forbidden("invalid signature on this download URL")
+
+    def _matches(self, path: str, expires: int, sent: bytes) -> bool:
+        return any(
+            hmac.compare_digest(_mac(k.secret, path, expires).encode(), sent) for k in self._keys
+        )

@@ -1,4 +1,4 @@
-"""`gitreg token ...`, `gitreg namespace ...`, `gitreg secret rotate`."""
+"""`gitreg token ...`, `gitreg namespace ...`, `gitreg secret rotate|generate-key`."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ import argparse
 import json
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from gitreg.addresses import check_name
 from gitreg.auth.signed_urls import rotate_signing_key
 from gitreg.auth.tokens import Scope, new_token, parse_duration, token_hash
 from gitreg.services import Services
+from gitreg.settings import Settings
+from gitreg.storage.sealing import generate_key_file
 
 Parser = argparse.ArgumentParser
 
@@ -90,8 +93,19 @@ def namespace_list(svc: Services) -> int:
 
 
 def secret_rotate(svc: Services) -> int:
-    rotate_signing_key(svc.settings.secrets_dir)
-    print("rotated the URL signing key; URLs signed with the previous key stay valid until expiry")
+    rotate_signing_key(svc.secrets)
+    print(
+        "rotated the URL signing key; every replica signs with it within seconds, and"
+        " URLs signed with the previous key stay valid until expiry"
+    )
+    return 0
+
+
+def _generate_key(args: argparse.Namespace, settings: Settings) -> int:
+    """Standalone: runs before Services, which would read the key it is making."""
+    generate_key_file(args.file)
+    print(f"wrote a new secret key to {args.file} (mode 0600); keep a copy somewhere safe:")
+    print("without it the secrets sealed in the database cannot be read")
     return 0
 
 
@@ -135,3 +149,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: P
     secret_sub = secret.add_subparsers(dest="secret_command", required=True)
     rotate = secret_sub.add_parser("rotate", parents=[common], help="rotate the URL signing key")
     rotate.set_defaults(handler=lambda svc, a: secret_rotate(svc))
+    generate = secret_sub.add_parser(
+        "generate-key", parents=[common], help="write a new secret_key_file (32 random bytes)"
+    )
+    generate.add_argument("file", type=Path)
+    generate.set_defaults(standalone=_generate_key)

@@ -262,7 +262,8 @@ def key_generate(svc: Services, args: argparse.Namespace) -> int:
     namespace = check_provider_namespace(args.namespace)
     key = svc.providers.keys.generate(namespace, args.algorithm)
     print(f"generated key {key.key_id} ({', '.join(key.algorithms)}) for namespace {namespace}")
-    print(f"secret key: {svc.providers.keys.secret_path(key)} (readable by this user only)")
+    keys = svc.providers.keys
+    print(f"secret key: {keys.secrets.where(keys.secret_name(key))} (readable by this user only)")
     return 0
 
 

@@ -45,6 +45,23 @@ def _tls_options(settings: Settings) -> dict[str, Any]:
     return {"ssl_certfile": cert, "ssl_keyfile": key}
 
 
+def _open_storage(settings: Settings) -> None:
+    """In the child: open the index and the secret store once, and close them."""
+    from gitreg.services import build_services
+
+    build_services(settings).close()
+
+
+def _check_storage(settings: Settings) -> None:
+    """Before `--workers N` starts: a storage error found at start-up (a secret
+    key that does not match the database) stops `serve` with one line, instead
+    of every worker dying with a traceback and being restarted forever. Done
+    in a short-lived child, like the certificates, so this process loads
+    neither the storage nor `cryptography`."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        pool.apply(_open_storage, (settings,))
+
+
 def _export_settings(settings: Settings) -> None:
     """Worker processes rebuild Settings from the environment (uvicorn's factory)."""
     if settings.config_file is not None:  # its tables (`extra`) only the file has
@@ -77,6 +94,8 @@ def serve(settings: Settings) -> int:
     from gitreg.app import create_app
     from gitreg.server_limits import uvicorn_options
 
+    if settings.workers > 1:
+        _check_storage(settings)
     limits = _connection_limits(settings)
     options = _tls_options(settings)
     shown = settings.public_url or f"{settings.scheme}://{settings.host}:{settings.port}"

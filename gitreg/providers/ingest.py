@@ -55,9 +55,10 @@ from gitreg.providers.store import (
 )
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.protocols import ProviderIndex
+from gitreg.storage.protocols import ProviderIndex, SecretStore
 from gitreg.storage.providers import ProviderRecord
 from gitreg.storage.records import RepoRecord
+from gitreg.storage.secrets import file_secret_store
 from gitreg.versions import version_from_tag
 
 log = logging.getLogger("gitreg.providers")
@@ -77,11 +78,13 @@ class ProviderPublisher:
         blobs: BlobStore,
         on_change: Callable[[], None] = lambda: None,
         transport: httpx.BaseTransport | None = None,
+        secrets: SecretStore | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.blobs = blobs
-        self.keys = KeyManager(settings, store)
+        # Without a store given (tests, tools), the files under the data dir.
+        self.keys = KeyManager(settings, store, secrets or file_secret_store(settings.data_dir))
         self._on_change = on_change
         self._transport = transport
         self.limits = PackageLimits(

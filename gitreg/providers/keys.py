@@ -4,9 +4,11 @@ Two kinds of key (docs/providers.md, Keys):
 - registered: a publisher's public key. Publisher signatures on SHA256SUMS are
   verified against it at ingest and served unchanged.
 - generated: an RSA key gitreg holds, to sign SHA256SUMS of uploads and
-  releases that come unsigned (`--sign`). The secret key lives under
-  `<data-dir>/keys/`, a 0700 directory, in 0600 files written atomically, so
-  only the service user can read it (checklist P3).
+  releases that come unsigned (`--sign`). The secret key is the secret
+  `keys/<namespace>/<fingerprint>.key` of the SecretStore: a 0600 file in a
+  0700 directory under the data dir, written atomically, so only the service
+  user can read it (checklist P3); or, with a secret key configured, sealed in
+  the database every replica shares (issue 12).
 
 Retiring a key stops it verifying or signing new versions; versions it signed
 keep serving it, since each version records its key (P3: rotation).
@@ -14,16 +16,12 @@ keep serving it, since each version records its key (P3: rotation).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from gitreg.errors import BadRequest, NotFound
 from gitreg.providers.signing import PublicKeyInfo, generate_key, parse_public_key
 from gitreg.settings import Settings
-from gitreg.storage.protocols import ProviderIndex
+from gitreg.storage.protocols import ProviderIndex, SecretStore
 from gitreg.storage.providers import KeyRecord
 
 ALGORITHMS = {"rsa3072": 3072, "rsa4096": 4096}
@@ -38,16 +36,13 @@ class Registered:
 
 
 class KeyManager:
-    def __init__(self, settings: Settings, store: ProviderIndex) -> None:
+    def __init__(self, settings: Settings, store: ProviderIndex, secrets: SecretStore) -> None:
         self._settings = settings
         self._store = store
+        self.secrets = secrets
 
-    @property
-    def keys_dir(self) -> Path:
-        return self._settings.data_dir / "keys"
-
-    def secret_path(self, key: KeyRecord) -> Path:
-        return self.keys_dir / key.namespace / f"{key.fingerprint}.key"
+    def secret_name(self, key: KeyRecord) -> str:
+        return _secret_name(key.namespace, key.fingerprint)
 
     def add(self, namespace: str, data: bytes) -> Registered:
         """Register a publisher's public key; warn when Terraform 1.0.x cannot use it."""
@@ -73,7 +68,7 @@ class KeyManager:
         if name not in ALGORITHMS:
             raise BadRequest(f"unknown key algorithm {algorithm!r}; use rsa3072 or rsa4096")
         secret, info = generate_key(f"{namespace} provider signing key (gitreg)", ALGORITHMS[name])
-        self._write_secret(namespace, info, secret.encode())
+        self.secrets.put(_secret_name(namespace, info.fingerprint), secret.encode())
         key, _ = self._add(namespace, info, "generated")
         return key
 
@@ -98,12 +93,13 @@ class KeyManager:
                 f" with `gitreg key generate {namespace}`"
             )
         key = generated[-1]
-        try:
-            return key, self.secret_path(key).read_bytes()
-        except OSError as exc:
+        name = self.secret_name(key)
+        secret = self.secrets.get(name)
+        if secret is None:
             raise NotFound(
-                f"the secret of key {key.key_id} is missing from {self.keys_dir}: {exc.strerror}"
-            ) from exc
+                f"the secret of key {key.key_id} is missing from {self.secrets.where(name)}"
+            )
+        return key, secret
 
     def _add(self, namespace: str, info: PublicKeyInfo, origin: str) -> tuple[KeyRecord, bool]:
         return self._store.add_key(
@@ -116,24 +112,8 @@ class KeyManager:
             origin,
         )
 
-    def _write_secret(self, namespace: str, info: PublicKeyInfo, secret: bytes) -> None:
-        """Atomic and never readable by others, even for an instant (P3)."""
-        directory = self.keys_dir / namespace.lower()
-        for folder in (self.keys_dir, directory):
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.chmod(folder, 0o700)
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=".key-")  # mode 0600
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(secret)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp_name, directory / f"{info.fingerprint}.key")
-            dir_fd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp_name)
+
+def _secret_name(namespace: str, fingerprint: str) -> str:
+    """Namespaces match case-insensitively, so the name is lower-cased (as the
+    key directories always were)."""
+    return f"keys/{namespace.lower()}/{fingerprint}.key"

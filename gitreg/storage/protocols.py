@@ -368,3 +368,53 @@ class AuthIndex(Protocol):
     def module_archives(self) -> list[tuple[str, str]]:
         """(lower-cased namespace, archive sha256) of every module version."""
         ...
+
+
+class SecretStore(Protocol):
+    """Named secrets (URL-signing keys, provider key secrets), shared by every
+    process that uses the same storage. Names are relative paths such as
+    `secrets/url-signing.keys`; the file implementation keeps each at that
+    path under the data directory, the database one seals each with the
+    operator's key (storage/sealing.py). Each method is one transaction."""
+
+    def get(self, name: str) -> bytes | None:
+        """The secret, or None. Raises `ConfigError` if it cannot be opened
+        with the configured key (the key does not match the database)."""
+        ...
+
+    def put(self, name: str, value: bytes) -> None:
+        """Create or replace."""
+        ...
+
+    def add(self, name: str, value: bytes) -> bool:
+        """Create unless it exists (idempotent under races); True if created."""
+        ...
+
+    def delete(self, name: str) -> bool:
+        """True if it existed."""
+        ...
+
+    def names(self, prefix: str = "") -> list[str]:
+        """Every stored name starting with `prefix`, sorted."""
+        ...
+
+    def version(self, name: str) -> int:
+        """A number that changes whenever the value of `name` changes (0 when
+        absent; it may also change on a write of the same value). One small
+        read, so a process can poll it once a second to notice a rotation made
+        by another."""
+        ...
+
+    def where(self, name: str) -> str:
+        """Where the secret is kept, for messages to the operator."""
+        ...
+
+    def seal_webhook_secret(self, plaintext: str) -> str:
+        """The value to keep in `repos.webhook_secret`: sealed and marked
+        (`enc:v1:...`) when a key is configured, else unchanged."""
+        ...
+
+    def open_webhook_secret(self, stored: str) -> str:
+        """The plaintext of a `seal_webhook_secret` result, or of plaintext kept
+        before a key was configured. Raises `ConfigError` when it cannot be opened."""
+        ...

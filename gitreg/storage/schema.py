@@ -233,4 +233,26 @@ MIGRATIONS: list[tuple[str, str]] = [
     ALTER TABLE repos ADD COLUMN removed_at TEXT;
     """,
     ),
+    (
+        # Secrets shared by every replica (issue 12; SQL in storage/secrets.py):
+        # URL-signing keys and provider key secrets, sealed with the operator's
+        # key (AES-256-GCM, base64 TEXT so the same SQL runs on PostgreSQL).
+        # A row's `version` comes from the one-row `secret_versions`, bumped by
+        # every write, so a replica notices a rotation by reading one small row.
+        "0012-secrets",
+        """
+    CREATE TABLE secrets (
+        name TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        sealed TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE secret_versions (
+        id INTEGER PRIMARY KEY,
+        last_version INTEGER NOT NULL
+    );
+    INSERT INTO secret_versions (id, last_version) VALUES (1, 0);
+    """,
+    ),
 ]

@@ -33,6 +33,7 @@ from gitreg.auth.tokens import Principal, Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import (
     BadRequest,
+    ConfigError,
     Forbidden,
     NotFound,
     PayloadTooLarge,
@@ -92,8 +93,19 @@ async def read_json(request: Request, limit: int) -> tuple[bytes, dict[str, Any]
 
 
 def _secret(repo: RepoRecord | None, svc: Services) -> str:
-    own = resolve_secret(repo.webhook_secret) if repo is not None else ""
+    own = resolve_secret(_opened(repo, svc)) if repo is not None else ""
     return own or resolve_secret(svc.settings.webhook_secret)
+
+
+def _opened(repo: RepoRecord, svc: Services) -> str:
+    """The repository's secret (reference), unsealed. One that cannot be opened
+    (sealed by another key) refuses deliveries like an unreadable reference
+    does (W2): the reason is logged, never answered as a 500."""
+    try:
+        return svc.secrets.open_webhook_secret(repo.webhook_secret)
+    except ConfigError as exc:
+        log.error("webhook secret of %s: %s", repo.url, exc)
+        return ""
 
 
 def _authenticate(

@@ -31,6 +31,7 @@ from gitreg.auth.tokens import new_token, token_hash
 from gitreg.providers.collect import collect
 from gitreg.services import Services
 from gitreg.settings import load_settings
+from gitreg.storage.secrets import file_secret_store
 from tests.support.fake_upstream import FakeUpstream, ServedUpstream, serve_tls
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.provider_dist import make_dist, make_services, public_armor, publisher_key
@@ -166,7 +167,7 @@ def registry(
             cli(data_dir, "namespace", "set", namespace, "--private")
     server = servers(data_dir, env={"SSL_CERT_FILE": str(served.ca_pem)})
     settings = load_settings({"data_dir": data_dir}, environ={})
-    signer = UrlSigner(settings.secrets_dir, settings.signed_url_ttl)
+    signer = UrlSigner(file_secret_store(settings.data_dir), settings.signed_url_ttl)
     with httpx.Client(base_url=server.url, verify=server.ssl_context(), timeout=30) as client:
         blobs.append(_pull_mirror_zip(client, token, served))
         yield Registry(server, client, token, other_token, signer, blobs)

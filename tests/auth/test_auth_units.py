@@ -11,6 +11,7 @@ from gitreg.auth.ratelimit import MAX_CLIENTS, FailureLimiter
 from gitreg.auth.signed_urls import UrlSigner, rotate_signing_key
 from gitreg.auth.tokens import Principal, Scope, looks_like_token, new_token, parse_duration
 from gitreg.errors import BadRequest, Forbidden, TooManyRequests
+from gitreg.storage.secrets import file_secret_store
 
 
 def test_new_tokens_are_random_and_well_formed() -> None:
@@ -59,7 +60,7 @@ def _query(signed: str) -> dict[str, str]:
 
 
 def test_signed_url_round_trip_and_key_file_mode(tmp_path: Path) -> None:
-    signer = UrlSigner(tmp_path / "secrets", ttl=600)
+    signer = UrlSigner(file_secret_store(tmp_path), ttl=600)
     query = _query(signer.sign("/archives/abc.tar.gz"))
     signer.verify("/archives/abc.tar.gz", query)
     assert (tmp_path / "secrets" / "url-signing.keys").stat().st_mode & 0o777 == 0o600
@@ -67,7 +68,7 @@ def test_signed_url_round_trip_and_key_file_mode(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("field", ["path", "expires", "signature"])
 def test_tampered_signed_urls_are_forbidden(tmp_path: Path, field: str) -> None:
-    signer = UrlSigner(tmp_path, ttl=600)
+    signer = UrlSigner(file_secret_store(tmp_path), ttl=600)
     path = "/archives/abc.tar.gz"
     query = _query(signer.sign(path))
     if field == "path":
@@ -81,7 +82,7 @@ def test_tampered_signed_urls_are_forbidden(tmp_path: Path, field: str) -> None:
 
 
 def test_expired_signed_url_is_forbidden(tmp_path: Path) -> None:
-    signer = UrlSigner(tmp_path, ttl=600)
+    signer = UrlSigner(file_secret_store(tmp_path), ttl=600)
     query = _query(signer.sign("/x", now=time.time() - 601))
     with pytest.raises(Forbidden, match="expired"):
         signer.verify("/x", query)
@@ -90,17 +91,17 @@ def test_expired_signed_url_is_forbidden(tmp_path: Path) -> None:
 @pytest.mark.parametrize("query", [{}, {"expires": "abc", "signature": "x"}, {"expires": "1" * 20}])
 def test_malformed_signature_params_are_forbidden(tmp_path: Path, query: dict[str, str]) -> None:
     with pytest.raises(Forbidden):
-        UrlSigner(tmp_path, ttl=600).verify("/x", query)
+        UrlSigner(file_secret_store(tmp_path), ttl=600).verify("/x", query)
 
 
 def test_rotation_keeps_previous_key_valid(tmp_path: Path) -> None:
-    signer = UrlSigner(tmp_path, ttl=600)
+    signer = UrlSigner(file_secret_store(tmp_path), ttl=600)
     old = _query(signer.sign("/x"))
-    rotate_signing_key(tmp_path)
+    rotate_signing_key(file_secret_store(tmp_path))
     signer.reload_if_rotated()  # within a second of the last look: not read again yet
     signer.reload_if_rotated(now=time.monotonic() + 2)
     signer.verify("/x", old)
-    rotate_signing_key(tmp_path)
+    rotate_signing_key(file_secret_store(tmp_path))
     signer.reload_if_rotated(now=time.monotonic() + 4)
     with pytest.raises(Forbidden):
         signer.verify("/x", old)

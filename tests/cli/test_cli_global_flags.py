@@ -38,6 +38,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("namespace", "set"): ["acme", "--private"],
     ("namespace", "list"): [],
     ("secret", "rotate"): [],
+    ("secret", "generate-key"): ["/tmp/secret.key"],
     ("jobs", "list"): [],
     ("jobs", "retry"): ["1"],
     ("jobs", "run"): [],
@@ -84,7 +85,7 @@ def test_the_command_list_covers_every_command() -> None:
 @pytest.mark.parametrize("command", sorted(COMMANDS), ids="-".join)
 def test_global_flags_before_and_after_the_command(command: tuple[str, ...]) -> None:
     extra = COMMANDS[command]
-    flags = ["--data-dir", "/d", "--config", "/c.toml"]
+    flags = ["--data-dir", "/d", "--config", "/c.toml", "--secret-key-file", "/k"]
     for argv in (
         [*flags, *command, *extra],  # before the command
         [command[0], *flags, *command[1:], *extra],  # between a group and its command
@@ -93,6 +94,7 @@ def test_global_flags_before_and_after_the_command(command: tuple[str, ...]) -> 
         args = _parse(argv)
         assert args.data_dir == Path("/d"), argv
         assert args.config == Path("/c.toml"), argv
+        assert args.secret_key_file == Path("/k"), argv
     # Given twice, the one nearest the command wins, and nothing is silently dropped.
     args = _parse(["--data-dir", "/outer", *command, *extra, "--data-dir", "/inner"])
     assert args.data_dir == Path("/inner")

@@ -12,7 +12,14 @@ from gitreg.errors import BadRequest, NotFound, SignatureError
 from gitreg.providers.checksums import format_shasums, parse_shasums
 from gitreg.providers.keys import KeyManager
 from gitreg.providers.signing import parse_public_key, verify_detached
-from tests.support.provider_dist import make_services, public_armor, publisher_key, sign
+from gitreg.storage.sealing import generate_key_file
+from tests.support.provider_dist import (
+    make_services,
+    public_armor,
+    publisher_key,
+    reuse_generated_key,
+    sign,
+)
 
 HEX = "a" * 64
 
@@ -94,10 +101,11 @@ def test_generated_key_is_rsa_private_to_the_service_user(tmp_path: Path) -> Non
     key = manager.generate("acme")
     assert key.origin == "generated" and key.terraform_compatible
     assert key.algorithms[0] == "rsa3072"
-    secret = manager.secret_path(key)
+    secret = Path(manager.secrets.where(manager.secret_name(key)))
+    assert secret == tmp_path / "data" / "keys" / "acme" / f"{key.fingerprint}.key"
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     assert stat.S_IMODE(secret.parent.stat().st_mode) == 0o700
-    assert stat.S_IMODE(manager.keys_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(secret.parent.parent.stat().st_mode) == 0o700
     assert "PRIVATE KEY" in secret.read_text()
     # What gitreg signs with verifies with what it serves.
     record, material = manager.signing_key("acme")
@@ -108,6 +116,27 @@ def test_generated_key_is_rsa_private_to_the_service_user(tmp_path: Path) -> Non
         armor=False,
     )
     verify_detached(b"doc\n", signature, [parse_public_key(record.ascii_armor.encode())], "acme")
+
+
+def test_generated_key_secret_is_shared_sealed_with_a_secret_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With secret_key_file (issue 12), another process on the same database
+    signs with the key one generated; nothing of it is written to the disk."""
+    reuse_generated_key(monkeypatch)
+    key_file = tmp_path / "secret.key"
+    generate_key_file(key_file)
+    first = make_services(tmp_path / "data", secret_key_file=key_file)
+    second = make_services(tmp_path / "data", secret_key_file=key_file)
+    try:
+        key = first.providers.keys.generate("Acme")
+        assert "database" in first.secrets.where(first.providers.keys.secret_name(key))
+        record, material = second.providers.keys.signing_key("acme")
+        assert record.fingerprint == key.fingerprint and b"PRIVATE KEY" in material
+        assert not (tmp_path / "data" / "keys").exists()
+    finally:
+        first.close()
+        second.close()
 
 
 @pytest.mark.parametrize("algorithm", ["ed25519", "cv25519", "EdDSA"])
