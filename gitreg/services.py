@@ -64,15 +64,15 @@ def build_services(settings: Settings) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # The one place that names the SQLite and file implementations; everything
     # else sees the protocols (gitreg/storage/protocols.py).
-    sqlite = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
-    index: ModuleIndex = sqlite
+    shared = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
+    index: ModuleIndex = shared
     blobs: BlobStore = FileBlobStore(settings.blob_dir)
-    job_store: JobIndex = JobStore(sqlite)
-    auth: AuthIndex = AuthStore(sqlite)
-    provider_store: ProviderIndex = ProviderStore(sqlite)
-    mirror_store: MirrorIndex = MirrorStore(sqlite)
-    registrations: RegistrationIndex = RegistrationStore(sqlite)
-    secrets = open_secret_store(settings.data_dir, settings.secret_key_file, sqlite)
+    job_store: JobIndex = JobStore(shared)
+    auth: AuthIndex = AuthStore(shared)
+    provider_store: ProviderIndex = ProviderStore(shared)
+    mirror_store: MirrorIndex = MirrorStore(shared)
+    registrations: RegistrationIndex = RegistrationStore(shared)
+    secrets = open_secret_store(settings.data_dir, settings.secret_key_file, shared)
     cache: MetadataCache[object] = MetadataCache(index.data_version)
     publisher = Publisher(
         settings,

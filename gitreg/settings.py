@@ -237,6 +237,13 @@ def load_settings(
 
 
 def _validate(settings: Settings) -> None:
+    if settings.database_url and settings.secret_key_file is None:
+        # Without it every replica would keep its own URL-signing keys: a URL
+        # signed by one would be refused by the next (docs/scale-out.md).
+        raise ConfigError(
+            "database_url needs secret_key_file (GITREG_SECRET_KEY_FILE): replicas share"
+            " signing keys and webhook secrets through the database, sealed with that key"
+        )
     if settings.public_url:
         parts = urlsplit(settings.public_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -23,13 +23,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gitreg.errors import Forbidden
+from gitreg.errors import DatabaseUnavailable, Forbidden
 from gitreg.storage.protocols import SecretStore
+
+log = logging.getLogger("gitreg.auth")
 
 KEYS_NAME = "secrets/url-signing.keys"
 KEEP_KEYS = 2
@@ -100,7 +103,13 @@ class UrlSigner:
         if now - self._checked_at < every:
             return
         self._checked_at = now
-        version = self._store.version(KEYS_NAME)
+        try:
+            version = self._store.version(KEYS_NAME)
+        except DatabaseUnavailable as exc:
+            # Keep signing and verifying with the keys already known: an outage
+            # must not turn every private download into an error (issue 12).
+            log.warning("cannot check for rotated URL-signing keys: %s", exc)
+            return
         if version != self._version:
             self._keys = _load_or_create(self._store)
             self._version = version

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gitreg.errors import BadRequest, ConfigError
-from gitreg.storage.index import IndexBackedStore, SQLiteIndex, utcnow
+from gitreg.storage.index import Index, IndexBackedStore, utcnow
 from gitreg.storage.protocols import SecretStore
 from gitreg.storage.sealing import FIELD_PREFIX, Sealer, read_key_file
 
@@ -164,7 +164,7 @@ def _next_version(conn: Any) -> int:
 class DatabaseSecretStore(IndexBackedStore):
     """Secrets in the `secrets` table, sealed with the operator's key."""
 
-    def __init__(self, index: SQLiteIndex, sealer: Sealer) -> None:
+    def __init__(self, index: Index, sealer: Sealer) -> None:
         super().__init__(index)
         self._sealer = sealer
 
@@ -213,7 +213,7 @@ class DatabaseSecretStore(IndexBackedStore):
     # -- start-up -----------------------------------------------------------
 
     @staticmethod
-    def holds_sealed(index: SQLiteIndex) -> bool:
+    def holds_sealed(index: Index) -> bool:
         """Whether anything in the database is sealed (asked when no key is set)."""
         reader = IndexBackedStore(index)
         if reader._rows("SELECT name FROM secrets LIMIT 1"):
@@ -272,7 +272,7 @@ def file_secret_store(data_dir: Path) -> SecretStore:
     return FileSecretStore(data_dir)
 
 
-def open_secret_store(data_dir: Path, key_file: Path | None, index: SQLiteIndex) -> SecretStore:
+def open_secret_store(data_dir: Path, key_file: Path | None, index: Index) -> SecretStore:
     """The store the settings ask for. With a key: the database store, checked
     against the key, with file secrets imported and webhook secrets sealed.
     Without one, a database that already holds sealed secrets is refused:

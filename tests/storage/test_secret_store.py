@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gitreg.errors import BadRequest, ConfigError
-from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.index import SQLiteIndex, open_index
 from gitreg.storage.protocols import SecretStore
 from gitreg.storage.sealing import generate_key_file, read_key_file
 from gitreg.storage.secrets import file_secret_store, open_secret_store
@@ -37,10 +37,14 @@ def raw_database(db: Path) -> str:
         conn.close()
 
 
-@pytest.fixture(params=["files", "database"])
+@pytest.fixture(params=["files", "database", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SecretStore]:
-    index = SQLiteIndex(tmp_path / "data" / "index.sqlite3")
-    key = key_file(tmp_path / "secret.key") if request.param == "database" else None
+    if request.param == "postgresql":
+        url = request.getfixturevalue("postgres_database").url
+        index = open_index(url, tmp_path / "unused.sqlite3")
+    else:
+        index = SQLiteIndex(tmp_path / "data" / "index.sqlite3")
+    key = key_file(tmp_path / "secret.key") if request.param != "files" else None
     try:
         yield open_secret_store(tmp_path / "data", key, index)
     finally:
