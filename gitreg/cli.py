@@ -33,6 +33,9 @@ def _common(default: Any) -> argparse.ArgumentParser:
         "--data-dir", type=Path, default=default, help="where gitreg keeps everything"
     )
     common.add_argument("--config", type=Path, default=default, help="TOML config file")
+    common.add_argument(
+        "--blob-store", default=default, help="s3://BUCKET/PREFIX (default: DATA_DIR/blobs)"
+    )
     return common
 
 
@@ -81,6 +84,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "reconcile_interval",
             "yank_deleted_tags",
             "log_level",
+            "blob_store",
         )
     }
     if getattr(args, "upstream", None):  # repeatable --upstream HOST=URL

@@ -20,7 +20,7 @@ from gitreg.modules.publisher import Publisher
 from gitreg.providers.ingest import ProviderPublisher
 from gitreg.settings import Settings
 from gitreg.storage.auth import AuthStore
-from gitreg.storage.blobs import BlobStore, FileBlobStore
+from gitreg.storage.blobs import BlobStore
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.mirror import MirrorStore
@@ -34,6 +34,7 @@ from gitreg.storage.protocols import (
 )
 from gitreg.storage.providers import ProviderStore
 from gitreg.storage.registration import RegistrationStore
+from gitreg.storage.select import open_blob_store
 from gitreg.sync import SyncService
 
 
@@ -63,7 +64,7 @@ def build_services(settings: Settings) -> Services:
     # else sees the protocols (gitreg/storage/protocols.py).
     sqlite = SQLiteIndex(settings.db_path)
     index: ModuleIndex = sqlite
-    blobs: BlobStore = FileBlobStore(settings.blob_dir)
+    blobs: BlobStore = open_blob_store(settings)
     job_store: JobIndex = JobStore(sqlite)
     auth: AuthIndex = AuthStore(sqlite)
     provider_store: ProviderIndex = ProviderStore(sqlite)
