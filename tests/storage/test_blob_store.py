@@ -64,9 +64,7 @@ def test_scratch_space_is_removed_on_exit(blobs: BlobStore) -> None:
     blobs.check_writable(probe_bytes=1024)
 
 
-def test_backup_copies_only_what_the_destination_lacks(
-    blobs: BlobStore, tmp_path: Path
-) -> None:
+def test_backup_copies_only_what_the_destination_lacks(blobs: BlobStore, tmp_path: Path) -> None:
     blobs.put_bytes(DATA)
     assert blobs.backup(tmp_path / "copy") == 1
     assert blobs.backup(tmp_path / "copy") == 0
