@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
