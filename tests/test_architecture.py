@@ -36,6 +36,7 @@ CONCRETE_STORAGE = (
     "MirrorStore",
     "AuthStore",
     "FileBlobStore",
+    "S3BlobStore",
 )
 STORAGE_BUILDERS = ("gitreg.services",)
 
