@@ -13,6 +13,7 @@ by itself.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -24,8 +25,10 @@ from typing import IO
 
 import pytest
 
+from gitreg.settings import load_settings
+from gitreg.storage.select import open_blob_store
 from tests.support.gitrepo import GitRepo
-from tests.support.s3 import MotoS3, S3Bucket, moto_s3
+from tests.support.s3 import CuttableProxy, MotoS3, S3Bucket, moto_s3
 from tests.support.server import RunningServer, cli, start_server
 from tests.support.terraform import run_terraform
 
@@ -170,3 +173,39 @@ def test_an_s3_outage_is_a_503_with_retry_after_and_ends_by_itself(registry: Reg
     status, _, archive = _request(registry.stream, url)
     assert status == 200 and hashlib.sha256(archive).hexdigest() in url
     assert "Traceback" not in registry.stream.log()
+
+
+def test_s3_failing_mid_body_aborts_the_download_short_of_its_length(
+    registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A 24 MiB blob (any blob no private namespace owns is public), served by a
+    # replica whose S3 connections go through a proxy that cuts them 2 MiB into
+    # the body, and refuses the client's retries.
+    proxy = CuttableProxy(registry.moto.port)
+    env = {**registry.bucket.env(), "AWS_ENDPOINT_URL": proxy.endpoint}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    data = hashlib.sha256(b"big").digest() * (24 * 1024 * 1024 // 32)
+    settings = load_settings(
+        {"data_dir": tmp_path / "writer", "blob_store": registry.bucket.url},
+        environ={"GITREG_S3_ADDRESSING": "path"},
+    )
+    blobs = open_blob_store(settings)
+    sha256 = blobs.put_bytes(data).sha256
+    server = start_server(registry.stream.data_dir, "--reconcile-interval", "0", env=env)
+    try:
+        request = urllib.request.Request(f"{server.url}/archives/{sha256}.tar.gz")
+        proxy.cut_after(2 * 1024 * 1024)
+        with urllib.request.urlopen(request, context=server.ssl_context(), timeout=30) as answer:
+            assert int(answer.headers["Content-Length"]) == len(data)
+            # A whole read, as a client checking the length does (Terraform's
+            # getter reports "unexpected EOF"): the body stops short of it.
+            with pytest.raises((http.client.IncompleteRead, OSError)) as short:
+                answer.read()
+        if isinstance(short.value, http.client.IncompleteRead):
+            assert len(short.value.partial) < len(data)
+        status, _, _ = _request(server, "/healthz")
+        assert status == 200  # the server lives on
+    finally:
+        server.stop()
+        proxy.cut()

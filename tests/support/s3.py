@@ -9,7 +9,10 @@ it; `moto_s3()` starts a server a test may stop and start again (an outage).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
+import threading
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -107,3 +110,69 @@ def new_bucket(moto: MotoS3, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
 @pytest.fixture
 def s3(shared_moto: MotoS3, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
     return new_bucket(shared_moto, monkeypatch)
+
+
+class CuttableProxy:
+    """A TCP proxy on 127.0.0.1 in front of an S3 endpoint, whose `cut()` drops
+    every open connection and refuses new ones: S3 failing in the middle of a body."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.cut_event = threading.Event()
+        self.sockets: list[socket.socket] = []
+        self._budget: int | None = None  # response bytes still passed before a cut
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def cut_after(self, response_bytes: int) -> None:
+        """Cut once `response_bytes` more bytes came back from the endpoint (cut
+        here, not when a reader notices: loopback buffers hold tens of MiB)."""
+        with self._lock:
+            self._budget = response_bytes
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while not self.cut_event.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.cut_event.is_set():
+                client.close()
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            self.sockets += [client, upstream]
+            for source, sink, counted in ((client, upstream, False), (upstream, client, True)):
+                pipe = threading.Thread(target=self._pipe, args=(source, sink, counted))
+                pipe.daemon = True
+                pipe.start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, counted: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if counted and self._spend(len(data)):
+                    self.cut()
+                    return
+                sink.sendall(data)  # blocks while the reader is slow: backpressure
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def _spend(self, count: int) -> bool:
+        with self._lock:
+            if self._budget is None:
+                return False
+            self._budget -= count
+            return self._budget < 0
+
+    def cut(self) -> None:
+        self.cut_event.set()
+        self.listener.close()
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
