@@ -60,12 +60,13 @@ _KEYS = "blobs"
 def s3_options(
     bucket: str, addressing: str, environ: Mapping[str, str]
 ) -> tuple[S3Config, ClientConfig, RetryConfig]:
-    """Client settings from the standard AWS_* variables only, and timeouts that
-    make an outage a quick 503 rather than a request hanging for minutes."""
+    """Client settings from the standard AWS_* variables, and timeouts that make
+    an outage a quick 503 rather than a request hanging for minutes. The client
+    reads its other AWS_* variables itself (AWS_SESSION_TOKEN, and
+    AWS_CONDITIONAL_PUT=disabled for an endpoint without conditional puts)."""
     config: S3Config = {
         "region": environ.get("AWS_REGION") or "us-east-1",
         "checksum_algorithm": "sha256",
-        "conditional_put": "etag",
         "virtual_hosted_style_request": addressing == "virtual",
     }
     if environ.get("AWS_ACCESS_KEY_ID"):
@@ -252,8 +253,9 @@ class S3BlobStore:
                 except (AlreadyExistsError, PreconditionError):
                     self._check_existing(stored)
                     return
-                except NotSupportedError:
-                    # An endpoint without conditional puts: check, then put.
+                except (NotSupportedError, NotImplementedError):
+                    # Conditional puts turned off (AWS_CONDITIONAL_PUT=disabled, for
+                    # an endpoint without If-None-Match): check, then put.
                     if self._head(stored.sha256) is not None:
                         self._check_existing(stored)
                         return

@@ -53,8 +53,17 @@ def test_blobs_are_stored_under_prefix_blobs_ab_sha256(s3: S3Bucket, tmp_path: P
     assert stored.attributes["sha256"] == SHA  # x-amz-meta-sha256
 
 
+@pytest.fixture(params=["conditional put", "check then put"])
+def put_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways a write stays write-once: `If-None-Match: *`, or, for an endpoint
+    without it (AWS_CONDITIONAL_PUT=disabled), a check of the key before the put."""
+    if request.param == "check then put":
+        monkeypatch.setenv("AWS_CONDITIONAL_PUT", "disabled")
+    return str(request.param)
+
+
 def test_a_second_writer_of_the_same_bytes_keeps_the_first_object(
-    s3: S3Bucket, tmp_path: Path
+    s3: S3Bucket, tmp_path: Path, put_mode: str
 ) -> None:
     # The first writer's object carries a marker of its own; one replaced by a
     # later PUT would not.
@@ -71,7 +80,7 @@ def test_a_second_writer_of_the_same_bytes_keeps_the_first_object(
 
 @pytest.mark.parametrize("size", [len(DATA), 9 * 1024 * 1024])
 def test_an_object_with_wrong_bytes_under_a_sha256_name_is_detected_and_kept(
-    s3: S3Bucket, tmp_path: Path, size: int
+    s3: S3Bucket, tmp_path: Path, size: int, put_mode: str
 ) -> None:
     # Both upload paths: a conditional put, and (over 8 MiB) check-then-multipart.
     data = (DATA * (size // len(DATA) + 1))[:size]
