@@ -42,7 +42,7 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, BaseError, NotSupportedError, PreconditionError
 from obstore.store import S3Store
 
-from gitreg.errors import Conflict, NotFound, StorageUnavailable, storage_full
+from gitreg.errors import ConfigError, Conflict, NotFound, StorageUnavailable, storage_full
 from gitreg.storage.blobs import SHA256_RE, BlobWriter, StoredBlob, remove_if_unlocked
 
 if TYPE_CHECKING:
@@ -73,6 +73,8 @@ def s3_options(
         config["access_key_id"] = environ["AWS_ACCESS_KEY_ID"]
         config["secret_access_key"] = environ.get("AWS_SECRET_ACCESS_KEY", "")
     endpoint = environ.get("AWS_ENDPOINT_URL", "")
+    if endpoint and not endpoint.startswith(("http://", "https://")):
+        raise ConfigError(f"AWS_ENDPOINT_URL must be an http(s) URL, got {endpoint!r}")
     if endpoint:
         # object_store takes a virtual-hosted endpoint with the bucket already in
         # its hostname; the AWS variable names the service, so add it.

@@ -17,9 +17,10 @@ import obstore
 import pytest
 from obstore.store import S3Store
 
-from gitreg.errors import Conflict, NotFound, StorageUnavailable
+from gitreg.errors import ConfigError, Conflict, NotFound, StorageUnavailable
 from gitreg.settings import load_settings
 from gitreg.storage.blobs import BlobStore, FileBlobStore
+from gitreg.storage.s3 import s3_options
 from gitreg.storage.select import open_blob_store
 from tests.support.s3 import MotoS3, S3Bucket, moto_s3, new_bucket
 
@@ -155,3 +156,16 @@ def test_a_registry_on_local_disk_never_imports_the_s3_client(tmp_path: Path) ->
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"
+
+
+def test_the_endpoint_and_addressing_come_from_the_aws_variables() -> None:
+    env = {"AWS_ENDPOINT_URL": "https://minio.example:9000/", "AWS_REGION": "eu-west-3"}
+    config, client, _ = s3_options("bucket", "path", env)
+    assert config["endpoint"] == "https://minio.example:9000"
+    assert (config["region"], config["virtual_hosted_style_request"]) == ("eu-west-3", False)
+    assert client["allow_http"] is False
+    config, _, _ = s3_options("bucket", "virtual", env)
+    assert config["endpoint"] == "https://bucket.minio.example:9000"  # BUCKET.host
+    assert config["virtual_hosted_style_request"] is True
+    with pytest.raises(ConfigError, match="AWS_ENDPOINT_URL must be an http"):
+        s3_options("bucket", "path", {"AWS_ENDPOINT_URL": "minio:9000"})
