@@ -24,6 +24,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import BinaryIO
 
+import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response, StreamingResponse
@@ -97,7 +98,10 @@ async def _chunks(source: BinaryIO) -> AsyncIterator[bytes]:
         while chunk := await run_in_threadpool(source.read, BlobFileResponse.chunk_size):
             yield chunk
     finally:
-        source.close()
+        # A client that went away cancels this mid-read; closing waits for that
+        # read's thread to finish with the file, off the event loop, shielded.
+        with anyio.CancelScope(shield=True):
+            await run_in_threadpool(source.close)
 
 
 async def module_archive(request: Request) -> Response:
