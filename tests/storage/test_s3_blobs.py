@@ -8,8 +8,10 @@ Against moto's S3 server on 127.0.0.1 (tests/support/s3.py), through obstore.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -169,3 +171,18 @@ def test_the_endpoint_and_addressing_come_from_the_aws_variables() -> None:
     assert config["virtual_hosted_style_request"] is True
     with pytest.raises(ConfigError, match="AWS_ENDPOINT_URL must be an http"):
         s3_options("bucket", "path", {"AWS_ENDPOINT_URL": "minio:9000"})
+
+
+def test_scratch_space_and_crashed_writers_temp_files_stay_local(
+    s3: S3Bucket, tmp_path: Path
+) -> None:
+    blobs = _store(s3, tmp_path)
+    with blobs.scratch_file("blob-mirror-") as scratch:
+        assert scratch.parent == tmp_path / "tmp"
+    old, fresh = tmp_path / "tmp" / "blob-old", tmp_path / "tmp" / "blob-fresh"
+    old.write_bytes(b"x")
+    fresh.write_bytes(b"y")
+    past = time.time() - 7200
+    os.utime(old, (past, past))
+    assert blobs.remove_stale_temp_files() == 1
+    assert fresh.exists() and not old.exists()
