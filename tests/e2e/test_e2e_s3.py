@@ -209,3 +209,25 @@ def test_s3_failing_mid_body_aborts_the_download_short_of_its_length(
     finally:
         server.stop()
         proxy.cut()
+
+
+def test_worker_processes_get_a_blob_store_given_as_a_flag(registry: Registry) -> None:
+    # Only the parent parses --blob-store; `serve --workers 2` hands it on to the
+    # workers through the environment (gitreg.commands.serve._export_settings).
+    env = {**registry.moto.env(), "GITREG_S3_ADDRESSING": "path"}
+    server = start_server(
+        registry.stream.data_dir,
+        "--workers",
+        "2",
+        "--reconcile-interval",
+        "0",
+        env=env,
+        before=("--blob-store", registry.bucket.url),
+    )
+    try:
+        url = _archive_url(server)
+        for _ in range(4):  # the connections land on either worker
+            status, _, archive = _request(server, url)
+            assert status == 200 and hashlib.sha256(archive).hexdigest() in url
+    finally:
+        server.stop()
