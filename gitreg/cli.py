@@ -44,6 +44,9 @@ def _common(default: Any) -> argparse.ArgumentParser:
         default=default,
         help="key sealing the secrets shared through the database",
     )
+    common.add_argument(
+        "--blob-store", default=default, help="s3://BUCKET/PREFIX (default: DATA_DIR/blobs)"
+    )
     return common
 
 
@@ -95,6 +98,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "reconcile_interval",
             "yank_deleted_tags",
             "log_level",
+            "blob_store",
         )
     }
     if getattr(args, "upstream", None):  # repeatable --upstream HOST=URL

@@ -15,6 +15,7 @@ other (`gitreg.cli.main`). Nothing raised for bad input should ever reach a 500.
     ├── TooManyRequests (429)       too many failed authentications from one client
     ├── StorageFull (503)           the disk or the index is full (ENOSPC, SQLITE_FULL)
     ├── QueueUnavailable (503)      webhook deliveries could not be stored
+    ├── StorageUnavailable (503)    the blob store (S3) failed or could not be reached
     ├── NotFound (404)              unknown module, version, blob or route
     │   └── UpstreamNotFound (404)  the upstream registry has no such thing (mirror)
     ├── Conflict (409)              an immutable thing would change
@@ -154,6 +155,22 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror.lower()
     return str(exc)
+
+
+# Seconds a client waits before retrying a request the blob store failed: S3
+# outages are usually short and the store's own retries already took ~1 s.
+STORAGE_RETRY_AFTER = 5
+
+
+class StorageUnavailable(GitregError):
+    """The blob store (S3) failed or could not be reached. Nothing was half
+    written (uploads are atomic), so the request can be retried as is."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after: int = STORAGE_RETRY_AFTER) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class NotFound(GitregError):

@@ -20,7 +20,7 @@ from gitreg.modules.publisher import Publisher
 from gitreg.providers.ingest import ProviderPublisher
 from gitreg.settings import Settings
 from gitreg.storage.auth import AuthStore
-from gitreg.storage.blobs import BlobStore, FileBlobStore
+from gitreg.storage.blobs import BlobStore
 from gitreg.storage.index import open_index
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.mirror import MirrorStore
@@ -36,6 +36,7 @@ from gitreg.storage.protocols import (
 from gitreg.storage.providers import ProviderStore
 from gitreg.storage.registration import RegistrationStore
 from gitreg.storage.secrets import open_secret_store
+from gitreg.storage.select import open_blob_store
 from gitreg.sync import SyncService
 
 
@@ -66,7 +67,7 @@ def build_services(settings: Settings) -> Services:
     # else sees the protocols (gitreg/storage/protocols.py).
     shared = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
     index: ModuleIndex = shared
-    blobs: BlobStore = FileBlobStore(settings.blob_dir)
+    blobs: BlobStore = open_blob_store(settings)
     job_store: JobIndex = JobStore(shared)
     auth: AuthIndex = AuthStore(shared)
     provider_store: ProviderIndex = ProviderStore(shared)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -121,6 +122,15 @@ class Settings:
     mirror_read_timeout: float = 60.0
     mirror_total_timeout: float = 900.0  # one upstream request: slot wait and body included (M2)
     mirror_concurrency: int = 4  # requests in flight to one upstream host (M2)
+    # Scale-out (docs/scale-out.md). `blob_store`: unset keeps blobs in
+    # DATA_DIR/blobs; `s3://BUCKET/PREFIX` keeps them in S3, with credentials,
+    # region and endpoint from the standard AWS_* variables only.
+    # `s3_addressing`: "virtual" (BUCKET.host) or "path" (host/BUCKET, MinIO and
+    # others). `blob_downloads`: "stream" through gitreg, or "redirect" (302 to
+    # a presigned URL valid `signed_url_ttl` seconds; S3 only).
+    blob_store: str = ""
+    s3_addressing: str = "virtual"
+    blob_downloads: str = "stream"
     extra: Mapping[str, Any] = field(default_factory=dict)
     # The TOML file these settings were read from, if any; worker processes of
     # `serve --workers N` read it again for the tables kept in `extra`.
@@ -286,3 +296,38 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("mirror timeouts must be > 0 and mirror_concurrency >= 1")
     if settings.mirror_index_ttl < 0 or settings.mirror_stale_if_error < 0:
         raise ConfigError("mirror_index_ttl and mirror_stale_if_error must be >= 0")
+    _validate_blob_store(settings)
+
+
+# S3's bucket naming rules (3-63 lower-case letters, digits, dots, hyphens, a
+# letter or digit at both ends): a bad name fails here, not at the first upload.
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+def s3_location(blob_store: str) -> tuple[str, str]:
+    """(bucket, prefix) of an `s3://BUCKET/PREFIX` setting; the prefix has no
+    leading or trailing slash and may be empty."""
+    parts = urlsplit(blob_store)
+    if parts.scheme != "s3" or parts.query or parts.fragment:
+        raise ConfigError(
+            f"blob_store must be s3://BUCKET/PREFIX (or unset for DATA_DIR/blobs), "
+            f"got {blob_store!r}"
+        )
+    if not _BUCKET_RE.match(parts.netloc):
+        raise ConfigError(
+            f"blob_store {blob_store!r}: {parts.netloc!r} is not a valid S3 bucket name"
+        )
+    return parts.netloc, parts.path.strip("/")
+
+
+def _validate_blob_store(settings: Settings) -> None:
+    if settings.blob_store:
+        s3_location(settings.blob_store)
+    if settings.s3_addressing not in ("virtual", "path"):
+        raise ConfigError(f"s3_addressing must be virtual or path, got {settings.s3_addressing!r}")
+    if settings.blob_downloads not in ("stream", "redirect"):
+        raise ConfigError(
+            f"blob_downloads must be stream or redirect, got {settings.blob_downloads!r}"
+        )
+    if settings.blob_downloads == "redirect" and not settings.blob_store:
+        raise ConfigError("blob_downloads = redirect needs an s3:// blob_store to redirect to")

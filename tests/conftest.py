@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.gitrepo import GitRepo
+from tests.support.s3 import s3, shared_moto  # noqa: F401  (fixtures: a real S3 endpoint)
 from tests.support.server import RunningServer, start_server
 
 # postgres_server and postgres_database: a real PostgreSQL server, started only by

@@ -38,6 +38,7 @@ CONCRETE_STORAGE = (
     "FileBlobStore",
     "FileSecretStore",
     "DatabaseSecretStore",
+    "S3BlobStore",
 )
 STORAGE_BUILDERS = ("gitreg.services",)
 

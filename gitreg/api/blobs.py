@@ -8,19 +8,30 @@ needs a current signed URL or a read token for an owning namespace, and is
 `private, no-store`, since its signed URLs expire (U2). HEAD answers with the true
 Content-Length: Terraform's getter sends HEAD twice before the GET and would
 skip the GET on a zero length.
+
+A store without local files (S3) is streamed through gitreg with the
+Content-Length its `stat()` gives, or, with `blob_downloads = "redirect"`,
+answered by a 302 to a presigned URL. The URL a client was given stays this
+gitreg URL either way (update bots cache hashes by URL). If the store fails in
+the middle of a body, the iterator raises after the headers went out: uvicorn
+then closes the connection short of the Content-Length, so no client can take a
+cut-off archive for a whole one.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from typing import BinaryIO
 
+import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import FileResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from gitreg.errors import NotFound
-from gitreg.services import services
+from gitreg.services import Services, services
 from gitreg.storage.blobs import SHA256_RE
 
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -40,17 +51,57 @@ async def blob_response(request: Request, sha256: str, media_type: str) -> Respo
     svc = services(request)
     private = await svc.access.check_blob(request, sha256)
     path = svc.blobs.local_file(sha256)
+    etag = f'"{sha256}"'
+    headers = {"ETag": etag, "Cache-Control": PRIVATE if private else IMMUTABLE}
     if path is None:
-        raise NotImplementedError("serving a blob store without local files")
+        return await _remote_blob(request, svc, sha256, media_type, headers)
     try:
         stat = await run_in_threadpool(os.stat, path)
     except FileNotFoundError as exc:
         raise NotFound("no such archive") from exc
-    etag = f'"{sha256}"'
-    headers = {"ETag": etag, "Cache-Control": PRIVATE if private else IMMUTABLE}
     if request.headers.get("if-none-match") == etag:
         return Response(status_code=304, headers=headers)
     return BlobFileResponse(path, media_type=media_type, headers=headers, stat_result=stat)
+
+
+async def _remote_blob(
+    request: Request, svc: Services, sha256: str, media_type: str, headers: dict[str, str]
+) -> Response:
+    """A blob kept off this machine: HEAD and 304 from `stat()`, GET streamed or
+    redirected. `stat()` first, so a missing blob is a 404 and an unreachable
+    store a 503 before any status line is sent."""
+    try:
+        size = (await run_in_threadpool(svc.blobs.stat, sha256)).size
+    except NotFound as exc:
+        raise NotFound("no such archive") from exc
+    if request.headers.get("if-none-match") == headers["ETag"]:
+        return Response(status_code=304, headers=headers)
+    if request.method == "HEAD":
+        # Answered here even in redirect mode: a presigned URL is signed for GET.
+        headers["Content-Length"] = str(size)
+        return Response(status_code=200, media_type=media_type, headers=headers)
+    if svc.settings.blob_downloads == "redirect":
+        ttl = svc.settings.signed_url_ttl
+        url = await run_in_threadpool(svc.blobs.presigned_url, sha256, ttl)
+        if url is not None:
+            # The target expires, so neither the 302 nor its Location may be cached.
+            return RedirectResponse(url, 302, headers={"Cache-Control": PRIVATE})
+    source = await run_in_threadpool(svc.blobs.open, sha256)
+    headers["Content-Length"] = str(size)
+    return StreamingResponse(_chunks(source), media_type=media_type, headers=headers)
+
+
+async def _chunks(source: BinaryIO) -> AsyncIterator[bytes]:
+    """The blob in 1 MiB pieces, read off the event loop; a store failure raises
+    here, after the headers, and aborts the connection (see the module docstring)."""
+    try:
+        while chunk := await run_in_threadpool(source.read, BlobFileResponse.chunk_size):
+            yield chunk
+    finally:
+        # A client that went away cancels this mid-read; closing waits for that
+        # read's thread to finish with the file, off the event loop, shielded.
+        with anyio.CancelScope(shield=True):
+            await run_in_threadpool(source.close)
 
 
 async def module_archive(request: Request) -> Response:

@@ -74,6 +74,16 @@ class BlobStore(Protocol):
         Raises `NotFound` for a malformed name."""
         ...
 
+    def names(self) -> Iterator[str]:
+        """The sha256 of every stored blob, in no particular order (for copying
+        a whole store, `gitreg migrate-storage`)."""
+        ...
+
+    def presigned_url(self, sha256: str, ttl: float) -> str | None:
+        """A URL, valid `ttl` seconds, at which anyone can GET the blob's bytes
+        without gitreg, or None when the store has no such URLs (local disk)."""
+        ...
+
     def scratch_dir(self, prefix: str) -> contextlib.AbstractContextManager[Path]:
         """A fresh local directory for unpacking, removed on exit."""
         ...
@@ -164,6 +174,14 @@ class FileBlobStore:
     def local_file(self, sha256: str) -> Path | None:
         return self.path(sha256)
 
+    def names(self) -> Iterator[str]:
+        for path in (self.root / "sha256").glob("??/*"):
+            if SHA256_RE.match(path.name) and path.parent.name == path.name[:2]:
+                yield path.name
+
+    def presigned_url(self, sha256: str, ttl: float) -> str | None:
+        return None  # files on this machine are served by gitreg itself
+
     @contextlib.contextmanager
     def scratch_dir(self, prefix: str) -> Iterator[Path]:
         with tempfile.TemporaryDirectory(dir=self._tmp, prefix=prefix) as tmp:
@@ -240,7 +258,7 @@ class FileBlobStore:
         cutoff = time.time() - older_than
         for leftover in self._tmp.glob("blob-*"):
             with contextlib.suppress(OSError):
-                if leftover.stat().st_mtime < cutoff and _remove_if_unlocked(leftover):
+                if leftover.stat().st_mtime < cutoff and remove_if_unlocked(leftover):
                     count += 1
         return count
 
@@ -262,7 +280,7 @@ def copy_missing_files(source: Path, dest: Path) -> int:
     return copied
 
 
-def _remove_if_unlocked(path: Path) -> bool:
+def remove_if_unlocked(path: Path) -> bool:
     """Unlink `path` unless a live writer holds its lock (checked without blocking)."""
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -98,7 +98,8 @@ def _publish_module(svc: Services, repo: GitRepo) -> Blob:
     svc.index.add_module(record.id, "team", "vpc", "aws", "", "")
     svc.publisher.sync_repo(record)
     ((_, sha256),) = svc.auth.module_archives()
-    return Blob("module archive", "team", f"{sha256}.tar.gz", svc.blobs.path(sha256).read_bytes())
+    with svc.blobs.open(sha256) as archive:
+        return Blob("module archive", "team", f"{sha256}.tar.gz", archive.read())
 
 
 def _publish_provider(svc: Services, directory: Path) -> list[Blob]:
@@ -134,7 +135,8 @@ def _add_token(svc: Services, namespaces: list[str]) -> str:
     return token
 
 
-@pytest.fixture(params=["namespace-private", "read-default-token"])
+# "+s3": the blobs live in S3 (moto on 127.0.0.1), streamed by every blob route.
+@pytest.fixture(params=["namespace-private", "read-default-token", "namespace-private+s3"])
 def registry(
     request: pytest.FixtureRequest,
     tmp_path: Path,
@@ -152,6 +154,9 @@ def registry(
     }
     if request.param == "read-default-token":
         config["read_default"] = "token"
+    if request.param.endswith("+s3"):  # the `s3` fixture sets the AWS_* variables
+        config["blob_store"] = request.getfixturevalue("s3").url
+        config["s3_addressing"] = "path"
     toml = "".join(f"{k} = {json.dumps(v)}\n" for k, v in config.items())
     (data_dir / "gitreg.toml").write_text(toml)
     svc = make_services(data_dir)
@@ -162,7 +167,8 @@ def registry(
         other_token = _add_token(svc, ["elsewhere"])
     finally:
         svc.close()
-    if request.param == "namespace-private":
+    assert (data_dir / "blobs").exists() != request.param.endswith("+s3")
+    if request.param.startswith("namespace-private"):
         for namespace in ("team", "hashicorp"):
             cli(data_dir, "namespace", "set", namespace, "--private")
     server = servers(data_dir, env={"SSL_CERT_FILE": str(served.ca_pem)})

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gitreg.settings import load_settings
 from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import BlobStore, FileBlobStore
 from gitreg.storage.index import SQLiteIndex, open_index
@@ -28,6 +29,7 @@ from gitreg.storage.protocols import (
 from gitreg.storage.providers import ProviderStore
 from gitreg.storage.registration import RegistrationStore
 from tests.support.postgres import Database
+from gitreg.storage.select import open_blob_store
 
 
 @dataclass(frozen=True)
@@ -85,3 +87,17 @@ def implementation(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[B
 @pytest.fixture
 def postgres_url(postgres_database: Database) -> str:
     return postgres_database.url
+
+
+# The blob-store contract (test_blob_store.py) runs against local disk and S3
+# (moto's server on 127.0.0.1, through the real client); it needs no index, so
+# it is not multiplied by the index implementations above.
+@pytest.fixture(params=["files", "s3"])
+def blobs(request: pytest.FixtureRequest, tmp_path: Path) -> BlobStore:
+    if request.param == "files":
+        return FileBlobStore(tmp_path / "blobs")
+    settings = load_settings(
+        {"data_dir": tmp_path, "blob_store": request.getfixturevalue("s3").url},
+        environ={"GITREG_S3_ADDRESSING": "path"},
+    )
+    return open_blob_store(settings)
