@@ -10,14 +10,17 @@ existing registry").
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import TextIO
 
-from gitreg.errors import BadRequest
-from gitreg.services import Services
-from gitreg.storage.blobs import BlobStore
+from gitreg.errors import BadRequest, ConfigError
+from gitreg.services import Services, build_services
+from gitreg.settings import Settings
 from gitreg.storage.copy import CopyReport, copy_blobs, copy_index
 from gitreg.storage.index import open_index
+from gitreg.storage.secrets import open_secret_store
+from gitreg.storage.select import open_blob_store
 
 _BAR = 30
 
@@ -40,23 +43,28 @@ class ProgressBar:
         self._out.flush()
 
 
-def migrate_storage(svc: Services, args: argparse.Namespace) -> int:
+def migrate_storage(args: argparse.Namespace, settings: Settings) -> int:
     to_database, to_blobs = args.to_database_url or "", args.to_blob_store or ""
     if not to_database and not to_blobs:
         raise BadRequest("name a target: --to-database-url and/or --to-blob-store")
-    if to_database and to_database == svc.settings.database_url:
+    if to_database and to_database == settings.database_url:
         raise BadRequest("--to-database-url is the database this registry already uses")
-    report = CopyReport()
-    progress = ProgressBar(sys.stderr)
-    if to_blobs:
-        target_blobs = open_target_blobs(svc, to_blobs)
-        copy_blobs(svc.blobs, target_blobs, report, progress)
-    if to_database:
-        target = open_index(to_database, svc.settings.db_path, pool_size=2)
-        try:
-            copy_index(svc.index, target, report, progress)
-        finally:
-            target.close()
+    if to_database and settings.secret_key_file is None:
+        raise BadRequest(
+            "moving to PostgreSQL needs secret_key_file (GITREG_SECRET_KEY_FILE): the"
+            " registry's secrets are sealed with it in the shared database"
+        )
+    svc = _open_source(settings)
+    try:
+        report = CopyReport()
+        progress = ProgressBar(sys.stderr)
+        if to_blobs:
+            target_blobs = open_blob_store(dataclasses.replace(settings, blob_store=to_blobs))
+            copy_blobs(svc.blobs, target_blobs, report, progress)
+        if to_database:
+            _copy_index_and_secrets(svc, settings, to_database, report, progress)
+    finally:
+        svc.close()
     rows = sum(report.rows.values())
     print(
         f"copied {report.blobs_copied} blob(s) ({report.blobs_present} already there, each"
@@ -65,8 +73,29 @@ def migrate_storage(svc: Services, args: argparse.Namespace) -> int:
     return 0
 
 
-def open_target_blobs(svc: Services, url: str) -> BlobStore:
-    raise BadRequest(f"unsupported blob store {url}")
+def _open_source(settings: Settings) -> Services:
+    """The registry being moved, opened as it runs today. A single machine that
+    never used a secret key keeps its secrets in files: opening it with the
+    key would seal them into its own index and lock its running server out,
+    so the key is used for the source only when the source already needs it."""
+    try:
+        return build_services(dataclasses.replace(settings, secret_key_file=None))
+    except ConfigError:
+        return build_services(settings)
+
+
+def _copy_index_and_secrets(
+    svc: Services, settings: Settings, url: str, report: CopyReport, progress: ProgressBar
+) -> None:
+    target = open_index(url, settings.db_path, pool_size=2)
+    try:
+        copy_index(svc.index, target, report, progress)
+        # File secrets (URL-signing keys, provider key secrets) are imported into
+        # the target sealed with the key, and copied webhook secrets are sealed.
+        assert settings.secret_key_file is not None
+        open_secret_store(settings.data_dir, settings.secret_key_file, target)
+    finally:
+        target.close()
 
 
 def register(
@@ -80,4 +109,4 @@ def register(
     )
     parser.add_argument("--to-database-url", help="postgresql://USER:PASS@HOST:PORT/DB")
     parser.add_argument("--to-blob-store", help="s3://BUCKET/PREFIX")
-    parser.set_defaults(handler=migrate_storage)
+    parser.set_defaults(standalone=migrate_storage)

@@ -13,7 +13,10 @@ import secrets
 import time
 import urllib.error
 import urllib.request
+from email.message import Message
 from pathlib import Path
+
+import psycopg
 
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.postgres import PostgresServer
@@ -35,14 +38,14 @@ def _bucket(moto: MotoS3) -> S3Bucket:
     return bucket
 
 
-def _fetch(server: RunningServer, path: str) -> tuple[int, dict[str, str], bytes]:
+def _fetch(server: RunningServer, path: str) -> tuple[int, Message, bytes]:
     try:
         with urllib.request.urlopen(
             server.url + path, context=server.ssl_context(), timeout=10
         ) as answer:
-            return answer.status, dict(answer.headers), answer.read()
+            return answer.status, answer.headers, answer.read()
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
+        return error.code, error.headers, error.read()
 
 
 def _archives(server: RunningServer, address: str) -> dict[str, str]:
@@ -83,33 +86,44 @@ def test_a_moved_registry_serves_the_same_versions_and_bytes(
     cli(old_dir, "repo", "add", str(repo.path), "--module", "acme/vpc/null")
     token = cli(old_dir, "token", "create", "--scope", "read").stdout.strip().splitlines()[-1]
     cli(old_dir, "key", "generate", "acme")
-    old = start_server(old_dir)
-    before = _archives(old, "acme/vpc/null")
-    module_before = _init(old, "acme/vpc/null", tmp_path / "tf-old")
-
     database = postgres_server.create_database()
     bucket = _bucket(shared_moto)
-    env = {**bucket.env(), "GITREG_SECRET_KEY_FILE": str(_key_file(tmp_path))}
+    # The moving command runs with the old registry's settings: S3 only as a target.
+    aws = {k: v for k, v in bucket.env().items() if k != "GITREG_BLOB_STORE"}
+    env = {**aws, "GITREG_SECRET_KEY_FILE": str(_key_file(tmp_path))}
     move = ["migrate-storage", "--to-database-url", database.url, "--to-blob-store", bucket.url]
-    first = cli(old_dir, *move, env=env)  # while the old server keeps serving
+    old = start_server(old_dir)
+    try:
+        before = _archives(old, "acme/vpc/null")
+        module_before = _init(old, "acme/vpc/null", tmp_path / "tf-old")
+        first = cli(old_dir, *move, env=env)  # while the old server keeps serving
+    finally:
+        old.stop()
     assert "copied 2 blob(s) (0 already there" in first.stdout, first.stdout
     assert "[##############################]" in first.stderr  # the progress bar
-    old.stop()
     again = cli(old_dir, *move, env=env)  # resumable and idempotent
-    assert "copied 0 blob(s) (2 already there" in again.stdout
+    assert "copied 0 blob(s) (2 already there" in again.stdout, again.stdout
     assert " and 0 row(s)" in again.stdout
 
-    shared = {**env, "GITREG_DATABASE_URL": database.url, "GITREG_BLOB_STORE": bucket.url}
+    shared = {
+        **env,
+        "GITREG_DATABASE_URL": database.url,
+        "GITREG_BLOB_STORE": bucket.url,
+        "GITREG_S3_ADDRESSING": "path",
+    }
     new = start_server(tmp_path / "replica", env=shared)
     try:
         assert _archives(new, "acme/vpc/null") == before
         assert _init(new, "acme/vpc/null", tmp_path / "tf-new") == module_before
-        listed = cli(tmp_path / "replica", "token", "list", env=shared).stdout
-        assert token[:8] in listed or "read" in listed
-        keys = cli(tmp_path / "replica", "key", "list", env=shared).stdout
-        assert "acme" in keys
     finally:
         new.stop()
+    tokens = cli(tmp_path / "replica", "token", "list", env=shared).stdout
+    assert token[:8] in tokens, tokens
+    with psycopg.connect(database.url) as conn:
+        names = [row[0] for row in conn.execute("SELECT name FROM secrets")]
+    # The provider key's secret half and the URL-signing keys moved, sealed.
+    assert any(name.startswith("keys/acme/") for name in names), names
+    assert "secrets/url-signing.keys" in names, names
 
 
 def test_a_database_outage_is_503_for_writes_while_cached_metadata_serves(

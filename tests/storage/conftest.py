@@ -28,8 +28,8 @@ from gitreg.storage.protocols import (
 )
 from gitreg.storage.providers import ProviderStore
 from gitreg.storage.registration import RegistrationStore
-from tests.support.postgres import Database
 from gitreg.storage.select import open_blob_store
+from tests.support.postgres import Database
 
 
 @dataclass(frozen=True)
