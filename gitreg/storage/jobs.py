@@ -76,6 +76,8 @@ class JobRecord:
             "finished_at": iso(self.finished_at),
             "last_error": self.last_error,
             "result": _decoded(self.result),
+            # Which replica (host/boot/pid/nonce) holds a running job's lease.
+            "lease_owner": self.lease_owner or None,
         }
 
 
