@@ -74,7 +74,8 @@ def versions(server: RunningServer, address: str) -> list[str]:
     try:
         with urllib.request.urlopen(url, context=server.ssl_context(), timeout=5) as answer:
             body = json.loads(answer.read())
-    except urllib.error.HTTPError:
+    except urllib.error.HTTPError as error:
+        error.close()  # its socket would otherwise leak (ResourceWarning)
         return []
     return [v["version"] for v in body["modules"][0]["versions"]]
 
@@ -97,7 +98,8 @@ def post(server: RunningServer, prepared: Prepared) -> tuple[int, dict[str, obje
         with urllib.request.urlopen(request, context=server.ssl_context(), timeout=30) as answer:
             status, body = answer.status, json.loads(answer.read())
     except urllib.error.HTTPError as error:
-        status, body = error.code, json.loads(error.read())
+        with error:
+            status, body = error.code, json.loads(error.read())
     return status, body, time.monotonic() - started
 
 

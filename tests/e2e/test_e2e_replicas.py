@@ -280,4 +280,5 @@ def test_a_signed_url_from_one_replica_is_accepted_by_another(
     assert archive[:2] == b"\x1f\x8b"
     with pytest.raises(urllib.error.HTTPError) as unsigned:
         _get(second.url + path.split("?")[0], second.ssl_context())
+    unsigned.value.close()
     assert unsigned.value.code == 403  # a private blob needs a signature or a token

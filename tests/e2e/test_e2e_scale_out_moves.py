@@ -45,7 +45,8 @@ def _fetch(server: RunningServer, path: str) -> tuple[int, Message, bytes]:
         ) as answer:
             return answer.status, answer.headers, answer.read()
     except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read()
+        with error:  # closes its connection, or the socket leaks (ResourceWarning)
+            return error.code, error.headers, error.read()
 
 
 def _archives(server: RunningServer, address: str) -> dict[str, str]:
