@@ -168,7 +168,7 @@ class FileBlobStore:
             self.path(sha256).unlink()
         except FileNotFoundError:
             return False
-        _fsync_dir(self.path(sha256).parent)
+        fsync_dir(self.path(sha256).parent)
         return True
 
     def local_file(self, sha256: str) -> Path | None:
@@ -235,7 +235,7 @@ class FileBlobStore:
                 if not final.exists():
                     os.chmod(tmp, 0o644)
                     os.replace(tmp, final)
-                    _fsync_dir(final.parent)
+                    fsync_dir(final.parent)
                 # else: same content already stored, identical bytes by definition.
             sink.result = stored
         finally:
@@ -294,7 +294,8 @@ def remove_if_unlocked(path: Path) -> bool:
         os.close(fd)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file in `directory` durable (checklist S2)."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)

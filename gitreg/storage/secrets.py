@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gitreg.errors import BadRequest, ConfigError
+from gitreg.storage.blobs import fsync_dir
 from gitreg.storage.index import Index, IndexBackedStore, utcnow
 from gitreg.storage.protocols import SecretStore
 from gitreg.storage.sealing import FIELD_PREFIX, Sealer, read_key_file
@@ -39,14 +40,6 @@ def check_name(name: str) -> list[str]:
     if len(parts) < 2 or parts[0] not in FILE_SECRET_DIRS or not all(map(_PART.match, parts)):
         raise BadRequest(f"invalid secret name {name!r}")
     return parts
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class FileSecretStore:
@@ -130,7 +123,7 @@ class FileSecretStore:
                     os.link(tmp_name, path)  # fails if it exists: no race with another add
                 except FileExistsError:
                     return False
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
             return True
         finally:
             with contextlib.suppress(FileNotFoundError):
