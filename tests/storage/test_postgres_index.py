@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gitreg.errors import ConfigError
+from gitreg.errors import ConfigError, DatabaseUnavailable
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.jobs import JobStore, Submission
 from gitreg.storage.schema import MIGRATIONS
@@ -154,3 +154,20 @@ def test_a_repository_runs_one_job_at_a_time_across_replicas(
     # The lease runs out (the replica was killed): another replica takes over.
     taken = jobs_b.claim("b", NOW + 61, lease=60)
     assert taken is not None
+
+
+def test_an_unreachable_or_refusing_database_is_unavailable_without_its_password(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    wrong = postgres_url.replace("gitreg:", "gitreg:not-the-password-", 1)
+    assert wrong != postgres_url
+    with pytest.raises(DatabaseUnavailable) as refused:
+        open_index(wrong, tmp_path / "unused.sqlite3")
+    assert "not-the-password" not in str(refused.value)
+    assert "gitreg:***@" in str(refused.value)
+    assert refused.value.status == 503 and refused.value.retry_after > 0
+
+
+def test_a_url_that_is_not_postgresql_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="postgresql://"):
+        open_index("mysql://u:p@h/db", tmp_path / "unused.sqlite3")
