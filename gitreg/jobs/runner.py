@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitreg.errors import GitError, NotFound, StorageFull, storage_full
+from gitreg.errors import DatabaseUnavailable, GitError, NotFound, StorageFull, storage_full
 from gitreg.jobs.queue import JobQueue
 from gitreg.settings import Settings
 from gitreg.storage.jobs import JobRecord
@@ -145,6 +145,9 @@ class JobRunner:
         while not self._stop.is_set():
             try:
                 ran = self.run_one()
+            except DatabaseUnavailable as exc:  # an outage: one line, not a traceback per poll
+                log.warning("job worker waiting for the database: %s", exc)
+                ran = None
             except Exception:  # a broken database must not end the thread
                 log.exception("job worker error")
                 ran = None
@@ -243,6 +246,8 @@ class JobRunner:
                 if now >= next_schedule:
                     self._run_schedules()
                     next_schedule = now + POLL_INTERVAL * 5
+            except DatabaseUnavailable as exc:
+                log.warning("job housekeeping waiting for the database: %s", exc)
             except Exception:
                 log.exception("job housekeeping error")
 
