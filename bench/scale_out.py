@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import json
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -633,6 +634,8 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
     args = parser.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so PostgreSQL, moto and the replicas are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with b.workspace("scale-out", args.keep) as ws:
         print(run(args, ws))
 
