@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import resource
 import secrets
 import signal
 import ssl
@@ -302,6 +303,7 @@ class Drain:
     jobs: int
     cpu_s: float
     idle_s: float  # until the job queue was empty again
+    foreign_cores: float  # CPU of other processes meanwhile, in cores
 
     @property
     def per_second(self) -> float:
@@ -316,8 +318,9 @@ def drain(
     tags = len(sources[0].tags)
     work = [(n, t) for t in range(tags) for n in range(len(sources))]
     pids = [r.pid for r in replicas] + [eng.postgres_pid, eng.moto.server.pid]
-    cpu_before = sum(b.cpu_seconds(pid) for pid in pids)
     b.wait_quiet()
+    cpu_before = sum(b.cpu_seconds(pid) for pid in pids)
+    busy_before, own_before = b._machine_busy(), _own_cpu()
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=16) as pool:
         statuses = list(
@@ -339,6 +342,8 @@ def drain(
         time.sleep(0.02)
     seconds = time.monotonic() - started
     cpu = sum(b.cpu_seconds(pid) for pid in pids) - cpu_before
+    # The rest of the machine's CPU meanwhile, but for this script posting the webhooks.
+    foreign = b._machine_busy() - busy_before - cpu - (_own_cpu() - own_before)
     # Deliveries that came while their repository's job ran queued one more job each,
     # which finds nothing new; the queue must empty with no job failed.
     while (states := dict(sql(env, "SELECT state, count(*) FROM jobs GROUP BY state"))).keys() - {
@@ -349,7 +354,13 @@ def drain(
     idle = time.monotonic() - started
     jobs = sum(int(str(n)) for n in states.values())
     b.progress(f"{len(replicas)} replica(s): {len(work)} versions in {seconds:.2f}s, {states}")
-    return Drain(len(replicas), len(work), seconds, answered, jobs, cpu, idle)
+    return Drain(len(replicas), len(work), seconds, answered, jobs, cpu, idle, foreign / seconds)
+
+
+def _own_cpu() -> float:
+    """CPU of this process (the webhook client's threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def render_drains(args: argparse.Namespace, drains: list[Drain]) -> str:
@@ -363,6 +374,8 @@ def render_drains(args: argparse.Namespace, drains: list[Drain]) -> str:
             f"{d.per_second:.1f}",
             f"{d.idle_s:.2f}",
             f"{d.cpu_s / d.versions * 1000:.0f}",
+            f"{d.cpu_s / d.seconds:.2f}",
+            f"{max(0.0, d.foreign_cores):.2f}",
         ]
         for d in drains
     ]
@@ -375,6 +388,8 @@ def render_drains(args: argparse.Namespace, drains: list[Drain]) -> str:
         "versions/s",
         "queue empty s",
         "CPU ms/version",
+        "cores used",
+        "other processes, cores",
     ]
     return "\n".join(
         [
@@ -387,7 +402,9 @@ def render_drains(args: argparse.Namespace, drains: list[Drain]) -> str:
             " Each replica has its own data dir and 4 job threads; replicas share one"
             " PostgreSQL database and one S3 bucket (moto). Not pinned: the replicas,"
             " PostgreSQL and moto share this machine's cores. CPU ms/version sums replicas,"
-            " PostgreSQL and moto. A webhook for a repository that already has a queued job"
+            " PostgreSQL and moto, and cores used is that CPU per second of the run; other"
+            " processes are everything else on the machine but this script's webhook client."
+            " A webhook for a repository that already has a queued job"
             " folds into it, so there are fewer jobs than webhooks.",
             "",
             b.table(headers, rows),
