@@ -329,10 +329,13 @@ def run_measured(
     return Finished(process.returncode, seconds, peak, text)
 
 
-def gitreg_cli(data_dir: Path, *args: str, cpu: str | None = None) -> Finished:
-    """`python -m gitreg ARGS --data-dir D`, measured; raises on failure."""
+def gitreg_cli(
+    data_dir: Path, *args: str, cpu: str | None = None, env: dict[str, str] | None = None
+) -> Finished:
+    """`python -m gitreg ARGS --data-dir D`, measured; raises on failure. `env` adds
+    variables (GITREG_DATABASE_URL...) to this process's environment."""
     command = pinned([PYTHON, "-m", "gitreg", *args, "--data-dir", str(data_dir)], cpu)
-    done = run_measured(command)
+    done = run_measured(command, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"gitreg {' '.join(args)} exited {done.returncode}:\n{done.stdout}")
     return done
@@ -363,7 +366,11 @@ def start_gitreg(
     log_level: str = "info",
     cpu: str | None = SERVER_CPU,
     env: dict[str, str] | None = None,
+    name: str = "gitreg",
+    args: Sequence[str] = (),
 ) -> Server:
+    """`gitreg serve` on a free port; `name` labels it in progress lines and tables,
+    `env` adds variables (a PostgreSQL index, an S3 blob store), `args` more flags."""
     port = free_port()
     command = [
         PYTHON,
@@ -380,8 +387,9 @@ def start_gitreg(
         str(tls.key),
         "--log-level",
         log_level,
+        *args,
     ]
-    server = spawn("gitreg", command, log_dir / f"gitreg-{port}.log", port, cpu, env)
+    server = spawn(name, command, log_dir / f"{name}-{port}.log", port, cpu, env)
     wait_https(server, "/healthz", tls.ca)
     return server
 
@@ -507,12 +515,17 @@ class Load:
     errors: int
     non2xx: int
     server_cpu_s: float = 0.0  # CPU the server used during the run, when measured
+    also_cpu_s: float = 0.0  # CPU of the `also` processes (a database server), when asked
     foreign_cores: float = 0.0  # CPU used by processes other than server and wrk, in cores
     attempts: int = 1
 
     @property
     def cpu_us_per_request(self) -> float:
         return self.server_cpu_s / self.requests * 1e6 if self.requests else float("nan")
+
+    @property
+    def also_us_per_request(self) -> float:
+        return self.also_cpu_s / self.requests * 1e6 if self.requests else float("nan")
 
     @property
     def rps(self) -> float:
@@ -534,9 +547,12 @@ def wrk(
     workdir: Path | None = None,
     cpu: str | None = CLIENT_CPU,
     server: Server | None = None,
+    also: Sequence[int] = (),
 ) -> Load:
     """One bounded wrk run; `lua` may define `request`/`init`, a `done` is appended.
-    With `server`, the CPU time that server spent during the run is recorded too."""
+    With `server`, the CPU time that server spent during the run is recorded too; with
+    `also`, that of these pids and their direct children (PostgreSQL's postmaster and
+    its backends), which then does not count as other processes' CPU either."""
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed: apt-get install -y wrk")
     with tempfile.NamedTemporaryFile("w", suffix=".lua", dir=workdir, delete=False) as script:
@@ -553,13 +569,15 @@ def wrk(
             url,
         ]
         cpu_before = cpu_seconds(server.pid) if server else 0.0
+        also_before = sum(cpu_seconds(pid) for pid in also)
         busy_before, wrk_before = _machine_busy(), _children_cpu()
         result = subprocess.run(
             pinned(command, cpu), capture_output=True, text=True, timeout=seconds + timeout_s + 30
         )
         cpu_used = cpu_seconds(server.pid) - cpu_before if server else 0.0
+        also_used = sum(cpu_seconds(pid) for pid in also) - also_before
         busy = _machine_busy() - busy_before
-        foreign = busy - cpu_used - (_children_cpu() - wrk_before)
+        foreign = busy - cpu_used - also_used - (_children_cpu() - wrk_before)
     finally:
         os.unlink(script.name)
     for line in result.stdout.splitlines():
@@ -575,6 +593,7 @@ def wrk(
                 errors=raw["errors"],
                 non2xx=raw["non2xx"],
                 server_cpu_s=cpu_used,
+                also_cpu_s=also_used,
                 foreign_cores=max(0.0, foreign) / max(seconds, 1),
             )
     raise RuntimeError(f"wrk printed no summary:\n{result.stdout}\n{result.stderr}")
