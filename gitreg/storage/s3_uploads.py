@@ -28,7 +28,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,8 +90,9 @@ class S3IncomingFile:
 class S3UploadStore:
     """Uploads under `uploads/` in the bucket and prefix of `blobs`, through its client."""
 
-    def __init__(self, blobs: S3BlobStore) -> None:
+    def __init__(self, blobs: S3BlobStore, clock: Callable[[], float] = time.time) -> None:
         self.blobs = blobs
+        self._clock = clock  # epoch seconds, comparable with S3's Last-Modified
         self._receiving: set[S3IncomingFile] = set()
         self._tokens: dict[str, int | None] = {}  # metadata is written once
         self._lock = threading.Lock()
@@ -148,7 +149,7 @@ class S3UploadStore:
             sizes[upload_id] = sizes.get(upload_id, 0) + int(meta["size"])
             written = meta["last_modified"].timestamp()
             latest[upload_id] = max(latest.get(upload_id, 0.0), written)
-        now = time.time()
+        now = self._clock()
         for incoming in self._incoming():  # live: its bytes are arriving now
             sizes[incoming.upload_id] = sizes.get(incoming.upload_id, 0) + incoming.size
             latest[incoming.upload_id] = now
@@ -198,7 +199,7 @@ class S3UploadStore:
         self._tokens.pop(upload_id, None)
 
     def remove_stale(self, ttl: float) -> int:
-        cutoff = time.time() - ttl
+        cutoff = self._clock() - ttl
         stale = [u.upload_id for u in self.uploads() if u.last_write < cutoff]
         for upload_id in stale:
             self.remove(upload_id)
