@@ -153,6 +153,8 @@ class S3UploadStore:
         for incoming in self._incoming():  # live: its bytes are arriving now
             sizes[incoming.upload_id] = sizes.get(incoming.upload_id, 0) + incoming.size
             latest[incoming.upload_id] = now
+        with self._lock:  # forget uploads other replicas published or removed
+            self._tokens = {u: t for u, t in self._tokens.items() if u in latest}
         return [StagedUpload(u, self._token(u), sizes[u], latest[u]) for u in latest]
 
     def _token(self, upload_id: str) -> int | None:
