@@ -3,15 +3,21 @@ load balancer. Two `gitreg serve` replicas with separate data dirs share one
 real PostgreSQL server and one S3 bucket (moto's server mode); the upload is
 created on replica 1, its files are PUT alternately to both, it is published on
 replica 2, and the real Terraform CLI installs the provider through replica 1.
+The staging quotas count what either replica staged, and either replica's
+cleaner removes an idle upload made on the other.
 """
 
 from __future__ import annotations
 
 import json
 import ssl
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+import obstore
+from obstore.store import S3Store
 
 from tests.e2e import test_e2e_replicas
 from tests.e2e.test_e2e_replicas import Cluster
@@ -86,3 +92,44 @@ def test_an_upload_created_put_and_published_on_different_replicas_installs(
     )
     init = run_terraform(workdir, "init", "-input=false", ca_pem=first.ca_pem)
     assert f"Installed {source} v{VERSION} (self-signed, key ID {key['key_id']})" in init.stdout
+
+
+def _staged_keys(cluster: Cluster) -> list[str]:
+    """The bucket's staged upload objects, read around gitreg."""
+    env = cluster.env
+    raw = S3Store(
+        env["GITREG_BLOB_STORE"].removeprefix("s3://").split("/", 1)[0],
+        config={
+            "endpoint": env["AWS_ENDPOINT_URL"],
+            "access_key_id": env["AWS_ACCESS_KEY_ID"],
+            "secret_access_key": env["AWS_SECRET_ACCESS_KEY"],
+            "region": env["AWS_REGION"],
+        },
+        client_options={"allow_http": True},
+    )
+    return [m["path"] for batch in obstore.list(raw, "registry/uploads/") for m in batch]
+
+
+def test_quotas_and_expiry_hold_across_replicas(cluster: Cluster) -> None:
+    token = cluster.cli("token", "create", "--scope", "publish", "--namespace", "ciacme")
+    token = token.split()[-1]
+    limits = {"GITREG_MAX_STAGED_BYTES_PER_TOKEN": str(100 * 1024)}
+    first = cluster.start(1, limits)
+    # The second replica's cleaner expires uploads idle for 2 s.
+    second = cluster.start(2, {**limits, "GITREG_STAGING_TTL": "2"})
+    zip_name = f"terraform-provider-null_{VERSION}_linux_amd64.zip"
+    status, created = _call(first, "POST", UPLOADS, token)
+    assert status == 201, created
+    upload = f"{UPLOADS}/{created['upload_id']}"
+    assert _call(first, "PUT", f"{upload}/{zip_name}", token, b"z" * 64 * 1024)[0] == 201
+    # The token's 64 KiB staged through replica 1 count on replica 2.
+    other = f"{upload}/terraform-provider-null_{VERSION}_darwin_arm64.zip"
+    status, refused = _call(second, "PUT", other, token, b"z" * 64 * 1024)
+    assert status == 413 and "max_staged_bytes_per_token" in str(refused["errors"])
+    # Replica 2's cleaner removes the idle upload replica 1 made; replica 1 then knows
+    # it no more.
+    deadline = time.monotonic() + 30
+    while _staged_keys(cluster):
+        assert time.monotonic() < deadline, second.log()[-3000:]
+        time.sleep(0.2)
+    assert _call(first, "PUT", other, token, b"z")[0] == 404
