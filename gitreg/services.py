@@ -36,7 +36,8 @@ from gitreg.storage.protocols import (
 from gitreg.storage.providers import ProviderStore
 from gitreg.storage.registration import RegistrationStore
 from gitreg.storage.secrets import open_secret_store
-from gitreg.storage.select import open_blob_store
+from gitreg.storage.select import open_blob_store, open_upload_store
+from gitreg.storage.staging import UploadStore
 from gitreg.sync import SyncService
 
 
@@ -55,6 +56,7 @@ class Services:
     registrations: RegistrationIndex
     sync: SyncService
     secrets: SecretStore
+    uploads: UploadStore  # staged CI uploads: DATA_DIR/uploads, or beside the S3 blobs
 
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first
@@ -103,6 +105,7 @@ def build_services(settings: Settings) -> Services:
         registrations,
         SyncService(index, publisher, providers),
         secrets,
+        open_upload_store(settings, blobs),
     )
 
 

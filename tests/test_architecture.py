@@ -39,6 +39,8 @@ CONCRETE_STORAGE = (
     "FileSecretStore",
     "DatabaseSecretStore",
     "S3BlobStore",
+    "LocalUploadStore",
+    "S3UploadStore",
 )
 STORAGE_BUILDERS = ("gitreg.services",)
 

@@ -19,7 +19,6 @@ Content-Length on HEAD (H2).
 from __future__ import annotations
 
 import json
-import os
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -152,7 +151,7 @@ async def file(request: Request) -> Response:
 
 
 def _staging(svc: Services) -> UploadStaging:
-    return UploadStaging.for_settings(svc.settings)
+    return UploadStaging.for_settings(svc.uploads, svc.settings)
 
 
 async def create_upload(request: Request) -> Response:
@@ -179,12 +178,12 @@ async def put_file(request: Request) -> Response:
     if len(filename) > MAX_FILENAME:
         raise BadRequest("file name too long")
     staging = _staging(svc)
-    directory = await run_in_threadpool(
-        staging.directory, request.path_params["upload_id"], address, version
+    upload = await run_in_threadpool(
+        staging.open, request.path_params["upload_id"], address, version
     )
-    target, cap = await run_in_threadpool(
-        staging.target,
-        directory,
+    cap = await run_in_threadpool(
+        staging.check_file,
+        upload,
         filename,
         address.type,
         version,
@@ -194,12 +193,12 @@ async def put_file(request: Request) -> Response:
     if declared.isascii() and declared.isdigit() and int(declared) > cap:
         raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
     # Staging quotas: refused before a byte is read when Content-Length says so,
-    # and counted while streaming so a client that lies is cut off.
-    room = await run_in_threadpool(staging.room, directory)
+    # counted while streaming so a client that lies is cut off, and checked
+    # once more before the file is stored (other replicas may have staged meanwhile).
+    room = await run_in_threadpool(staging.room, upload)
     if declared.isascii() and declared.isdigit():
         room.check(int(declared))
-    partial = directory / f".{filename}.partial"
-    out = await run_in_threadpool(partial.open, "wb")
+    incoming = await run_in_threadpool(staging.receive, upload, filename)
     size = 0
     try:
         async for chunk in request.stream():
@@ -207,13 +206,11 @@ async def put_file(request: Request) -> Response:
             if size > cap:
                 raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
             room.check(size)
-            await run_in_threadpool(out.write, chunk)
+            await run_in_threadpool(incoming.write, chunk)
     except BaseException:
-        await run_in_threadpool(out.close)
-        await run_in_threadpool(partial.unlink, True)
+        await run_in_threadpool(incoming.abort)
         raise
-    await run_in_threadpool(out.close)
-    await run_in_threadpool(os.replace, partial, target)
+    await run_in_threadpool(staging.commit, upload, incoming)
     return json_response(json_bytes({"filename": filename, "size": size}), status=201)
 
 
@@ -242,13 +239,16 @@ def _publish_upload(
     upload_id: str,
     sign: bool,
 ) -> Published:
-    directory = staging.directory(upload_id, address, version)
+    upload = staging.open(upload_id, address, version)
     try:
-        files = collect(staging.files(directory), address.type, version, strict=True)
-        provider = publisher.store.add_provider(address.namespace, address.type)
-        return publisher.publish(provider, version, files, sign=sign, source="upload")
+        # Local paths: the upload's own directory, or a scratch copy of its
+        # files when they live in S3.
+        with staging.local_files(upload) as paths:
+            files = collect(paths, address.type, version, strict=True)
+            provider = publisher.store.add_provider(address.namespace, address.type)
+            return publisher.publish(provider, version, files, sign=sign, source="upload")
     finally:
-        staging.remove(directory)
+        staging.remove(upload)
 
 
 async def publish_upload(request: Request) -> Response:

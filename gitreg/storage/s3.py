@@ -137,6 +137,17 @@ class S3BlobStore:
         self._tmp = scratch
         self._tmp.mkdir(parents=True, exist_ok=True)
 
+    @property
+    def client(self) -> S3Store:
+        """The bucket under this store's prefix, for the staged uploads kept
+        beside the blobs (gitreg/storage/s3_uploads.py): one client, one setup."""
+        return self._store
+
+    @property
+    def temp_dir(self) -> Path:
+        """The local directory of this replica's temp and scratch files."""
+        return self._tmp
+
     def _key(self, sha256: str) -> str:
         if not SHA256_RE.match(sha256):
             raise NotFound("no such blob")
