@@ -132,7 +132,29 @@ class BlobWriter:
         return StoredBlob(self._hash.hexdigest(), self._size)
 
 
-class FileBlobStore:
+class LocalScratch:
+    """Scratch space on this machine, under `_tmp`: every blob store has it,
+    wherever its blobs live (the protocol's `scratch_dir`/`scratch_file`)."""
+
+    _tmp: Path
+
+    @contextlib.contextmanager
+    def scratch_dir(self, prefix: str) -> Iterator[Path]:
+        with tempfile.TemporaryDirectory(dir=self._tmp, prefix=prefix) as tmp:
+            yield Path(tmp)
+
+    @contextlib.contextmanager
+    def scratch_file(self, prefix: str) -> Iterator[Path]:
+        fd, name = tempfile.mkstemp(dir=self._tmp, prefix=prefix)
+        os.close(fd)
+        path = Path(name)
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+
+class FileBlobStore(LocalScratch):
     """Blobs at `<root>/sha256/ab/abcdef...`; temp files at `<root>/tmp`."""
 
     def __init__(self, root: Path) -> None:
@@ -181,21 +203,6 @@ class FileBlobStore:
 
     def presigned_url(self, sha256: str, ttl: float) -> str | None:
         return None  # files on this machine are served by gitreg itself
-
-    @contextlib.contextmanager
-    def scratch_dir(self, prefix: str) -> Iterator[Path]:
-        with tempfile.TemporaryDirectory(dir=self._tmp, prefix=prefix) as tmp:
-            yield Path(tmp)
-
-    @contextlib.contextmanager
-    def scratch_file(self, prefix: str) -> Iterator[Path]:
-        fd, name = tempfile.mkstemp(dir=self._tmp, prefix=prefix)
-        os.close(fd)
-        path = Path(name)
-        try:
-            yield path
-        finally:
-            path.unlink(missing_ok=True)
 
     def check_writable(self, probe_bytes: int = 0) -> None:
         with tempfile.TemporaryFile(dir=self.root / "tmp") as probe:

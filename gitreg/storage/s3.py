@@ -43,7 +43,13 @@ from obstore.exceptions import AlreadyExistsError, BaseError, NotSupportedError,
 from obstore.store import S3Store
 
 from gitreg.errors import ConfigError, Conflict, NotFound, StorageUnavailable, storage_full
-from gitreg.storage.blobs import SHA256_RE, BlobWriter, StoredBlob, remove_if_unlocked
+from gitreg.storage.blobs import (
+    SHA256_RE,
+    BlobWriter,
+    LocalScratch,
+    StoredBlob,
+    remove_if_unlocked,
+)
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, RetryConfig, S3Config
@@ -113,7 +119,7 @@ def _s3_errors(what: str) -> Iterator[None]:
         raise StorageUnavailable(f"blob store unavailable ({what})") from exc
 
 
-class S3BlobStore:
+class S3BlobStore(LocalScratch):
     """Blobs in `s3://bucket/prefix`; scratch space and writer temp files in the
     local directory `scratch` (under the data dir: a per-replica cache)."""
 
@@ -202,21 +208,6 @@ class S3BlobStore:
         key = self._key(sha256)
         with _s3_errors("sign"):
             return obstore.sign(self._store, "GET", key, timedelta(seconds=ttl))
-
-    @contextlib.contextmanager
-    def scratch_dir(self, prefix: str) -> Iterator[Path]:
-        with tempfile.TemporaryDirectory(dir=self._tmp, prefix=prefix) as tmp:
-            yield Path(tmp)
-
-    @contextlib.contextmanager
-    def scratch_file(self, prefix: str) -> Iterator[Path]:
-        fd, name = tempfile.mkstemp(dir=self._tmp, prefix=prefix)
-        os.close(fd)
-        path = Path(name)
-        try:
-            yield path
-        finally:
-            path.unlink(missing_ok=True)
 
     def check_writable(self, probe_bytes: int = 0) -> None:
         """A local scratch write (uploads are staged there), then an S3 put and

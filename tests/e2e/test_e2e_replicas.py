@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -66,12 +67,11 @@ class Cluster:
         with psycopg.connect(self.database_url) as conn:
             return list(conn.execute(query).fetchall())
 
-    def wait_until_idle(self) -> dict[str, object]:
+    def wait_until_idle(self) -> dict[str, Any]:
         deadline = time.monotonic() + PUBLISH_DEADLINE
         while True:
-            listing: dict[str, object] = json.loads(self.cli("jobs", "list", "--json"))
+            listing: dict[str, Any] = json.loads(self.cli("jobs", "list", "--json"))
             counts = listing["counts"]
-            assert isinstance(counts, dict)
             if not counts["queued"] and not counts["running"]:
                 return listing
             assert time.monotonic() < deadline, listing
