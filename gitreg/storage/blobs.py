@@ -225,11 +225,7 @@ class FileBlobStore(LocalScratch):
 
     @contextlib.contextmanager
     def _write_atomically(self) -> Iterator[BlobWriter]:
-        fd, tmp_name = tempfile.mkstemp(dir=self._tmp, prefix="blob-")
-        # Held until the file is renamed or removed: the temp cleaner skips
-        # locked files, so a slow live writer never loses its file.
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        tmp = Path(tmp_name)
+        fd, tmp = locked_temp_file(self._tmp)
         try:
             with os.fdopen(fd, "wb") as raw:
                 sink = BlobWriter(raw)
@@ -285,6 +281,15 @@ def copy_missing_files(source: Path, dest: Path) -> int:
         shutil.copy2(path, target)
         copied += 1
     return copied
+
+
+def locked_temp_file(directory: Path) -> tuple[int, Path]:
+    """A new temp file for a blob being written, and its open descriptor, locked
+    until the file is renamed or removed: the temp cleaner skips locked files,
+    so a slow live writer never loses its file."""
+    fd, name = tempfile.mkstemp(dir=directory, prefix="blob-")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd, Path(name)
 
 
 def remove_if_unlocked(path: Path) -> bool:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import io
 import logging
@@ -48,6 +47,7 @@ from gitreg.storage.blobs import (
     BlobWriter,
     LocalScratch,
     StoredBlob,
+    locked_temp_file,
     remove_if_unlocked,
 )
 
@@ -227,10 +227,7 @@ class S3BlobStore(LocalScratch):
     @contextlib.contextmanager
     def writer(self) -> Iterator[BlobWriter]:
         """Hash into a locked local temp file; on a clean exit upload it write-once."""
-        fd, tmp_name = tempfile.mkstemp(dir=self._tmp, prefix="blob-")
-        # Held until the file is removed: the temp cleaner skips locked files.
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        tmp = Path(tmp_name)
+        fd, tmp = locked_temp_file(self._tmp)
         try:
             with os.fdopen(fd, "wb") as raw:
                 sink = BlobWriter(raw)

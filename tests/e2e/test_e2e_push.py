@@ -223,6 +223,17 @@ exec sh -c "$command"
 """
 
 
+def hanging_ssh(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    """PATH with a fake ssh that hangs while the returned flag file exists and
+    writes its pid to the returned pidfile; create the flag to make it hang."""
+    fakebin = tmp_path / "bin"
+    fakebin.mkdir()
+    flag, pidfile = tmp_path / "hang", tmp_path / "ssh.pid"
+    (fakebin / "ssh").write_text(FAKE_SSH.format(flag=flag, pidfile=pidfile))
+    (fakebin / "ssh").chmod(0o755)
+    return {"PATH": f"{fakebin}:{os.environ['PATH']}"}, flag, pidfile
+
+
 def test_job_survives_kill_9_and_publishes_once(servers: Servers, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     work = module_repo(tmp_path / "work", "3.0.0")
@@ -230,12 +241,7 @@ def test_job_survives_kill_9_and_publishes_once(servers: Servers, tmp_path: Path
     work.tag("v3.0.0")
     assert push(work, "main", "v3.0.0").returncode == 0
     # An ssh remote whose server hangs until told otherwise (checklist W5).
-    fakebin = tmp_path / "bin"
-    fakebin.mkdir()
-    flag, pidfile = tmp_path / "hang", tmp_path / "ssh.pid"
-    (fakebin / "ssh").write_text(FAKE_SSH.format(flag=flag, pidfile=pidfile))
-    (fakebin / "ssh").chmod(0o755)
-    env = {"PATH": f"{fakebin}:{os.environ['PATH']}"}
+    env, flag, pidfile = hanging_ssh(tmp_path)
     add = ["repo", "add", f"ssh://git.example.test{bare}", "--module", "acme/slow/null"]
     cli(data_dir, *add, "--no-sync", "--forge-repo", "acme/slow", "--webhook-secret", SECRET)
     flag.touch()

@@ -26,9 +26,9 @@ import psycopg
 import pytest
 
 from tests.e2e.test_e2e_push import (
-    FAKE_SSH,
     PUBLISH_DEADLINE,
     bare_remote,
+    hanging_ssh,
     module_repo,
     post,
     push,
@@ -149,12 +149,7 @@ def test_kill_9_of_the_replica_running_a_publish(cluster: Cluster, tmp_path: Pat
     bare = bare_remote(work, tmp_path / "git" / "acme" / "slow.git", hook=False)
     work.tag("v3.0.0")
     assert push(work, "main", "v3.0.0").returncode == 0
-    fakebin = tmp_path / "bin"
-    fakebin.mkdir()
-    flag, pidfile = tmp_path / "hang", tmp_path / "ssh.pid"
-    (fakebin / "ssh").write_text(FAKE_SSH.format(flag=flag, pidfile=pidfile))
-    (fakebin / "ssh").chmod(0o755)
-    path_env = {"PATH": f"{fakebin}:{os.environ['PATH']}"}
+    path_env, flag, pidfile = hanging_ssh(tmp_path)
     cluster.cli(
         "repo",
         "add",
