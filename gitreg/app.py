@@ -11,11 +11,14 @@ from collections.abc import AsyncIterator
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
+from gitreg import logs
 from gitreg.api import admin, blobs, discovery, health, mirror, modules, providers
+from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
 from gitreg.errors import GitregError, Unauthorized, storage_full
 from gitreg.jobs.runner import JobRunner
@@ -118,6 +121,8 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
     app = Starlette(
         routes=all_routes(),
         lifespan=lifespan,
+        # Outermost of ours: every answer, errors included, gets a request id.
+        middleware=[Middleware(AccessLog, enabled=settings.access_log)],
         exception_handlers={
             GitregError: _gitreg_error,
             HTTPException: _http_error,
@@ -135,4 +140,6 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
 
 def app_from_environment() -> Starlette:
     """Factory for `uvicorn --factory gitreg.app:app_from_environment` (several workers)."""
-    return create_app(load_settings())
+    settings = load_settings()
+    logs.configure(settings.log_format, settings.log_level)  # each worker is a new process
+    return create_app(settings)

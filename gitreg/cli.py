@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gitreg import __version__
+from gitreg import __version__, logs
 from gitreg.errors import BadRequest, ConfigError, GitregError, is_storage_full, storage_full
 from gitreg.services import build_services
 from gitreg.settings import Settings, load_settings
@@ -98,6 +98,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "reconcile_interval",
             "yank_deleted_tags",
             "log_level",
+            "log_format",
             "blob_store",
         )
     }
@@ -140,10 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not isinstance(sys.unraisablehook, _QuietFullDiskCleanup):
         sys.unraisablehook = _QuietFullDiskCleanup(sys.unraisablehook)
-    logging.basicConfig(
-        level=logging.WARNING if args.command != "serve" else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    # `serve` configures logging again once its settings are read (gitreg/logs.py).
+    logs.configure("text", logging.WARNING if args.command != "serve" else logging.INFO)
     try:
         return _dispatch(args, _settings(args))
     except GitregError as exc:

@@ -55,8 +55,11 @@ class Settings:
     database_url: str = ""
     database_pool_size: int = 10
     log_level: str = "info"
-    # uvicorn's access log costs ~45 us of CPU per request (25-30% of metadata
-    # throughput, docs/performance.md); turn it off when a proxy already logs.
+    # "json" (one object per line), "text", or "auto": text on a terminal, JSON
+    # otherwise (gitreg/logs.py, docs/operations.md).
+    log_format: str = "auto"
+    # gitreg's own access line (gitreg/api/access_log.py; uvicorn's is always
+    # off); turn it off when a proxy already logs every request.
     access_log: bool = True
     workers: int = 1
     # Slow clients (issue 10): connections per server process (0: derived from

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from tests.support.gitrepo import GitRepo
 from tests.support.s3 import s3, shared_moto  # noqa: F401  (fixtures: a real S3 endpoint)
-from tests.support.server import RunningServer, start_server
+from tests.support.server import SERVER_LOGS, RunningServer, start_server
 
 # postgres_server and postgres_database: a real PostgreSQL server, started only by
 # the first test that asks for one (tests/support/postgres.py).
@@ -42,3 +43,23 @@ def servers() -> Iterator[Callable[..., RunningServer]]:
     yield start
     for server in started:
         server.stop()
+
+
+# What must never reach a log line (issue 15, checklist U2): a signed URL's
+# signature, a bearer credential, a gitreg API token.
+_LEAKS = re.compile(
+    r"signature=(?!\*\*\*)[^&\s\"']+|(?i:bearer\s+)(?!\*\*\*)[^\s\"',]+|gitreg_[A-Za-z0-9_-]{43}"
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_secrets_in_any_server_log() -> Iterator[None]:
+    """Over every `gitreg serve` the session started, e2e suite included."""
+    yield
+    leaks = []
+    for path in SERVER_LOGS:
+        if path.exists():
+            found = _LEAKS.search(path.read_text(errors="replace"))
+            if found:
+                leaks.append(f"{path}: {found.group(0)[:40]}")
+    assert leaks == [], leaks

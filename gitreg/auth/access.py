@@ -195,6 +195,7 @@ class Access:
         if found is None or found.expired():
             self.limiter.failed(client)
             raise Unauthorized("invalid, expired or revoked token")
+        request.state.token_id = found.token_id  # for the access line; never the token
         return found
 
     async def require_read(self, request: Request, namespace: str, not_found: str) -> bool:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitreg import logs
 from gitreg.settings import ENV_PREFIX, NOT_SETTINGS, Settings
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ def serve(settings: Settings) -> int:
 
     if settings.workers > 1:
         _check_storage(settings)
+    logs.configure(settings.log_format, settings.log_level)
     limits = _connection_limits(settings)
     options = _tls_options(settings)
     shown = settings.public_url or f"{settings.scheme}://{settings.host}:{settings.port}"
@@ -105,7 +107,10 @@ def serve(settings: Settings) -> int:
         "host": settings.host,
         "port": settings.port,
         "log_level": settings.log_level,
-        "access_log": settings.access_log,
+        # gitreg writes its own access line (gitreg/api/access_log.py), and its
+        # logging setup, not uvicorn's, formats uvicorn's other lines.
+        "access_log": False,
+        "log_config": None,
         "server_header": False,
         "proxy_headers": settings.trust_forwarded,
         "forwarded_allow_ips": "*" if settings.trust_forwarded else None,
@@ -167,6 +172,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: P
         help="yank a version when its tag is deleted upstream",
     )
     parser.add_argument("--log-level")
+    parser.add_argument("--log-format", choices=["auto", "json", "text"])
     parser.add_argument(
         "--upstream",
         action="append",

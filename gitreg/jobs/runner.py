@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitreg import logs
 from gitreg.errors import DatabaseUnavailable, GitError, NotFound, StorageFull, storage_full
 from gitreg.jobs.queue import JobQueue
 from gitreg.settings import Settings
@@ -164,9 +165,11 @@ class JobRunner:
         self._queue.wakeup.set()
         with self._active_lock:
             self._active.add(job.id)
+        context = logs.job.set((job.id, job.repo_id))  # on every line the job logs
         try:
             self._execute(job)
         finally:
+            logs.job.reset(context)
             with self._active_lock:
                 self._active.discard(job.id)
         return self._store.job(job.id)

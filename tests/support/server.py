@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 STARTUP_TIMEOUT = 30.0
+# Every server log of the session, scanned for secrets at its end (tests/conftest.py).
+SERVER_LOGS: list[Path] = []
 
 
 def free_port() -> int:
@@ -96,6 +98,7 @@ def start_server(
     port = port or free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir.parent / f"server-{port}.log"
+    SERVER_LOGS.append(log_path)
     command = [
         sys.executable,
         "-m",

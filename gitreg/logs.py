@@ -1,0 +1,124 @@
+"""gitreg's log lines: JSON or text, with context, and nothing secret in them.
+
+`configure(settings)` sets up the root logger once per process (the server,
+each worker of `serve --workers N`, a CLI command):
+- `log_format = "json"` writes one JSON object per line (`ts`, `level`,
+  `logger`, `msg`, and the context fields below); `"text"` the familiar
+  `time LEVEL logger: message`; `"auto"` (the default) text on a terminal and
+  JSON otherwise, for log shippers (issue 15).
+- Context travels in context variables, so every line written while a request
+  or a job runs carries its `request_id`, or its `job_id` and `repo_id`,
+  whichever module writes it.
+- A filter redacts what must never reach a log (checklist U2): the value of
+  `signature=` in signed URLs, bearer credentials, gitreg API tokens, and the
+  password of a URL with credentials.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import sys
+import time
+from typing import Any, TextIO
+
+# What the current request or job is; set by the access-log middleware and the
+# job runner, read by every log line written meanwhile.
+request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
+job: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar("job", default=None)
+
+_SECRETS = (
+    (re.compile(r"(signature=)[^&\s\"']+"), r"\1***"),
+    (re.compile(r"(?i)(bearer\s+)[^\s\"',]+"), r"\1***"),
+    (re.compile(r"gitreg_[A-Za-z0-9_-]{43}"), "gitreg_***"),
+    (re.compile(r"(://[^/\s:@]*:)[^@\s/]+@"), r"\1***@"),
+)
+_FORMATS = ("auto", "json", "text")
+
+
+def redact(text: str) -> str:
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class ContextAndRedaction(logging.Filter):
+    """Adds the request or job context to a record and redacts its message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        current = job.get()
+        record.job_id, record.repo_id = current if current else (None, None)
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message or record.args:
+            record.msg, record.args = cleaned, None
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for name in ("request_id", "job_id", "repo_id"):
+            if (value := getattr(record, name, None)) is not None:
+                line[name] = value
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            line.update(fields)
+        if record.exc_info:
+            line["exc"] = redact(self.formatException(record.exc_info))
+        return json.dumps(line, separators=(",", ":"), default=str)
+
+
+class TextFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        context = [
+            f"{name}={value}"
+            for name in ("request_id", "job_id", "repo_id")
+            if (value := getattr(record, name, None)) is not None
+        ]
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            context += [f"{k}={v}" for k, v in fields.items() if v is not None]
+        text = f"{text} [{' '.join(context)}]" if context else text
+        return redact(text) if record.exc_info else text
+
+
+def resolve_format(configured: str, stream: TextIO) -> str:
+    if configured not in _FORMATS:
+        from gitreg.errors import ConfigError
+
+        raise ConfigError(f"log_format must be one of {', '.join(_FORMATS)}, got {configured!r}")
+    if configured != "auto":
+        return configured
+    return "text" if stream.isatty() else "json"
+
+
+def configure(log_format: str, level: str | int, stream: TextIO | None = None) -> None:
+    """Route every logger, uvicorn's included, through one handler."""
+    out = stream or sys.stderr
+    handler = logging.StreamHandler(out)
+    handler.addFilter(ContextAndRedaction())
+    json_lines = resolve_format(log_format, out) == "json"
+    handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper() if isinstance(level, str) else level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        uvicorn_logger = logging.getLogger(name)
+        uvicorn_logger.handlers.clear()
+        uvicorn_logger.propagate = True

@@ -1,0 +1,123 @@
+"""Structured logs (issue 15): one JSON access line per request carrying the
+request id the response carries, job lines with their job and repository, and
+nothing secret in any line."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gitreg import logs
+from gitreg.jobs.runner import JobRunner
+from gitreg.services import build_services
+from gitreg.settings import load_settings
+from tests.support.gitrepo import GitRepo, simple_module
+from tests.support.server import RunningServer, cli, start_server
+
+TOKEN = "gitreg_" + "A" * 43
+
+
+def _json_lines(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def _access_lines(server: RunningServer) -> list[dict[str, object]]:
+    return [line for line in _json_lines(server.log()) if line["logger"] == "gitreg.access"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    root = tmp_path_factory.mktemp("logs")
+    repo = GitRepo(root / "vpc")
+    simple_module(repo, "hello")
+    repo.commit()
+    repo.tag("v1.0.0")
+    cli(root / "data", "repo", "add", str(repo.path), "--module", "acme/vpc/null")
+    running = start_server(root / "data", env={"GITREG_LOG_FORMAT": "json"})
+    yield running
+    running.stop()
+
+
+def _get(server: RunningServer, path: str, headers: dict[str, str]) -> tuple[int, str]:
+    request = urllib.request.Request(server.url + path, headers=headers)
+    try:
+        with urllib.request.urlopen(request, context=server.ssl_context(), timeout=10) as answer:
+            answer.read()
+            return answer.status, answer.headers["X-Request-Id"]
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.headers["X-Request-Id"]
+
+
+def test_every_request_has_one_json_line_with_the_id_the_response_carries(
+    server: RunningServer,
+) -> None:
+    status, given = _get(server, "/v1/modules/acme/vpc/null/versions", {"X-Request-Id": "req-42"})
+    assert (status, given) == (200, "req-42")  # a sane id from the proxy is kept
+    status, made = _get(server, "/v1/modules/acme/nope/null/versions", {})
+    assert status == 404 and len(made) == 16  # none sent: one is made up
+    _, replaced = _get(server, "/.well-known/terraform.json", {"X-Request-Id": "bad id\\x"})
+    assert replaced != "bad id\\x"
+    lines = {line["request_id"]: line for line in _access_lines(server)}
+    first = lines["req-42"]
+    assert first["route"] == "/v1/modules/{namespace}/{name}/{system}/versions"
+    assert (first["method"], first["status"], first["client"]) == ("GET", 200, "127.0.0.1")
+    assert isinstance(first["duration_ms"], float) and first["bytes"] > 0
+    assert lines[made]["status"] == 404
+    assert replaced in lines
+
+
+def test_the_access_line_names_the_token_by_id_only(server: RunningServer) -> None:
+    token = cli(server.data_dir, "token", "create", "--scope", "admin").stdout.split()[-1]
+    time.sleep(1.0)  # the server notices the new token within refresh_interval
+    status, rid = _get(server, "/admin/repos", {"Authorization": f"Bearer {token}"})
+    assert status == 200
+    [line] = [line for line in _access_lines(server) if line["request_id"] == rid]
+    assert isinstance(line["token_id"], int)
+    assert token not in server.log()
+
+
+def test_secrets_are_redacted_in_every_format() -> None:
+    text = (
+        f"GET /archives/x.tar.gz?expires=1&signature=abcDEF_123 Authorization: Bearer {TOKEN}"
+        " https://ci:hunter2@git.example/r.git"
+    )
+    cleaned = logs.redact(text)
+    for secret in ("abcDEF_123", TOKEN[7:], "hunter2"):
+        assert secret not in cleaned
+    for stream_format in ("json", "text"):
+        out = io.StringIO()
+        logs.configure(stream_format, "INFO", stream=out)
+        try:
+            logging.getLogger("gitreg.test").warning("saw %s", text)
+        finally:
+            logs.configure("text", "WARNING")
+        assert "hunter2" not in out.getvalue() and "abcDEF_123" not in out.getvalue()
+
+
+def test_job_lines_carry_the_job_and_the_repository(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "vpc")
+    simple_module(repo, "hello")
+    repo.commit()
+    repo.tag("v1.0.0")
+    settings = load_settings({"data_dir": tmp_path / "data"}, environ={})
+    cli(settings.data_dir, "repo", "add", str(repo.path), "--module", "acme/vpc/null", "--no-sync")
+    out = io.StringIO()
+    logs.configure("json", "INFO", stream=out)
+    svc = build_services(settings)
+    try:
+        [record] = svc.index.repos()
+        svc.jobs.store.enqueue(record.id, "sync", "test", "because", 0.0, 3)
+        [job] = JobRunner.for_services(svc).drain()
+    finally:
+        svc.close()
+        logs.configure("text", "WARNING")
+    done = [line for line in _json_lines(out.getvalue()) if "done in" in str(line["msg"])]
+    assert done and done[0]["job_id"] == job.id and done[0]["repo_id"] == record.id
