@@ -24,6 +24,8 @@ def check_webhook_secrets(settings: Settings, repos: Sequence[RepoRecord]) -> Ch
             )
         return ok(name, "a global webhook_secret is set")
     active = [r for r in repos if r.removed_at is None]
+    if not active:
+        return ok(name, "no repository is registered, and no global webhook_secret is set")
     without = [r for r in active if not r.webhook_secret]
     if not without:
         return ok(name, f"each of {len(active)} repository(ies) has its own secret")

@@ -21,6 +21,7 @@ from gitreg.storage.index import open_index
 from tests.doctor.conftest import Setup
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.postgres import Database
+from tests.support.s3 import S3Bucket
 
 CHECKS = [
     "data_dir",
@@ -191,3 +192,29 @@ def test_a_blob_store_that_cannot_be_written_fails(
     code, checks = setup.doctor(capsys)
     assert code == 1
     assert checks["blob_store"]["status"] == "FAIL"
+
+
+def test_postgres_and_s3_settings_pass_and_a_missing_bucket_fails(
+    setup: Setup,
+    capsys: pytest.CaptureFixture[str],
+    postgres_database: Database,
+    s3: S3Bucket,
+) -> None:
+    key = setup.data / "secret.key"
+    setup.run(capsys, "secret", "generate-key", str(key))
+    setup.write_config(
+        database_url=postgres_database.url,
+        secret_key_file=str(key),
+        blob_store=s3.url,
+        s3_addressing="path",
+    )
+    setup.run(capsys, "repo", "list")  # the first replica creates the schema
+    code, checks = setup.doctor(capsys)
+    assert code == 0, checks
+    assert all(c["status"] == "ok" for c in checks.values()), checks
+    assert "has this gitreg's schema" in checks["schema"]["message"]
+    setup.write_config(blob_store="s3://gitreg-no-such-bucket/registry")
+    code, checks = setup.doctor(capsys)
+    assert code == 1
+    assert checks["blob_store"]["status"] == "FAIL"
+    assert "gitreg-no-such-bucket" in checks["blob_store"]["message"]
