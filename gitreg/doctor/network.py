@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import ssl
 import time
 import urllib.error
@@ -26,6 +27,8 @@ from gitreg.tls import CA_CERT_NAME
 DISCOVERY = "/.well-known/terraform.json"
 # Signed URLs live signed_url_ttl seconds and tokens expire: a minute off starts to show.
 MAX_SKEW = 60.0
+# Credentials in a remote's URL (https://USER:TOKEN@host) are not for a report.
+_USERINFO = re.compile(r"//[^/@\s]+@")
 REMOTE_CHECKS_AT_ONCE = 4  # ls-remote in parallel, small enough not to look like a scan
 
 
@@ -162,7 +165,7 @@ def check_remotes(repos: Sequence[RepoRecord], backend: GitBackend) -> CheckResu
         try:
             backend.remote_tags(repo.url)
         except GitregError as exc:
-            return str(exc)
+            return _USERINFO.sub("//***@", str(exc))
         return ""
 
     with ThreadPoolExecutor(max_workers=REMOTE_CHECKS_AT_ONCE) as pool:

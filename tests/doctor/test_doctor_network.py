@@ -127,3 +127,16 @@ def test_a_skewed_clock_fails(
     discovery.clock_offset = 0.0
     code, checks = setup.doctor(capsys)
     assert checks["clock"]["status"] == "ok"
+
+
+def test_credentials_in_an_unreachable_remote_are_not_printed(
+    setup: Setup, capsys: pytest.CaptureFixture[str]
+) -> None:
+    setup.write_config(allow_http_remotes=True)
+    url = f"http://doctor:hunter2-token@127.0.0.1:{free_port()}/acme/vpc.git"  # nothing listens
+    assert setup.run(capsys, "repo", "add", url, "--module", "a/vpc/aws", "--no-sync")[0] == 0
+    code, checks = setup.doctor(capsys)
+    assert code == 1
+    assert checks["remotes"]["status"] == "FAIL"
+    assert "hunter2-token" not in checks["remotes"]["message"]
+    assert "***@127.0.0.1" in checks["remotes"]["message"]
