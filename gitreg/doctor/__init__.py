@@ -38,6 +38,9 @@ _NEED_INDEX = ("remotes", "webhook_secrets", "signing_keys")
 
 def _blob_check(settings: Settings) -> CheckResult:
     where = settings.blob_store or str(settings.blob_dir)
+    if not settings.data_dir.is_dir():
+        # Opening the store would create the data dir, maybe at a mistyped path.
+        return warn("blob_store", f"skipped: there is no data dir at {settings.data_dir}")
     try:
         blobs = open_blob_store(settings)
     except (GitregError, OSError) as exc:

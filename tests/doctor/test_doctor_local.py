@@ -4,6 +4,7 @@ creating the misconfiguration for real (issue 15)."""
 from __future__ import annotations
 
 import datetime
+import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from gitreg.cli import main
 from gitreg.doctor.local import check_tls
 from gitreg.settings import Settings
 from gitreg.storage.index import open_index
@@ -218,3 +220,25 @@ def test_postgres_and_s3_settings_pass_and_a_missing_bucket_fails(
     assert code == 1
     assert checks["blob_store"]["status"] == "FAIL"
     assert "gitreg-no-such-bucket" in checks["blob_store"]["message"]
+
+
+def test_a_missing_data_dir_fails_and_is_not_created(
+    setup: Setup, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "mistyped"
+    capsys.readouterr()
+    code = main(
+        [
+            "doctor",
+            "--json",
+            "--data-dir",
+            str(missing),
+            "--config",
+            str(setup.data / "gitreg.toml"),
+        ]
+    )
+    checks = {c["check"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert code == 1
+    assert checks["data_dir"]["status"] == "FAIL"
+    assert "does not exist" in checks["data_dir"]["message"]
+    assert not missing.exists()
