@@ -54,6 +54,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("mirror", "sync"): ["/tmp/config"],
     ("mirror", "export"): ["/tmp/out"],
     ("mirror", "list"): [],
+    ("doctor",): ["--json"],
 }
 
 
