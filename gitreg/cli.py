@@ -57,7 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
     command that may run without Services (see `_dispatch`). The order of the
     groups is the order `gitreg --help` lists them in.
     """
-    from gitreg.commands import access, admin, jobs, migrate, mirror, providers, repos, serve
+    from gitreg.commands import (
+        access,
+        admin,
+        jobs,
+        migrate,
+        mirror,
+        providers,
+        repos,
+        serve,
+        yank,
+    )
 
     common = _common(default=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
@@ -76,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     providers.register(sub, common)
     mirror.register(sub, common)
     repos.register_modules(sub, common)
+    yank.register_module(sub, common)
     return parser
 
 
