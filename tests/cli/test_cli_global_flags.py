@@ -54,6 +54,10 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("mirror", "sync"): ["/tmp/config"],
     ("mirror", "export"): ["/tmp/out"],
     ("mirror", "list"): [],
+    ("module", "yank"): ["acme/vpc/aws", "1.0.0"],
+    ("module", "unyank"): ["acme/vpc/aws", "1.0.0"],
+    ("provider", "yank"): ["acme/null", "1.0.0"],
+    ("provider", "unyank"): ["acme/null", "1.0.0"],
 }
 
 
