@@ -5,17 +5,21 @@ file or not: it never asks for a version the list does not name. So a yank is
 a withdrawal: new `init`s pick the newest version still listed, and a working
 directory whose lock file pins the yanked version fails `init` ("the
 previously-selected version ... is no longer available") until the version is
-unyanked or the lock file moves on. docs/providers.md says so; this test keeps
-that sentence true.
+unyanked or the lock file moves on. Modules have no lock file: a configuration
+pinned to the yanked version fails a new `init`, while a directory initialised
+before keeps its copy. docs/providers.md and docs/modules.md say so; these
+tests keep those sentences true.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.provider_dist import make_dist
 from tests.support.server import RunningServer, cli
 from tests.support.terraform import null_provider_binary, run_terraform
@@ -82,3 +86,45 @@ def test_a_yanked_provider_is_withdrawn_from_terraform(
     while (code := _init(server, locked)[0]) != 0 and time.monotonic() < deadline:
         time.sleep(0.25)
     assert code == 0
+
+
+def _module_workdir(path: Path, server: RunningServer, version: str) -> Path:
+    path.mkdir()
+    (path / "main.tf").write_text(
+        f'module "vpc" {{\n  source  = "{server.host}/acme/vpc/aws"\n  version = "{version}"\n}}\n'
+    )
+    return path
+
+
+def _installed_module(workdir: Path) -> str:
+    manifest = json.loads((workdir / ".terraform" / "modules" / "modules.json").read_text())
+    return str(next(m["Version"] for m in manifest["Modules"] if m["Key"] == "vpc"))
+
+
+def test_a_yanked_module_is_withdrawn_from_new_inits_only(
+    servers: Callable[..., RunningServer], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    repo = GitRepo(tmp_path / "vpc")
+    simple_module(repo)
+    repo.commit()
+    repo.tag("v1.0.0")
+    repo.tag("v1.1.0")
+    cli(data, "repo", "add", str(repo.path), "--module", "acme/vpc/aws")
+    server = servers(data)
+    initialised = _module_workdir(tmp_path / "initialised", server, "1.1.0")
+    assert _init(server, initialised)[0] == 0
+
+    cli(data, "module", "yank", "acme/vpc/aws", "1.1.0")
+    pinned = _module_workdir(tmp_path / "pinned", server, "1.1.0")
+    deadline = time.monotonic() + NOTICE_DEADLINE
+    while (result := _init(server, pinned))[0] == 0 and time.monotonic() < deadline:
+        shutil.rmtree(pinned / ".terraform")  # the server had not noticed yet: try anew
+        time.sleep(0.25)
+    assert result[0] == 1 and "Unresolvable module version constraint" in result[1]
+    ranged = _module_workdir(tmp_path / "ranged", server, "~> 1.0")
+    assert _init(server, ranged)[0] == 0
+    assert _installed_module(ranged) == "1.0.0"
+    # A directory initialised before the yank keeps its copy: no list is asked.
+    assert _init(server, initialised)[0] == 0
+    assert _installed_module(initialised) == "1.1.0"
