@@ -1,8 +1,10 @@
 """`gitreg module yank|unyank` and `gitreg provider yank|unyank` (issue 15).
 
 A yanked version leaves the version lists (`/v1/modules/.../versions`,
-`/v1/providers/.../versions`, the mirror's `index.json`) so nothing new picks
-it, but it stays downloadable by exact version. The write is an ordinary index
+`/v1/providers/.../versions`, the mirror's `index.json`) but stays downloadable
+by exact version. Terraform installs only listed versions, so for Terraform a
+yank withdraws the version, from lock files that pin it too (the messages
+below say so; tests/e2e/test_e2e_yank.py shows it). The write is an ordinary index
 write: serving processes notice it as they notice a publish (SQLite's
 `data_version`, PostgreSQL's change feed); this process's cache is cleared
 directly, as publishers do.
@@ -21,16 +23,19 @@ from gitreg.versions import parse_tag_version
 
 Parser = argparse.ArgumentParser
 
-_EFFECT = {
-    True: "hidden from version lists, still downloadable by exact version",
-    False: "listed again",
+_YANKED = {
+    "module": "hidden from version lists: new `terraform init`s no longer select it;"
+    " its archive stays served by exact version",
+    "provider": "hidden from version lists: Terraform no longer installs it, lock files"
+    " pinning it included; its files stay served by exact version",
 }
 
 
 def _report(what: str, version: str, yanked: bool, changed: bool) -> None:
     verb = "yanked" if yanked else "unyanked"
     if changed:
-        print(f"{verb} {what} {version}: {_EFFECT[yanked]}")
+        effect = _YANKED[what.split()[0]] if yanked else "listed again"
+        print(f"{verb} {what} {version}: {effect}")
     else:
         print(f"{what} {version} was already {verb}; nothing changed")
 
@@ -73,7 +78,7 @@ def provider_yank(svc: Services, address: str, version: str, yanked: bool) -> in
 def _add_pair(sub: Any, common: Parser, metavar: str, what: str, handler: Any) -> None:
     for verb, yanked in (("yank", True), ("unyank", False)):
         helps = {
-            True: f"hide a {what} version from version lists (exact downloads keep working)",
+            True: f"withdraw a {what} version from version lists (its files stay served)",
             False: f"list a yanked {what} version again",
         }
         parser = sub.add_parser(verb, parents=[common], help=helps[yanked])
