@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         providers,
         repos,
         serve,
+        yank,
     )
 
     common = _common(default=argparse.SUPPRESS)
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     mirror.register(sub, common)
     repos.register_modules(sub, common)
     doctor.register(sub, common)
+    yank.register_module(sub, common)
     return parser
 
 

@@ -65,6 +65,8 @@ def _versions_body(store: ProviderIndex, address: ProviderAddress) -> CachedJson
     packages = store.packages_by_version(provider.id)
     listed = []
     for version in sorted(store.provider_versions(provider.id), key=lambda v: sort_key(v.version)):
+        if version.yanked:  # still downloadable by exact version (docs/providers.md)
+            continue
         listed.append(
             {
                 "version": version.version,

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from gitreg.addresses import check_provider_namespace, parse_local_provider_address
+from gitreg.commands.yank import register_provider as register_provider_yank
 from gitreg.errors import BadRequest, GitError, NotFound, ReleasePending, RemoteError
 from gitreg.providers.collect import collect
 from gitreg.providers.forges import default_forge, forge_config
@@ -199,6 +200,7 @@ def _provider_rows(svc: Services) -> list[dict[str, Any]]:
                         "signed_by": v.signed_by,
                         "source": v.source,
                         "published_at": v.published_at,
+                        "yanked": v.yanked,
                         "packages": [
                             {
                                 "platform": f"{p.os}_{p.arch}",
@@ -231,7 +233,8 @@ def providers_list(svc: Services, args: argparse.Namespace) -> int:
         print(f"{row['provider']}  ({source})")
         for v in row["versions"]:
             platforms = ", ".join(p["platform"] for p in v["packages"])
-            print(f"  {v['version']}  [{platforms}]  key {v['key_id']} ({v['signed_by']})")
+            yanked = " (yanked)" if v["yanked"] else ""
+            print(f"  {v['version']}{yanked}  [{platforms}]  key {v['key_id']} ({v['signed_by']})")
             for p in v["packages"]:
                 print(f"    {p['platform']:<16} {p['hashes'][0]}  {p['hashes'][1]}")
         if args.verbose:
@@ -359,6 +362,7 @@ def register(sub: Any, common: Parser) -> None:
     sync.add_argument("provider", nargs="?", metavar="NAMESPACE/TYPE")
     sync.add_argument("--tag", help="only this release's tag")
     sync.set_defaults(handler=provider_sync)
+    register_provider_yank(provider_sub, common)
 
     listing = sub.add_parser("providers", parents=[common], help="list providers and hashes")
     listing.add_argument("--json", action="store_true")

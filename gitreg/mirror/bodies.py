@@ -64,7 +64,8 @@ class HostedView:
 def hosted_view(provider: HostedProvider | None) -> HostedView | None:
     if provider is None:
         return None
-    listed = sorted_versions(list(provider.versions))
+    # A yanked version leaves index.json; its version JSON and archives stay.
+    listed = sorted_versions([v for v in provider.versions if v not in provider.yanked])
     return HostedView(
         index_body=json_bytes({"versions": {v: {} for v in listed}}),
         version_bodies={

@@ -28,7 +28,8 @@ class HostedPackage:
 class HostedProvider:
     namespace: str
     type: str
-    versions: dict[str, tuple[HostedPackage, ...]]  # version -> packages
+    versions: dict[str, tuple[HostedPackage, ...]]  # version -> packages, yanked ones included
+    yanked: frozenset[str] = frozenset()  # left out of index.json, still served by version
 
 
 class HostedProviders:
@@ -41,6 +42,7 @@ class HostedProviders:
             return None
         packages = self._store.packages_by_version(record.id)
         versions: dict[str, tuple[HostedPackage, ...]] = {}
+        yanked = set()
         for version in self._store.provider_versions(record.id):
             try:
                 parse_version(version.version)
@@ -50,7 +52,11 @@ class HostedProviders:
                 HostedPackage(f"{p.os}_{p.arch}", p.filename, p.sha256, p.size, p.h1)
                 for p in packages.get(version.id, [])
             )
-        return HostedProvider(record.namespace.lower(), record.type.lower(), versions)
+            if version.yanked:
+                yanked.add(version.version)
+        return HostedProvider(
+            record.namespace.lower(), record.type.lower(), versions, frozenset(yanked)
+        )
 
     def all(self) -> list[HostedProvider]:
         found = []

@@ -71,6 +71,7 @@ class ProviderVersionRecord:
     signed_by: str  # "publisher" or "gitreg"
     source: str
     published_at: str
+    yanked: bool  # hidden from version lists, still served by exact version
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,17 @@ class ProviderStore(IndexBackedStore):
         )
         return [_version(r) for r in rows]
 
+    def set_provider_yanked(self, provider_id: int, version: str, yanked: bool) -> None:
+        """Yank or unyank one version; a normal write, so on PostgreSQL the
+        other replicas' metadata caches hear of it through the change feed."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE provider_versions SET yanked = ? WHERE provider_id = ? AND version = ?",
+                (int(yanked), provider_id, version),
+            )
+            if cursor.rowcount == 0:
+                raise NotFound(f"no version {version}")
+
     def packages(self, version_row: int) -> list[PackageRecord]:
         rows = self._rows(
             "SELECT * FROM provider_packages WHERE version_id = ? ORDER BY os, arch",
@@ -327,6 +339,7 @@ def _version(row: Row) -> ProviderVersionRecord:
         row,
         protocols=tuple(json.loads(row["protocols"])),
         key_row=row["key_id"],
+        yanked=bool(row["yanked"]),
     )
 
 

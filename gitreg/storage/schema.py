@@ -255,4 +255,13 @@ MIGRATIONS: list[tuple[str, str]] = [
     INSERT INTO secret_versions (id, last_version) VALUES (1, 0);
     """,
     ),
+    (
+        # `gitreg provider yank|unyank` (issue 15): a yanked provider version
+        # leaves the version lists but its files keep serving by exact version,
+        # as module versions do through module_versions.yanked.
+        "0013-provider-yank",
+        """
+    ALTER TABLE provider_versions ADD COLUMN yanked INTEGER NOT NULL DEFAULT 0;
+    """,
+    ),
 ]

@@ -55,6 +55,10 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("mirror", "export"): ["/tmp/out"],
     ("mirror", "list"): [],
     ("doctor",): ["--json"],
+    ("module", "yank"): ["acme/vpc/aws", "1.0.0"],
+    ("module", "unyank"): ["acme/vpc/aws", "1.0.0"],
+    ("provider", "yank"): ["acme/null", "1.0.0"],
+    ("provider", "unyank"): ["acme/null", "1.0.0"],
 }
 
 
