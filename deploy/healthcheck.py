@@ -17,12 +17,13 @@ import ssl
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 TRUE = ("1", "true", "yes", "on")
 
 
-def _context(environ: os._Environ[str]) -> ssl.SSLContext:
+def _context(environ: Mapping[str, str]) -> ssl.SSLContext:
     data_dir = Path(environ.get("GITREG_DATA_DIR", "gitreg-data"))
     local_ca = data_dir / "tls" / "ca.pem"
     if not environ.get("GITREG_TLS_CERT") and local_ca.is_file():
