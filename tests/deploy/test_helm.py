@@ -10,10 +10,11 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+from dockerfile_parse import DockerfileParser
 
 from gitreg.settings import ENV_PREFIX, NOT_SETTINGS, Settings, load_settings
 from tests.deploy.gotemplate import TemplateFail
-from tests.deploy.helm_chart import by_kind, render
+from tests.deploy.helm_chart import CHART, by_kind, render
 
 SETTING_NAMES = {
     ENV_PREFIX + f.name.upper() for f in dataclasses.fields(Settings) if f.name not in NOT_SETTINGS
@@ -181,3 +182,18 @@ def test_an_invalid_manifest_fails_validation() -> None:
     deployment["spec"]["template"]["spec"]["containers"][0]["unknownField"] = 1
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(deployment, KUBERNETES, strict=True)
+
+
+def test_the_chart_matches_the_image() -> None:
+    # The uid the image runs as and the data volume it declares (deploy/Dockerfile).
+    image = DockerfileParser(str(CHART.parents[1] / "Dockerfile"))
+    uid = next(i["value"] for i in image.structure if i["instruction"] == "USER").split(":")[0]
+    manifests = by_kind(render(SCALE_OUT))
+    pod = manifests["Deployment"]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsUser"] == int(uid)
+    container = _container(manifests)
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["data"] == image.envs["GITREG_DATA_DIR"]
+    (init,) = pod["initContainers"]
+    assert init["image"] == container["image"]
+    assert container["args"] == ["serve"] and "command" not in container  # keeps the entrypoint
