@@ -28,8 +28,21 @@ def _json_lines(text: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
-def _access_lines(server: RunningServer) -> list[dict[str, object]]:
-    return [line for line in _json_lines(server.log()) if line["logger"] == "gitreg.access"]
+def _access_lines(server: RunningServer, *request_ids: str) -> dict[str, dict[str, object]]:
+    """The access lines by request id, once every id asked for has its line.
+
+    The line is written after the last byte is sent (its duration covers the
+    send), so a fast client can read the log a moment before it lands."""
+    deadline = time.monotonic() + 10
+    while True:
+        lines = {
+            str(line["request_id"]): line
+            for line in _json_lines(server.log())
+            if line["logger"] == "gitreg.access"
+        }
+        if all(rid in lines for rid in request_ids) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +78,12 @@ def test_every_request_has_one_json_line_with_the_id_the_response_carries(
     assert status == 404 and len(made) == 16  # none sent: one is made up
     _, replaced = _get(server, "/.well-known/terraform.json", {"X-Request-Id": "bad id\\x"})
     assert replaced != "bad id\\x"
-    lines = {line["request_id"]: line for line in _access_lines(server)}
+    lines = _access_lines(server, "req-42", made, replaced)
     first = lines["req-42"]
     assert first["route"] == "/v1/modules/{namespace}/{name}/{system}/versions"
     assert (first["method"], first["status"], first["client"]) == ("GET", 200, "127.0.0.1")
-    assert isinstance(first["duration_ms"], float) and first["bytes"] > 0
+    size = first["bytes"]
+    assert isinstance(first["duration_ms"], float) and isinstance(size, int) and size > 0
     assert lines[made]["status"] == 404
     assert replaced in lines
 
@@ -79,7 +93,7 @@ def test_the_access_line_names_the_token_by_id_only(server: RunningServer) -> No
     time.sleep(1.0)  # the server notices the new token within refresh_interval
     status, rid = _get(server, "/admin/repos", {"Authorization": f"Bearer {token}"})
     assert status == 200
-    [line] = [line for line in _access_lines(server) if line["request_id"] == rid]
+    line = _access_lines(server, rid)[rid]
     assert isinstance(line["token_id"], int)
     assert token not in server.log()
 
