@@ -20,6 +20,7 @@ from gitreg import logs
 from gitreg.api import admin, blobs, discovery, health, mirror, modules, providers
 from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
+from gitreg.auth.signed_urls import RECHECK_EVERY
 from gitreg.errors import GitregError, Unauthorized, storage_full
 from gitreg.jobs.runner import JobRunner
 from gitreg.providers.uploads import UploadStaging
@@ -81,6 +82,18 @@ def _clean_staging(svc: Services, ttl: float) -> None:
         log.info("removed %d expired staged upload(s), %d blob temp file(s)", uploads, temps)
 
 
+async def _reload_signing_keys_forever(svc: Services) -> None:
+    """Learn URL-signing keys rotated by another process or replica, off the
+    event loop (gitreg.auth.signed_urls): on PostgreSQL the look is a query."""
+    signer = svc.access.signer
+    while True:
+        await asyncio.sleep(RECHECK_EVERY)
+        try:
+            await run_in_threadpool(signer.reload_if_rotated)
+        except Exception:  # a failing look must not end the loop; the old keys stay
+            log.exception("cannot reload the URL-signing keys")
+
+
 def all_routes() -> list[BaseRoute]:
     return [
         *discovery.routes(),
@@ -102,6 +115,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         watcher = asyncio.create_task(services.cache.watch(settings.refresh_interval))
         cleaner = asyncio.create_task(_clean_staging_forever(services))
+        keys = asyncio.create_task(_reload_signing_keys_forever(services))
         # Webhook jobs run on threads of this process (gitreg.jobs).
         runner = JobRunner.for_services(services)
         if settings.job_workers > 0:
@@ -111,7 +125,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         finally:
             await run_in_threadpool(runner.stop)
             await services.mirror.upstream.aclose()
-            for task in (watcher, cleaner):
+            for task in (watcher, cleaner, keys):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task

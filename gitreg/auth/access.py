@@ -252,7 +252,6 @@ class Access:
         signature for its own path (U2)."""
         client = self._client(request)
         self.limiter.check(client)
-        self.signer.reload_if_rotated()
         try:
             self.signer.verify(request.url.path, request.query_params)
         except Forbidden:

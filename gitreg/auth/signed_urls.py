@@ -11,11 +11,13 @@ or sealed in the shared database when a secret key is configured, issue 12).
 Rotation puts a new key first and keeps the previous one for verification, so
 URLs already handed out keep working until they expire.
 
-Across replicas: every process re-reads the keys when the store's version of
-them changes, looked at most once a second (and at once when a signature
-matches no key, at most ten times a second). A new key signs only once it is
-`ACTIVATE_AFTER` seconds old, so by then every replica already knows it and a
-URL signed by one is accepted by all.
+Across replicas: every server process re-reads the keys when the store's
+version of them changes, looked at once a second by a task of the app's
+lifespan on a worker thread (`gitreg.app`), never on the request path: with the
+keys in PostgreSQL that look is a query, and during an outage it waits for the
+pool's timeout, which must not stall the event loop. A new key signs only once
+it is `ACTIVATE_AFTER` seconds old, so by then every replica already knows it
+and a URL signed by one is accepted by all.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ KEYS_NAME = "secrets/url-signing.keys"
 KEEP_KEYS = 2
 ACTIVATE_AFTER = 3.0  # seconds: more than the 1 s poll, plus clock skew between replicas
 RECHECK_EVERY = 1.0
-RECHECK_ON_MISS = 0.1
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,8 @@ class UrlSigner:
     def reload_if_rotated(self, now: float | None = None, every: float = RECHECK_EVERY) -> None:
         """Pick up a rotation done by another process (`gitreg secret rotate`,
         another replica). Looks at the store's version at most once per `every`
-        seconds: it runs on the event loop, on every signing and every private
-        download, and must not become a database query per request."""
+        seconds. Blocking (a database query on the shared store): call it from
+        a worker thread, never from a request's path."""
         now = time.monotonic() if now is None else now
         if now - self._checked_at < every:
             return
@@ -122,7 +123,6 @@ class UrlSigner:
 
     def sign(self, path: str, now: float | None = None) -> str:
         """The query string (without `?`) that makes `path` downloadable until expiry."""
-        self.reload_if_rotated()
         wall = now or time.time()
         expires = int(wall + self.ttl)
         return f"expires={expires}&signature={_mac(self._signing_key(wall), path, expires)}"
@@ -139,11 +139,8 @@ class UrlSigner:
             raise Forbidden("this signed download URL has expired; ask the registry again")
         # Bytes: compare_digest refuses str with non-ASCII characters (a 500, not a 403).
         sent = signature.encode()
-        if self._matches(path, expires, sent):
-            return
-        # Maybe signed with a key another replica made since this one last
-        # looked; forged URLs cannot make this more than ten reads a second.
-        self.reload_if_rotated(every=RECHECK_ON_MISS)
+        # No reload on a miss: a key signs only after every replica has had
+        # ACTIVATE_AFTER seconds to learn it, so a miss is a bad signature.
         if not self._matches(path, expires, sent):
             raise Forbidden("invalid signature on this download URL")
 
