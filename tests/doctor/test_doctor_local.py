@@ -21,7 +21,7 @@ from gitreg.doctor.local import check_tls
 from gitreg.settings import Settings
 from gitreg.storage.index import open_index
 from tests.doctor.conftest import Setup
-from tests.support.gitrepo import GitRepo, simple_module
+from tests.support.gitrepo import GitRepo, released_module
 from tests.support.postgres import Database
 from tests.support.s3 import S3Bucket
 
@@ -40,18 +40,10 @@ CHECKS = [
 ]
 
 
-def _module_repo(make_repo: Callable[[str], GitRepo]) -> GitRepo:
-    repo = make_repo("vpc")
-    simple_module(repo)
-    repo.commit()
-    repo.tag("v1.0.0")
-    return repo
-
-
 def test_a_clean_setup_passes_every_check_and_json_has_one_entry_each(
     setup: Setup, capsys: pytest.CaptureFixture[str], make_repo: Callable[[str], GitRepo]
 ) -> None:
-    repo = _module_repo(make_repo)
+    repo = released_module(make_repo("vpc"))
     setup.run(capsys, "repo", "add", str(repo.path), "--module", "a/vpc/aws")
     setup.write_config(webhook_secret="s3cr3t-value")
     code, out = setup.run(capsys, "doctor", "--json")

@@ -11,24 +11,16 @@ import pytest
 
 from tests.doctor.conftest import DiscoveryServer, Setup
 from tests.support.fake_upstream import FakeUpstream, serve_tls
-from tests.support.gitrepo import GitRepo, simple_module
+from tests.support.gitrepo import GitRepo, released_module
 from tests.support.provider_dist import public_armor, publisher_key
 from tests.support.server import free_port
-
-
-def _module_repo(make_repo: Callable[[str], GitRepo], name: str) -> GitRepo:
-    repo = make_repo(name)
-    simple_module(repo)
-    repo.commit()
-    repo.tag("v1.0.0")
-    return repo
 
 
 def test_a_remote_that_is_gone_fails(
     setup: Setup, capsys: pytest.CaptureFixture[str], make_repo: Callable[[str], GitRepo]
 ) -> None:
-    kept = _module_repo(make_repo, "kept")
-    gone = _module_repo(make_repo, "gone")
+    kept = released_module(make_repo("kept"))
+    gone = released_module(make_repo("gone"))
     setup.run(capsys, "repo", "add", str(kept.path), "--module", "a/kept/aws")
     setup.run(capsys, "repo", "add", str(gone.path), "--module", "a/gone/aws")
     shutil.rmtree(gone.path)
@@ -42,7 +34,7 @@ def test_a_remote_that_is_gone_fails(
 def test_repositories_without_a_webhook_secret_warn(
     setup: Setup, capsys: pytest.CaptureFixture[str], make_repo: Callable[[str], GitRepo]
 ) -> None:
-    repo = _module_repo(make_repo, "vpc")
+    repo = released_module(make_repo("vpc"))
     setup.run(capsys, "repo", "add", str(repo.path), "--module", "a/vpc/aws")
     code, checks = setup.doctor(capsys)
     assert code == 0  # polling still publishes; a warning, not a failure

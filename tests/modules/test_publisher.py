@@ -42,6 +42,13 @@ def versions(svc: Services, address: str) -> dict[str, str]:
     return {v.version: v.commit_sha for v in svc.index.versions(module.id)}
 
 
+def report(svc: Services, address: str) -> str:
+    """What the last sync said about the module at `address`."""
+    module = svc.index.find_module(*address.split("/"))
+    assert module is not None
+    return module.sync_report
+
+
 def archive_names(svc: Services, address: str, version: str) -> list[str]:
     module = svc.index.find_module(*address.split("/"))
     assert module is not None
@@ -62,8 +69,7 @@ def test_semver_tags_are_published_and_others_reported(
     register(svc, repo, "acme/vpc/aws")
     sync(svc, repo)
     assert set(versions(svc, "acme/vpc/aws")) == {"1.0.0", "1.1.0", "2.0.0-rc1"}
-    module = svc.index.find_module("acme", "vpc", "aws")
-    assert module is not None and "not-a-version" in module.sync_report
+    assert "not-a-version" in report(svc, "acme/vpc/aws")
 
 
 def test_annotated_tags_are_peeled_and_all_shas_recorded(
@@ -177,8 +183,7 @@ def test_missing_subdir_is_reported_not_published(
     register(svc, repo, "acme/vpc/aws", "modules/vpc")
     sync(svc, repo)
     assert versions(svc, "acme/vpc/aws") == {}
-    module = svc.index.find_module("acme", "vpc", "aws")
-    assert module is not None and "does not exist" in module.sync_report
+    assert "does not exist" in report(svc, "acme/vpc/aws")
 
 
 def test_resync_and_rebuild_give_byte_identical_archives(
@@ -217,8 +222,7 @@ def test_submodule_is_left_out_and_reported(
     register(svc, repo, "acme/vpc/aws")
     sync(svc, repo)
     assert "vendor/lib" not in archive_names(svc, "acme/vpc/aws", "1.0.0")
-    module = svc.index.find_module("acme", "vpc", "aws")
-    assert module is not None and "vendor/lib" in module.sync_report
+    assert "vendor/lib" in report(svc, "acme/vpc/aws")
 
 
 def _object_count(mirror: Path) -> int:

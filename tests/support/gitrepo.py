@@ -72,3 +72,11 @@ def simple_module(repo: GitRepo, output: str = "hello") -> None:
         'output "greeting" {\n  value = var.greeting\n}\n',
     )
     repo.write("README.md", "# test module\n")
+
+
+def released_module(repo: GitRepo, tag: str = "v1.0.0") -> GitRepo:
+    """`simple_module`, committed and tagged: the smallest publishable repository."""
+    simple_module(repo)
+    repo.commit()
+    repo.tag(tag)
+    return repo
