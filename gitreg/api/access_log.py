@@ -20,7 +20,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gitreg import logs
+from gitreg import logs, metrics
 
 log = logging.getLogger("gitreg.access")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -38,7 +38,7 @@ def _request_id(scope: Scope) -> str:
 
 def _route(scope: Scope) -> str:
     path: Any = getattr(scope.get("route"), "path", None)
-    return str(path) if path else "(no route)"
+    return str(path) if path else metrics.UNMATCHED
 
 
 class AccessLog:
@@ -67,8 +67,12 @@ class AccessLog:
         try:
             await self.app(scope, receive, sending)
         finally:
+            seconds = time.perf_counter() - started
+            # Metrics are observed here once per request, on the same template
+            # as the access line (never the raw path: bounded cardinality).
+            metrics.request(_route(scope), scope["method"], seen["status"], seconds)
             if self.enabled and log.isEnabledFor(logging.INFO):
-                self._line(scope, seen, time.perf_counter() - started)
+                self._line(scope, seen, seconds)
             logs.request_id.reset(token)
 
     @staticmethod
