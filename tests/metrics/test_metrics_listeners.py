@@ -1,0 +1,73 @@
+"""Where /metrics is served: `--metrics-listen` (plain HTTP, no token, and then
+not on the main listener), and `--workers 2` summing every worker's counters."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from gitreg.errors import ConfigError
+from gitreg.settings import load_settings
+from tests.metrics.scrape import fetch, parse, value, wait_for
+from tests.support.server import cli, free_port, start_server
+
+DISCOVERY = "/.well-known/terraform.json"
+
+
+def test_metrics_listen_serves_without_a_token_and_hides_the_main_route(tmp_path: Path) -> None:
+    port = free_port()
+    server = start_server(tmp_path / "data", "--metrics-listen", f"127.0.0.1:{port}")
+    try:
+        assert fetch(server.url + DISCOVERY, None, server.ssl_context())[0] == 200
+        status, text = fetch(f"http://127.0.0.1:{port}/metrics")
+        assert status == 200
+        samples = parse(text)
+        assert value(samples, "gitreg_http_requests_total", route=DISCOVERY, status="200") == 1
+        admin = cli(tmp_path / "data", "token", "create", "--scope", "admin").stdout.split()[-1]
+        assert fetch(server.url + "/metrics", admin, server.ssl_context())[0] == 404
+        assert "gitreg: metrics at http://127.0.0.1:" in server.log()
+    finally:
+        server.stop()
+
+
+def test_metrics_listen_must_be_host_and_port(tmp_path: Path) -> None:
+    for bad in ("localhost", "127.0.0.1:http", "127.0.0.1:70000"):
+        with pytest.raises(ConfigError, match="HOST:PORT"):
+            load_settings({"data_dir": tmp_path, "metrics_listen": bad}, environ={})
+
+
+def test_two_workers_sum_their_counters(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    stale = data / "prometheus-multiproc" / "counter_1.db"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"left over by an earlier run")  # removed at start, never summed
+    admin = cli(data, "token", "create", "--scope", "admin").stdout.split()[-1]
+    server = start_server(data, "--workers", "2", "--job-workers", "0")
+    try:
+        assert not stale.exists()
+        context = server.ssl_context()
+        sent = 60
+        for _ in range(sent):  # a new connection each: the kernel spreads them over workers
+            request = urllib.request.Request(
+                server.url + DISCOVERY, headers={"Connection": "close"}
+            )
+            with urllib.request.urlopen(request, context=context) as answer:
+                assert answer.status == 200
+
+        def scrape() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+            status, text = fetch(server.url + "/metrics", admin, context)
+            assert status == 200, text
+            return parse(text)
+
+        samples = wait_for(
+            scrape,
+            lambda s: value(s, "gitreg_http_requests_total", route=DISCOVERY) >= sent,
+        )
+        assert value(samples, "gitreg_http_requests_total", route=DISCOVERY, status="200") == sent
+        workers = {p.stem.rsplit("_", 1)[1] for p in stale.parent.glob("counter_*.db")}
+        print(f"counter files of {len(workers)} processes (parent and workers)")
+        assert len(workers) >= 3  # the supervisor and both workers wrote their own files
+    finally:
+        server.stop()
