@@ -133,6 +133,31 @@ AUTH_FAILURES = Counter(
     ("kind",),
 )
 
+# Every metric above, for the dashboard test and docs/operations.md.
+REGISTERED = (
+    HTTP_REQUESTS,
+    HTTP_DURATION,
+    WEBHOOK_DELIVERIES,
+    JOBS_QUEUED,
+    JOBS_RUNNING,
+    JOBS_FINISHED,
+    JOB_DURATION,
+    JOB_QUEUE,
+    PUBLISHES,
+    DOWNLOADS,
+    ARCHIVE_BUILD,
+    MIRROR_HITS,
+    MIRROR_MISSES,
+    MIRROR_STALE,
+    UPSTREAM_BYTES,
+    UPSTREAM_ERRORS,
+    BLOB_WRITTEN,
+    BLOB_SERVED,
+    CACHE_ENTRIES,
+    CACHE_EVICTIONS,
+    AUTH_FAILURES,
+)
+
 # The hot path's label children, looked up once per (route, method, status).
 _request_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
 _per_module = False
