@@ -98,7 +98,7 @@ def all_routes() -> list[BaseRoute]:
 def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
     """Build the ASGI app; resources live for the app's lifespan."""
     services = svc or build_services(settings)
-    metrics.configure(settings.metrics_per_module)
+    metrics.enable(settings.metrics_per_module)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -1,10 +1,11 @@
-"""Prometheus metrics (issue 15): the one module that talks to prometheus_client.
+"""Prometheus metrics (issue 15): the API the rest of gitreg calls.
 
 Domain code calls the small functions below (`published`, `mirror_hit`, ...),
 never prometheus_client, so the domain stays free of HTTP and of the
 exposition format; `gitreg/api/metrics.py` and `serve --metrics-listen`
-expose them. docs/operations.md ("Metrics") lists every metric with its labels
-and units; deploy/grafana/gitreg-dashboard.json uses them.
+expose them. They do nothing until `enable()` (called by `create_app`): a
+CLI process has nobody to scrape it, and so never pays for prometheus_client
+(about 7-14 ms of import, docs/performance.md "Metrics").
 
 Cardinality is bounded by construction: routes are templates (unmatched paths
 are one value, `UNMATCHED`), methods outside the HTTP set are `other`, and no
@@ -22,156 +23,36 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, multiprocess
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 UNMATCHED = "(no route)"  # the access log's name for a path no route matched
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-# Request latencies in seconds: cache hits take well under a millisecond
-# (docs/performance.md), archive downloads and webhook group commits longer.
-_LATENCY = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
-_SLOW = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
 
-HTTP_REQUESTS = Counter(
-    "gitreg_http_requests",
-    "HTTP requests answered, by route template, method and status code.",
-    ("route", "method", "status"),
-)
-HTTP_DURATION = Histogram(
-    "gitreg_http_request_duration_seconds",
-    "Time from the request's arrival to the response's last byte, by route template.",
-    ("route",),
-    buckets=_LATENCY,
-)
-WEBHOOK_DELIVERIES = Counter(
-    "gitreg_webhook_deliveries",
-    "Webhook deliveries by forge (github, gitlab, gitea, bitbucket, git) and result"
-    " (queued, duplicate, ignored, ok, rejected, unavailable).",
-    ("forge", "result"),
-)
-JOBS_QUEUED = Counter(
-    "gitreg_jobs_queued", "Jobs added to the ingestion queue, by kind.", ("kind",)
-)
-JOBS_RUNNING = Gauge(
-    "gitreg_jobs_running",
-    "Jobs running on this server's job threads now.",
-    multiprocess_mode="livesum",
-)
-JOBS_FINISHED = Counter(
-    "gitreg_jobs_finished",
-    "Job runs that ended, by result: done, retried (failed, retry scheduled),"
-    " failed (given up), deferred (waiting for disk space).",
-    ("result",),
-)
-JOB_DURATION = Histogram(
-    "gitreg_job_duration_seconds", "Duration of one job run, by result.", ("result",), buckets=_SLOW
-)
-JOB_QUEUE = Gauge(
-    "gitreg_job_queue",
-    "Jobs in the shared queue by state, as last read by a job runner (every few seconds).",
-    ("state",),
-    multiprocess_mode="mostrecent",
-)
-PUBLISHES = Counter(
-    "gitreg_publishes",
-    "Versions published, by kind (module, provider); `module` is the address only"
-    " with metrics_per_module.",
-    ("kind", "module"),
-)
-DOWNLOADS = Counter(
-    "gitreg_downloads",
-    "Download locations handed out, by kind (module); `module` only with metrics_per_module.",
-    ("kind", "module"),
-)
-ARCHIVE_BUILD = Histogram(
-    "gitreg_archive_build_seconds",
-    "Time to build and store one module archive from git objects.",
-    buckets=_SLOW,
-)
-MIRROR_HITS = Counter(
-    "gitreg_mirror_hits",
-    "Mirror lookups answered from what gitreg holds, by what (index, package).",
-    ("what",),
-)
-MIRROR_MISSES = Counter(
-    "gitreg_mirror_misses",
-    "Mirror lookups that went to the upstream, by what (index, package).",
-    ("what",),
-)
-MIRROR_STALE = Counter(
-    "gitreg_mirror_stale_served",
-    "Version lists served stale because the upstream failed (stale-if-error, M3).",
-)
-UPSTREAM_BYTES = Counter(
-    "gitreg_mirror_upstream_bytes", "Bytes received from mirror upstreams (bodies)."
-)
-UPSTREAM_ERRORS = Counter(
-    "gitreg_upstream_errors",
-    "Failed mirror upstream requests, by kind (timeout, not_found, network, tls, status,"
-    " too_large, invalid).",
-    ("kind",),
-)
-BLOB_WRITTEN = Counter("gitreg_blob_written_bytes", "Bytes stored in the blob store.")
-BLOB_SERVED = Counter(
-    "gitreg_blob_served_bytes", "Blob bytes sent to clients (archives, provider and mirror zips)."
-)
-CACHE_ENTRIES = Gauge(
-    "gitreg_cache_entries",
-    "Entries in the metadata cache (gitreg/cache.py), summed over live workers.",
-    multiprocess_mode="livesum",
-)
-CACHE_EVICTIONS = Counter(
-    "gitreg_cache_evictions",
-    "Metadata cache entries dropped, by reason: invalidated (a publish or another"
-    " process's commit), full (MAX_ENTRIES), not_found_full (MAX_NOT_FOUND).",
-    ("reason",),
-)
-AUTH_FAILURES = Counter(
-    "gitreg_auth_failures",
-    "Failed authentications, by kind (token, signature, webhook).",
-    ("kind",),
-)
-
-# Every metric above, for the dashboard test and docs/operations.md.
-REGISTERED = (
-    HTTP_REQUESTS,
-    HTTP_DURATION,
-    WEBHOOK_DELIVERIES,
-    JOBS_QUEUED,
-    JOBS_RUNNING,
-    JOBS_FINISHED,
-    JOB_DURATION,
-    JOB_QUEUE,
-    PUBLISHES,
-    DOWNLOADS,
-    ARCHIVE_BUILD,
-    MIRROR_HITS,
-    MIRROR_MISSES,
-    MIRROR_STALE,
-    UPSTREAM_BYTES,
-    UPSTREAM_ERRORS,
-    BLOB_WRITTEN,
-    BLOB_SERVED,
-    CACHE_ENTRIES,
-    CACHE_EVICTIONS,
-    AUTH_FAILURES,
-)
-
-# The hot path's label children, looked up once per (route, method, status).
-_request_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+# gitreg.metrics_registry once enabled; None in processes nobody scrapes.
+_m: Any = None
 _per_module = False
+# The hot path's label children, looked up once per (route, method, status).
+_request_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
 
-def configure(per_module: bool) -> None:
-    """Whether download and publish counters carry the module address."""
-    global _per_module
+def enable(per_module: bool) -> None:
+    """Start recording; `per_module`: download and publish counters carry the module address."""
+    global _m, _per_module
+    from gitreg import metrics_registry
+
+    _m = metrics_registry
     _per_module = per_module
 
 
 def registry() -> CollectorRegistry:
     """What a scrape reports: this process's metrics, or with several workers
     the sum over every worker's files."""
+    from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
+
     if not os.environ.get(MULTIPROC_ENV):
         return REGISTRY
     collected = CollectorRegistry()
@@ -182,19 +63,23 @@ def registry() -> CollectorRegistry:
 def process_exiting() -> None:
     """A worker stopping: its `livesum` gauges (jobs running, cache entries)
     stop counting; its counters stay in the sums."""
-    if os.environ.get(MULTIPROC_ENV):
+    if _m is not None and os.environ.get(MULTIPROC_ENV):
+        from prometheus_client import multiprocess
+
         multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 
 
 def request(route: str, method: str, status: int, seconds: float) -> None:
     """One answered HTTP request; called once per request by the access log."""
+    if _m is None:
+        return
     key = (route, method, status)
     children = _request_children.get(key)
     if children is None:
         verb = method if method in _METHODS else "other"
         children = (
-            HTTP_REQUESTS.labels(route, verb, str(status)),
-            HTTP_DURATION.labels(route),
+            _m.HTTP_REQUESTS.labels(route, verb, str(status)),
+            _m.HTTP_DURATION.labels(route),
         )
         if len(_request_children) < 10_000:  # bounded like the labels themselves
             _request_children[key] = children
@@ -203,76 +88,93 @@ def request(route: str, method: str, status: int, seconds: float) -> None:
 
 
 def webhook_delivery(forge: str, result: str) -> None:
-    WEBHOOK_DELIVERIES.labels(forge, result).inc()
+    if _m is not None:
+        _m.WEBHOOK_DELIVERIES.labels(forge, result).inc()
 
 
 def job_queued(kind: str) -> None:
-    JOBS_QUEUED.labels(kind).inc()
+    if _m is not None:
+        _m.JOBS_QUEUED.labels(kind).inc()
 
 
 def job_started() -> None:
-    JOBS_RUNNING.inc()
+    if _m is not None:
+        _m.JOBS_RUNNING.inc()
 
 
 def job_finished(result: str, seconds: float) -> None:
-    JOBS_RUNNING.dec()
-    JOBS_FINISHED.labels(result).inc()
-    JOB_DURATION.labels(result).observe(seconds)
+    if _m is not None:
+        _m.JOBS_RUNNING.dec()
+        _m.JOBS_FINISHED.labels(result).inc()
+        _m.JOB_DURATION.labels(result).observe(seconds)
 
 
 def job_queue(counts: Mapping[str, int]) -> None:
-    for state, count in counts.items():
-        JOB_QUEUE.labels(state).set(count)
+    if _m is not None:
+        for state, count in counts.items():
+            _m.JOB_QUEUE.labels(state).set(count)
 
 
 def published(kind: str, module: str) -> None:
-    PUBLISHES.labels(kind, module if _per_module else "").inc()
+    if _m is not None:
+        _m.PUBLISHES.labels(kind, module if _per_module else "").inc()
 
 
 def downloaded(kind: str, module: str) -> None:
-    DOWNLOADS.labels(kind, module if _per_module else "").inc()
+    if _m is not None:
+        _m.DOWNLOADS.labels(kind, module if _per_module else "").inc()
 
 
 def archive_built(seconds: float) -> None:
-    ARCHIVE_BUILD.observe(seconds)
+    if _m is not None:
+        _m.ARCHIVE_BUILD.observe(seconds)
 
 
 def mirror_hit(what: str) -> None:
-    MIRROR_HITS.labels(what).inc()
+    if _m is not None:
+        _m.MIRROR_HITS.labels(what).inc()
 
 
 def mirror_miss(what: str) -> None:
-    MIRROR_MISSES.labels(what).inc()
+    if _m is not None:
+        _m.MIRROR_MISSES.labels(what).inc()
 
 
 def mirror_stale_served() -> None:
-    MIRROR_STALE.inc()
+    if _m is not None:
+        _m.MIRROR_STALE.inc()
 
 
 def upstream_bytes(count: int) -> None:
-    UPSTREAM_BYTES.inc(count)
+    if _m is not None:
+        _m.UPSTREAM_BYTES.inc(count)
 
 
 def upstream_error(kind: str) -> None:
-    UPSTREAM_ERRORS.labels(kind).inc()
+    if _m is not None:
+        _m.UPSTREAM_ERRORS.labels(kind).inc()
 
 
 def blob_written(count: int) -> None:
-    BLOB_WRITTEN.inc(count)
+    if _m is not None:
+        _m.BLOB_WRITTEN.inc(count)
 
 
 def blob_served(count: int) -> None:
-    BLOB_SERVED.inc(count)
+    if _m is not None:
+        _m.BLOB_SERVED.inc(count)
 
 
 def cache_size(entries: int) -> None:
-    CACHE_ENTRIES.set(entries)
+    if _m is not None:
+        _m.CACHE_ENTRIES.set(entries)
 
 
 def cache_evicted(reason: str, count: int) -> None:
-    if count:
-        CACHE_EVICTIONS.labels(reason).inc(count)
+    if _m is not None and count:
+        _m.CACHE_EVICTIONS.labels(reason).inc(count)
 
 
 def auth_failed(kind: str) -> None:
-    AUTH_FAILURES.labels(kind).inc()
+    if _m is not None:
+        _m.AUTH_FAILURES.labels(kind).inc()

@@ -94,8 +94,9 @@ def _connection_limits(settings: Settings) -> ConnectionLimits:
 def _multiprocess_metrics(settings: Settings) -> None:
     """With several workers each writes its metrics to files in one directory
     that a scrape sums (gitreg/metrics.py). prometheus_client reads the
-    variable when it is imported, so this runs before gitreg.app is. Emptied
-    at every start: files of an earlier run's workers would be counted again."""
+    variable when it is imported, so it is set before any worker starts.
+    Emptied at every start: files of an earlier run's workers would be
+    counted again."""
     if settings.workers <= 1:
         return
     path = settings.data_dir / "prometheus-multiproc"

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from gitreg import metrics
+from gitreg import metrics_registry
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "gitreg-dashboard.json"
 # What the text format adds to a family's name for its samples.
@@ -16,7 +16,7 @@ _SUFFIXES = ("_total", "_bucket", "_sum", "_count", "_created")
 
 def _families() -> set[str]:
     """The family names gitreg defines (counters without `_total`)."""
-    return {m.name for family in metrics.REGISTERED for m in family.describe()}
+    return {m.name for family in metrics_registry.REGISTERED for m in family.describe()}
 
 
 def _metric_names(expr: str) -> set[str]:

@@ -17,6 +17,7 @@ def _samples() -> Samples:
 
 
 def test_a_full_cache_counts_its_evictions(monkeypatch: pytest.MonkeyPatch) -> None:
+    metrics.enable(per_module=False)  # as create_app does
     monkeypatch.setattr(cache, "MAX_ENTRIES", 8)
     monkeypatch.setattr(cache, "MAX_NOT_FOUND", 3)
     metadata: cache.MetadataCache[object] = cache.MetadataCache(lambda: 0)

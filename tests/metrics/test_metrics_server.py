@@ -6,9 +6,11 @@ serving stale while it is down), bad tokens, and a scan of random paths."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import shutil
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ import pytest
 from tests.metrics.scrape import Samples, fetch, label_values, parse, value, wait_for
 from tests.support.fake_upstream import FakeUpstream, ServedUpstream, serve_tls
 from tests.support.gitrepo import GitRepo, git, simple_module
+from tests.support.provider_dist import make_dist
 from tests.support.server import RunningServer, cli, start_server
 from tests.support.webhooks import delivery
 
@@ -262,3 +265,33 @@ def test_a_scan_of_random_paths_adds_at_most_one_route_value(world: World) -> No
     assert len(label_values(after, "gitreg_http_requests_total", "route") - before) <= 1
     assert value(after, "gitreg_http_requests_total", route="(no route)", status="404") >= 200
     assert value(after, "gitreg_http_request_duration_seconds_count", route="(no route)") >= 200
+
+
+def test_a_ci_provider_upload_counts_as_a_provider_publish_and_private_blobs_bad_signatures(
+    world: World, tmp_path: Path
+) -> None:
+    data = world.server.data_dir
+    cli(data, "key", "generate", "ciacme")
+    token = _token(data, "--scope", "publish", "--namespace", "ciacme")
+    dist = make_dist("null", "2.1.2", ["linux_amd64"], b"#!/bin/sh\necho provider\n")
+    del dist.files[dist.shasums_name]
+    before = world.scrape()
+    upload = ["provider", "publish", "ciacme/null", "2.1.2", str(dist.write(tmp_path / "dist"))]
+    where = ["--url", world.server.url, "--ca-file", str(world.server.ca_pem)]
+    cli(tmp_path / "ci", *upload, "--sign", *where, env={"GITREG_TOKEN": token})
+    after = world.scrape()
+    assert value(after, "gitreg_publishes_total", kind="provider") == (
+        value(before, "gitreg_publishes_total", kind="provider") + 1
+    )
+
+    # Once the namespace is private its zip needs a signed URL: a bad one is a
+    # failed authentication of its own kind.
+    cli(data, "namespace", "set", "ciacme", "--private")
+    sha = hashlib.sha256(dist.files[dist.zip_name("linux_amd64")]).hexdigest()
+    forged = f"/archives/{sha}.tar.gz?expires=4102444800&signature=forged"
+    deadline = time.monotonic() + 30
+    while (status := world.get(forged)[0]) == 200 and time.monotonic() < deadline:
+        time.sleep(0.1)  # the server sees the CLI's change within refresh_interval
+    assert status == 403
+    failures = value(world.scrape(), "gitreg_auth_failures_total", kind="signature")
+    assert failures > value(before, "gitreg_auth_failures_total", kind="signature")
