@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from gitreg.locks import file_lock
 from tests.metrics.scrape import Samples, fetch, label_values, parse, value, wait_for
 from tests.support.fake_upstream import FakeUpstream, ServedUpstream, serve_tls
 from tests.support.gitrepo import GitRepo, git, simple_module
@@ -295,3 +296,36 @@ def test_a_ci_provider_upload_counts_as_a_provider_publish_and_private_blobs_bad
     assert status == 403
     failures = value(world.scrape(), "gitreg_auth_failures_total", kind="signature")
     assert failures > value(before, "gitreg_auth_failures_total", kind="signature")
+
+
+def test_a_running_job_shows_in_the_running_gauges(world: World) -> None:
+    status, text = fetch(world.server.url + "/admin/repos", world.admin, world.server.ssl_context())
+    assert status == 200, text
+    repos = json.loads(text)["repos"]
+    repo_id = next(r["id"] for r in repos if r["forge_repo"] == "acme/terraform-null-hello")
+    world.work.commit("more")
+    world.work.tag("v1.1.0")
+    git(world.work.path, "push", "-q", "origin", "v1.1.0")
+    prepared = delivery(
+        "github",
+        "push-tag-created",
+        repo="acme/terraform-null-hello",
+        tag="v1.1.0",
+        after=world.work.rev("v1.1.0^{commit}"),
+        secret=SECRET,
+    )
+    # The sync takes the repository's lock (gitreg/modules/publisher.py): while
+    # this test holds it, the job is claimed and running, and cannot finish.
+    with file_lock(world.server.data_dir / "locks" / f"repo-{repo_id}.lock"):
+        assert world.post(prepared.route, prepared.body, prepared.headers) == 202
+        running = wait_for(
+            world.scrape,
+            lambda s: (
+                value(s, "gitreg_jobs_running") == 1
+                and value(s, "gitreg_job_queue", state="running") == 1
+            ),
+        )
+        assert value(running, "gitreg_jobs_running") == 1
+        assert value(running, "gitreg_job_queue", state="running") == 1
+    done = wait_for(world.scrape, lambda s: value(s, "gitreg_jobs_running") == 0)
+    assert value(done, "gitreg_jobs_running") == 0
