@@ -174,7 +174,7 @@ class Pending:
 Outcome = tuple[int, dict[str, Any]] | Pending
 
 
-async def _store(svc: Services, pending: Pending) -> Response:
+async def _store(svc: Services, pending: Pending, forge: str) -> Response:
     """Wait until the transaction holding this delivery's jobs committed; 503
     with Retry-After when it failed (then nothing of it was stored)."""
     reason = pending.delivery.describe()
@@ -191,15 +191,16 @@ async def _store(svc: Services, pending: Pending) -> Response:
         log.info("%s: job %d %s for %s", reason, outcome.job_id, outcome.status, repo.url)
     fresh = any(j["status"] != "duplicate" for j in jobs)
     answer = {"status": "queued" if fresh else "duplicate", "jobs": jobs}
-    metrics.webhook_delivery(pending.source, str(answer["status"]))
+    metrics.webhook_delivery(forge, str(answer["status"]))
     return json_response(json_bytes(answer), status=202 if fresh else 200)
 
 
-async def _answer(svc: Services, outcome: Outcome, source: str) -> Response:
+async def _answer(svc: Services, outcome: Outcome, forge: str) -> Response:
+    """`forge` names the endpoint in `gitreg_webhook_deliveries_total`."""
     if isinstance(outcome, Pending):
-        return await _store(svc, outcome)
+        return await _store(svc, outcome, forge)
     status, answer = outcome
-    metrics.webhook_delivery(source, str(answer["status"]))
+    metrics.webhook_delivery(forge, str(answer["status"]))
     return json_response(json_bytes(answer), status=status)
 
 
