@@ -3,6 +3,7 @@ not on the main listener), and `--workers 2` summing every worker's counters."""
 
 from __future__ import annotations
 
+import socket
 import urllib.request
 from pathlib import Path
 
@@ -90,3 +91,16 @@ def test_two_workers_sum_their_counters(tmp_path: Path, where: str) -> None:
         assert len(workers) == 2
     finally:
         server.stop()
+
+
+def test_a_metrics_port_in_use_stops_serve_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        where = ["--port", str(free_port()), "--metrics-listen", f"127.0.0.1:{port}"]
+        result = cli(tmp_path / "data", "serve", *where, check=False, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"gitreg: error: metrics_listen 127.0.0.1:{port}: Address already in use"
+    )
