@@ -68,20 +68,21 @@ class AccessLog:
             await self.app(scope, receive, sending)
         finally:
             seconds = time.perf_counter() - started
+            route = _route(scope)
             # Metrics are observed here once per request, on the same template
             # as the access line (never the raw path: bounded cardinality).
-            metrics.request(_route(scope), scope["method"], seen["status"], seconds)
+            metrics.request(route, scope["method"], seen["status"], seconds)
             if self.enabled and log.isEnabledFor(logging.INFO):
-                self._line(scope, seen, seconds)
+                self._line(scope, route, seen, seconds)
             logs.request_id.reset(token)
 
     @staticmethod
-    def _line(scope: Scope, seen: dict[str, int], seconds: float) -> None:
+    def _line(scope: Scope, route: str, seen: dict[str, int], seconds: float) -> None:
         client = scope.get("client")
         state = scope.get("state") or {}
         fields = {
             "method": scope["method"],
-            "route": _route(scope),
+            "route": route,
             "status": seen["status"],
             "duration_ms": round(seconds * 1000, 2),
             "bytes": seen["bytes"],
