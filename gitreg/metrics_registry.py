@@ -64,7 +64,8 @@ PUBLISHES = Counter(
 )
 DOWNLOADS = Counter(
     "gitreg_downloads",
-    "Download locations handed out, by kind (module); `module` only with metrics_per_module.",
+    "Download answers, by kind (module, provider); `module` (the module or provider"
+    " address) only with metrics_per_module.",
     ("kind", "module"),
 )
 ARCHIVE_BUILD = Histogram(

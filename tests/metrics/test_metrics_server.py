@@ -268,7 +268,7 @@ def test_a_scan_of_random_paths_adds_at_most_one_route_value(world: World) -> No
     assert value(after, "gitreg_http_request_duration_seconds_count", route="(no route)") >= 200
 
 
-def test_a_ci_provider_upload_counts_as_a_provider_publish_and_private_blobs_bad_signatures(
+def test_provider_publish_and_download_and_bad_signatures_on_private_blobs(
     world: World, tmp_path: Path
 ) -> None:
     data = world.server.data_dir
@@ -280,10 +280,10 @@ def test_a_ci_provider_upload_counts_as_a_provider_publish_and_private_blobs_bad
     upload = ["provider", "publish", "ciacme/null", "2.1.2", str(dist.write(tmp_path / "dist"))]
     where = ["--url", world.server.url, "--ca-file", str(world.server.ca_pem)]
     cli(tmp_path / "ci", *upload, "--sign", *where, env={"GITREG_TOKEN": token})
+    assert world.get("/v1/providers/ciacme/null/2.1.2/download/linux/amd64")[0] == 200
     after = world.scrape()
-    assert value(after, "gitreg_publishes_total", kind="provider") == (
-        value(before, "gitreg_publishes_total", kind="provider") + 1
-    )
+    for name in ("gitreg_publishes_total", "gitreg_downloads_total"):
+        assert value(after, name, kind="provider") == value(before, name, kind="provider") + 1
 
     # Once the namespace is private its zip needs a signed URL: a bad one is a
     # failed authentication of its own kind.
