@@ -16,8 +16,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from gitreg import logs
+from gitreg import logs, metrics
 from gitreg.api import admin, blobs, discovery, health, mirror, modules, providers
+from gitreg.api import metrics as metrics_api
 from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
 from gitreg.auth.signed_urls import RECHECK_EVERY
@@ -110,6 +111,7 @@ def all_routes() -> list[BaseRoute]:
 def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
     """Build the ASGI app; resources live for the app's lifespan."""
     services = svc or build_services(settings)
+    metrics.enable(settings.metrics_per_module)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -131,9 +133,10 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
                     await task
             if svc is None:
                 services.close()
+            metrics.process_exiting()
 
     app = Starlette(
-        routes=all_routes(),
+        routes=[*all_routes(), *metrics_api.routes(settings)],
         lifespan=lifespan,
         # Outermost of ours: every answer, errors included, gets a request id.
         middleware=[Middleware(AccessLog, enabled=settings.access_log)],

@@ -24,6 +24,8 @@ from typing import Generic, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
+from gitreg import metrics
+
 T = TypeVar("T")
 log = logging.getLogger("gitreg.cache")
 
@@ -48,9 +50,11 @@ class MetadataCache(Generic[T]):
 
     def invalidate(self) -> None:
         with self._lock:
+            metrics.cache_evicted("invalidated", len(self._entries))
             self._entries = {}
             self._not_found = 0
             self.generation += 1
+        metrics.cache_size(0)
 
     def peek(self, key: Hashable) -> T | object:
         """The cached value or `MISSING`: no coroutine, no thread, for hot paths."""
@@ -73,14 +77,18 @@ class MetadataCache(Generic[T]):
             if generation != self.generation:
                 return
             if len(self._entries) >= MAX_ENTRIES:
+                metrics.cache_evicted("full", len(self._entries))
                 self._entries = {}
                 self._not_found = 0
             if value is None:
                 if self._not_found >= MAX_NOT_FOUND:
-                    self._entries = {k: v for k, v in self._entries.items() if v is not None}
+                    kept = {k: v for k, v in self._entries.items() if v is not None}
+                    metrics.cache_evicted("not_found_full", len(self._entries) - len(kept))
+                    self._entries = kept
                     self._not_found = 0
                 self._not_found += 1
             self._entries[key] = value
+            metrics.cache_size(len(self._entries))
 
     async def watch(self, interval: float) -> None:
         """Poll for commits by other processes until cancelled."""

@@ -113,6 +113,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "log_level",
             "log_format",
             "blob_store",
+            "metrics_listen",
         )
     }
     if getattr(args, "upstream", None):  # repeatable --upstream HOST=URL

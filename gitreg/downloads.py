@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from gitreg import metrics
 from gitreg.addresses import ModuleAddress, module_address
 from gitreg.cache import MISSING, MetadataCache
 from gitreg.errors import BadRequest, NotAVersion, NotFound
@@ -82,6 +83,7 @@ class ModuleDownloads:
         if found is None:
             raise NotFound(_not_found(namespace, name, system, version))
         assert isinstance(found, ModuleArchive)
+        metrics.downloaded("module", f"{namespace}/{name}/{system}".lower())
         return self._location(found, base, private=False)
 
     async def location(
@@ -109,6 +111,7 @@ class ModuleDownloads:
         if found is None:
             raise NotFound(_not_found(namespace, name, system, version))
         assert isinstance(found, ModuleArchive)
+        metrics.downloaded("module", f"{namespace}/{name}/{system}".lower())
         return self._location(found, base, private)
 
     def _lookup(self, address: ModuleAddress, version: str) -> Callable[[], object]:

@@ -138,6 +138,13 @@ class Settings:
     # The TOML file these settings were read from, if any; worker processes of
     # `serve --workers N` read it again for the tables kept in `extra`.
     config_file: Path | None = None
+    # Prometheus metrics (docs/operations.md, "Metrics"): `HOST:PORT` serves
+    # /metrics there, plain HTTP and without a token (and not on the main
+    # listener); unset, /metrics on the main listener needs an admin token.
+    # `metrics_per_module` adds the module address as a label of the download
+    # and publish counters: one series per module, so off by default.
+    metrics_listen: str = ""
+    metrics_per_module: bool = False
 
     @property
     def scheme(self) -> str:
@@ -286,6 +293,8 @@ def _validate(settings: Settings) -> None:
             raise ConfigError(f"auto_register_remote: bad template ({exc})") from exc
         if "{forge_repo}" not in settings.auto_register_remote:
             raise ConfigError("auto_register_owners needs auto_register_remote with {forge_repo}")
+    if settings.metrics_listen:
+        metrics_address(settings.metrics_listen)
     if not 0 < settings.max_staged_bytes_per_token <= settings.max_staged_bytes:
         raise ConfigError("need 0 < max_staged_bytes_per_token <= max_staged_bytes")
     if settings.staging_ttl < 1 or settings.min_free_bytes < 0:
@@ -305,6 +314,14 @@ def _validate(settings: Settings) -> None:
 # S3's bucket naming rules (3-63 lower-case letters, digits, dots, hyphens, a
 # letter or digit at both ends): a bad name fails here, not at the first upload.
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+def metrics_address(listen: str) -> tuple[str, int]:
+    """`metrics_listen` as (host, port): `HOST:PORT`, `[IPV6]:PORT` or `:PORT` (all interfaces)."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"metrics_listen must be HOST:PORT, got {listen!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 (the operator's choice)
 
 
 def s3_location(blob_store: str) -> tuple[str, str]:

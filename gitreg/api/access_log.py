@@ -20,7 +20,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gitreg import logs
+from gitreg import logs, metrics
 
 log = logging.getLogger("gitreg.access")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -38,7 +38,7 @@ def _request_id(scope: Scope) -> str:
 
 def _route(scope: Scope) -> str:
     path: Any = getattr(scope.get("route"), "path", None)
-    return str(path) if path else "(no route)"
+    return str(path) if path else metrics.UNMATCHED
 
 
 class AccessLog:
@@ -67,17 +67,22 @@ class AccessLog:
         try:
             await self.app(scope, receive, sending)
         finally:
+            seconds = time.perf_counter() - started
+            route = _route(scope)
+            # Metrics are observed here once per request, on the same template
+            # as the access line (never the raw path: bounded cardinality).
+            metrics.request(route, scope["method"], seen["status"], seconds)
             if self.enabled and log.isEnabledFor(logging.INFO):
-                self._line(scope, seen, time.perf_counter() - started)
+                self._line(scope, route, seen, seconds)
             logs.request_id.reset(token)
 
     @staticmethod
-    def _line(scope: Scope, seen: dict[str, int], seconds: float) -> None:
+    def _line(scope: Scope, route: str, seen: dict[str, int], seconds: float) -> None:
         client = scope.get("client")
         state = scope.get("state") or {}
         fields = {
             "method": scope["method"],
-            "route": _route(scope),
+            "route": route,
             "status": seen["status"],
             "duration_ms": round(seconds * 1000, 2),
             "bytes": seen["bytes"],

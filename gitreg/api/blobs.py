@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from gitreg import metrics
 from gitreg.errors import NotFound
 from gitreg.services import Services, services
 from gitreg.storage.blobs import SHA256_RE
@@ -61,6 +62,8 @@ async def blob_response(request: Request, sha256: str, media_type: str) -> Respo
         raise NotFound("no such archive") from exc
     if request.headers.get("if-none-match") == etag:
         return Response(status_code=304, headers=headers)
+    if request.method == "GET":  # the whole blob, counted as the answer starts
+        metrics.blob_served(stat.st_size)
     return BlobFileResponse(path, media_type=media_type, headers=headers, stat_result=stat)
 
 
@@ -88,6 +91,7 @@ async def _remote_blob(
             return RedirectResponse(url, 302, headers={"Cache-Control": PRIVATE})
     source = await run_in_threadpool(svc.blobs.open, sha256)
     headers["Content-Length"] = str(size)
+    metrics.blob_served(size)
     return StreamingResponse(_chunks(source), media_type=media_type, headers=headers)
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from gitreg import metrics
 from gitreg.auth.ratelimit import FailureLimiter
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.auth.tokens import Principal, Scope, token_hash
@@ -194,6 +195,7 @@ class Access:
         )
         if found is None or found.expired():
             self.limiter.failed(client)
+            metrics.auth_failed("token")
             raise Unauthorized("invalid, expired or revoked token")
         request.state.token_id = found.token_id  # for the access line; never the token
         return found
@@ -256,6 +258,7 @@ class Access:
             self.signer.verify(request.url.path, request.query_params)
         except Forbidden:
             self.limiter.failed(client)
+            metrics.auth_failed("signature")
             raise
 
     def signed(self, path: str) -> str:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitreg import logs
-from gitreg.settings import ENV_PREFIX, NOT_SETTINGS, Settings
+from gitreg.errors import ConfigError
+from gitreg.settings import ENV_PREFIX, NOT_SETTINGS, Settings, metrics_address
 
 if TYPE_CHECKING:
     from gitreg.server_limits import ConnectionLimits
@@ -89,7 +91,40 @@ def _connection_limits(settings: Settings) -> ConnectionLimits:
     return ConnectionLimits(max_connections=cap, header_timeout=settings.header_timeout)
 
 
+def _multiprocess_metrics(settings: Settings) -> None:
+    """With several workers each writes its metrics to files in one directory
+    that a scrape sums (gitreg/metrics.py). prometheus_client reads the
+    variable when it is imported, so it is set before any worker starts.
+    Emptied at every start: files of an earlier run's workers would be
+    counted again."""
+    if settings.workers <= 1:
+        return
+    path = settings.data_dir / "prometheus-multiproc"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)
+
+
+def _metrics_listener(settings: Settings) -> None:
+    """`--metrics-listen HOST:PORT`: /metrics on a plain-HTTP listener of its
+    own, without a token, for a port only the monitoring network reaches.
+    Served by this process; with several workers it sums their files."""
+    if not settings.metrics_listen:
+        return
+    from prometheus_client import start_http_server
+
+    from gitreg import metrics
+
+    host, port = metrics_address(settings.metrics_listen)
+    try:
+        start_http_server(port, host, registry=metrics.registry())
+    except OSError as exc:
+        raise ConfigError(f"metrics_listen {settings.metrics_listen}: {exc.strerror}") from exc
+    print(f"gitreg: metrics at http://{settings.metrics_listen}/metrics", flush=True)
+
+
 def serve(settings: Settings) -> int:
+    _multiprocess_metrics(settings)
     import uvicorn
 
     from gitreg.app import create_app
@@ -97,6 +132,7 @@ def serve(settings: Settings) -> int:
 
     if settings.workers > 1:
         _check_storage(settings)
+    _metrics_listener(settings)
     logs.configure(settings.log_format, settings.log_level)
     limits = _connection_limits(settings)
     options = _tls_options(settings)
@@ -173,6 +209,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: P
     )
     parser.add_argument("--log-level")
     parser.add_argument("--log-format", choices=["auto", "json", "text"])
+    parser.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve /metrics there, plain HTTP without a token (and not on the main port)",
+    )
     parser.add_argument(
         "--upstream",
         action="append",

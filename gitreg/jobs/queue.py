@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from gitreg import metrics
 from gitreg.errors import GitregError, QueueUnavailable, StorageFull
 from gitreg.settings import Settings
 from gitreg.storage.jobs import Enqueued, JobKind, Submission
@@ -120,6 +121,10 @@ class GroupCommit:
             stored = stored[len(submissions) :]
 
 
+# Submissions that put a job in the queue ("merged" ones joined a queued job).
+_NEW = ("queued", "requeued")
+
+
 class JobQueue:
     """Submitting work; shared by the webhook routes, the CLI and the runner."""
 
@@ -140,6 +145,9 @@ class JobQueue:
     def _store_batch(self, submissions: list[Submission]) -> list[Enqueued]:
         max_attempts = self._settings.job_max_attempts
         stored = self.store.enqueue_many(submissions, time.time(), max_attempts)
+        for submission, outcome in zip(submissions, stored, strict=True):
+            if outcome.status in _NEW:
+                metrics.job_queued(submission.kind)
         if any(s.status != "duplicate" for s in stored):
             self.wakeup.set()
         return stored
@@ -159,6 +167,8 @@ class JobQueue:
             max_attempts=self._settings.job_max_attempts,
             delivery_id=delivery_id[:200],
         )
+        if result.status in _NEW:
+            metrics.job_queued(kind)
         if result.status != "duplicate":
             self.wakeup.set()
         return result

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitreg import logs
+from gitreg import logs, metrics
 from gitreg.errors import DatabaseUnavailable, GitError, NotFound, StorageFull, storage_full
 from gitreg.jobs.queue import JobQueue
 from gitreg.settings import Settings
@@ -166,9 +166,13 @@ class JobRunner:
         with self._active_lock:
             self._active.add(job.id)
         context = logs.job.set((job.id, job.repo_id))  # on every line the job logs
+        metrics.job_started()
+        started = time.monotonic()
+        result = "failed"
         try:
-            self._execute(job)
+            result = self._execute(job)
         finally:
+            metrics.job_finished(result, time.monotonic() - started)
             logs.job.reset(context)
             with self._active_lock:
                 self._active.discard(job.id)
@@ -181,27 +185,27 @@ class JobRunner:
             done.append(job)
         return done
 
-    def _execute(self, job: JobRecord) -> None:
+    def _execute(self, job: JobRecord) -> str:
+        """Run one claimed job; returns its result for the metrics: done,
+        retried, failed or deferred (docs/operations.md, "Metrics")."""
         started = time.monotonic()
         try:
             result = self._sync.sync_repo(self._index.repo(job.repo_id), job.kind)
         except NotFound as exc:
-            self._failed(job, str(exc), retry=False)
-            return
+            return self._failed(job, str(exc), retry=False)
         except GitError as exc:
-            self._failed(job, str(exc), retry=True)
-            return
+            return self._failed(job, str(exc), retry=True)
         except Exception as exc:  # a bug or a full disk: keep the job, retry later
             if (full := _as_storage_full(exc)) is not None:
                 self._wait_for_space(job, full)
-                return
+                return "deferred"
             log.exception("job %d failed unexpectedly", job.id)
-            self._failed(job, f"{type(exc).__name__}: {exc}", retry=True)
-            return
+            return self._failed(job, f"{type(exc).__name__}: {exc}", retry=True)
         record = json.dumps(result.as_record())
         if not self._store.finish(job.id, self.owner, time.time(), record):
             log.warning("job %d finished after its lease was lost", job.id)
         log.info("job %d done in %.2fs: %s", job.id, time.monotonic() - started, result.summary)
+        return "done"
 
     def _wait_for_space(self, job: JobRecord, full: StorageFull) -> None:
         """A full disk is the operator's to fix, not the job's fault: the job stays
@@ -217,7 +221,7 @@ class JobRunner:
             # claimed again, as after a crash.
             log.warning("job %d: cannot record the failure either, the disk is full", job.id)
 
-    def _failed(self, job: JobRecord, error: str, retry: bool) -> None:
+    def _failed(self, job: JobRecord, error: str, retry: bool) -> str:
         now = time.time()
         retry_at = now + backoff(job.attempts, self._settings.job_backoff) if retry else None
         state = self._store.fail(job.id, self.owner, now, error, retry_at)
@@ -230,8 +234,9 @@ class JobRunner:
                 retry_at - now,
                 error,
             )
-        else:
-            log.error("job %d %s after %d attempt(s): %s", job.id, state, job.attempts, error)
+            return "retried"
+        log.error("job %d %s after %d attempt(s): %s", job.id, state, job.attempts, error)
+        return "failed"
 
     # -- housekeeping -------------------------------------------------------
 
@@ -274,6 +279,8 @@ class JobRunner:
         interval = self._settings.reconcile_interval
         if interval > 0 and self._store.claim_schedule("reconcile", now, interval):
             self.reconcile()
+        # The queue's depth for /metrics, shared by every replica (gitreg_job_queue).
+        metrics.job_queue(self._store.counts())
         if self._store.claim_schedule("prune", now, PRUNE_INTERVAL):
             pruned = self._store.prune(now - RETENTION)
             if pruned:

@@ -30,6 +30,7 @@ from typing import IO
 
 import anyio.to_thread
 
+from gitreg import metrics
 from gitreg.addresses import ProviderAddress
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
@@ -161,7 +162,9 @@ class MirrorService:
                 ("mirror-index-record", address.key), lambda: self.store.index(address.key)
             )
             if isinstance(cached, CachedIndex):
+                metrics.mirror_hit("index")
                 return cached
+        metrics.mirror_miss("index")
         try:
             return await self.flight.run(("index", address.key), lambda: self._refresh(address))
         except UpstreamNotFound as exc:
@@ -172,6 +175,7 @@ class MirrorService:
                 raise
             age = time.time() - stored.fetched_at
             # Stale-if-error (M3): serve the last good list and back off a little.
+            metrics.mirror_stale_served()
             log.warning(
                 "%s: upstream failed (%s); serving the list from %.0fs ago", address, exc, age
             )
@@ -276,6 +280,7 @@ class MirrorService:
             lambda: self.store.package(address.key, version, platform),
         )
         if isinstance(found, MirrorPackage):
+            metrics.mirror_hit("package")
             return found.sha256
         # Pull-through for a platform VERSION.json did not list, but only for a
         # version and platform the upstream lists: made-up names cost no request.
@@ -296,7 +301,9 @@ class MirrorService:
     ) -> MirrorPackage:
         stored = await anyio.to_thread.run_sync(self.store.package, address.key, version, platform)
         if stored is not None:
+            metrics.mirror_hit("package")
             return stored
+        metrics.mirror_miss("package")
         key = (address.key, version, platform)
         failed = self._failed.get(key)
         if failed and time.monotonic() < failed[0]:

@@ -33,11 +33,12 @@ import anyio.to_thread
 import certifi
 import httpx
 
-from gitreg import __version__
+from gitreg import __version__, metrics
 from gitreg.addresses import ProviderAddress, check_platform
 from gitreg.errors import (
     BadRequest,
     ConstraintError,
+    GitregError,
     UpstreamError,
     UpstreamNotFound,
     UpstreamTimeout,
@@ -182,7 +183,23 @@ class UpstreamClient:
         sink: Sink | None = None,
         progress: Progress | None = None,
     ) -> tuple[bytes, httpx.Headers, str]:
-        """GET `url`: (body, headers, final URL); with `sink`, the body goes there."""
+        """GET `url`: (body, headers, final URL); with `sink`, the body goes there.
+        Failures are counted by kind for `gitreg_upstream_errors_total`."""
+        try:
+            return await self._get_mapped(url, what, limit, sink, progress)
+        except (UpstreamError, UpstreamNotFound) as exc:
+            metrics.upstream_error(_error_kind(exc))
+            raise
+
+    async def _get_mapped(
+        self,
+        url: str,
+        what: str,
+        limit: int,
+        sink: Sink | None = None,
+        progress: Progress | None = None,
+    ) -> tuple[bytes, httpx.Headers, str]:
+        """`_get` with transport failures turned into UpstreamError."""
         _require_https(url)
         state = self._state()
         host = _host(url)
@@ -230,16 +247,19 @@ class UpstreamClient:
                 raise UpstreamError(f"{what}: {declared} bytes is over the {limit} byte limit")
             chunks: list[bytes] = []
             received = 0
-            async for chunk in response.aiter_bytes(CHUNK):
-                received += len(chunk)
-                if received > limit:
-                    raise UpstreamError(f"{what}: more than {limit} bytes; stopped")
-                if sink is None:
-                    chunks.append(chunk)
-                else:
-                    await anyio.to_thread.run_sync(sink.write, chunk)
-                if progress is not None:
-                    progress(received, declared)
+            try:
+                async for chunk in response.aiter_bytes(CHUNK):
+                    received += len(chunk)
+                    if received > limit:
+                        raise UpstreamError(f"{what}: more than {limit} bytes; stopped")
+                    if sink is None:
+                        chunks.append(chunk)
+                    else:
+                        await anyio.to_thread.run_sync(sink.write, chunk)
+                    if progress is not None:
+                        progress(received, declared)
+            finally:
+                metrics.upstream_bytes(received)
             if (
                 declared is not None
                 and received != declared
@@ -252,19 +272,11 @@ class UpstreamClient:
 
     async def _json(self, url: str, what: str) -> tuple[dict[str, Any], str]:
         body, headers, final = await self._get(url, what, MAX_JSON_BYTES)
-        media = headers.get("content-type", "").split(";")[0].strip().lower()
-        if media != "application/json" and not media.endswith("+json"):
-            raise UpstreamError(
-                f"{what}: {_host(url)} answered 200 with {media or 'no Content-Type'}"
-                " instead of application/json (an error page?)"
-            )
         try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise UpstreamError(f"{what}: {_host(url)} sent malformed JSON") from exc
-        if not isinstance(data, dict):
-            raise UpstreamError(f"{what}: {_host(url)} sent JSON that is not an object")
-        return data, final
+            return _parse_json(url, what, body, headers), final
+        except UpstreamError:
+            metrics.upstream_error("invalid")
+            raise
 
     # -- protocol -----------------------------------------------------------------------
 
@@ -320,6 +332,41 @@ class UpstreamClient:
     ) -> httpx.Headers:
         _, headers, _ = await self._get(url, what, limit, sink, progress)
         return headers
+
+
+def _parse_json(url: str, what: str, body: bytes, headers: httpx.Headers) -> dict[str, Any]:
+    media = headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise UpstreamError(
+            f"{what}: {_host(url)} answered 200 with {media or 'no Content-Type'}"
+            " instead of application/json (an error page?)"
+        )
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UpstreamError(f"{what}: {_host(url)} sent malformed JSON") from exc
+    if not isinstance(data, dict):
+        raise UpstreamError(f"{what}: {_host(url)} sent JSON that is not an object")
+    return data
+
+
+def _error_kind(exc: GitregError) -> str:
+    """A bounded label for a failed upstream request (docs/operations.md)."""
+    if isinstance(exc, UpstreamTimeout):
+        return "timeout"
+    if isinstance(exc, UpstreamNotFound):
+        return "not_found"
+    cause = exc.__cause__
+    if isinstance(cause, ssl.SSLError):
+        return "tls"
+    if isinstance(cause, httpx.HTTPError):
+        return "network"
+    text = str(exc)
+    if " answered HTTP " in text:
+        return "status"
+    if "byte limit" in text or "more than" in text:
+        return "too_large"
+    return "invalid"
 
 
 def _content_length(headers: httpx.Headers) -> int | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from gitreg import metrics
 from gitreg.errors import ArchiveTooLarge, GitError, MirrorLocked, NotAVersion, NotFound
 from gitreg.git.backend import GitBackend, TagProblem, TagRef
 from gitreg.locks import file_lock
@@ -285,6 +286,7 @@ class Publisher:
             # Another process published this version between our check and insert.
             return self._publish_one(repo, module, tv, ref, notes)
         log.info("published %s %s from %s (%s)", module.address, tv.version, ref.name, sha256)
+        metrics.published("module", str(module.address))
         return "published"
 
     def _archive(self, mirror: Path, ref: TagRef) -> tuple[str, int, list[str]]:
@@ -292,9 +294,11 @@ class Publisher:
         known = self._index.archive_for_tree(ref.tree_sha, ref.commit_time)
         if known is not None and self._blobs.exists(known[0]):
             return known[0], known[1], []
+        started = time.monotonic()
         with self._blobs.writer() as sink:
             out = cast(BinaryIO, sink)
             report = self._git.archive(mirror, ref.tree_sha, out, ref.commit_time, self._limits)
+        metrics.archive_built(time.monotonic() - started)
         assert sink.result is not None
         for line in report.skipped:
             log.warning("archive of %s left out %s", ref.name, line)

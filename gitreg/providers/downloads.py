@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gitreg import metrics
 from gitreg.addresses import ProviderAddress, check_os_arch, local_provider_address
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
@@ -115,6 +116,7 @@ class ProviderDownloads:
         if isinstance(found, str):
             raise NotFound(found)
         assert isinstance(found, _Download)
+        metrics.downloaded("provider", address.key)
         if private:
             urls = {k: base + self._access.signed(p) for k, p in found.paths.items()}
             return json_bytes({**found.data, **urls})

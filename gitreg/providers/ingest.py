@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
+from gitreg import metrics
 from gitreg.errors import (
     BadRequest,
     Conflict,
@@ -150,6 +151,7 @@ class ProviderPublisher:
             signed.key.key_id,
             source,
         )
+        metrics.published("provider", str(provider.address))
         return record
 
     # -- forge releases -----------------------------------------------------

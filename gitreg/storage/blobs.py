@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from gitreg import metrics
 from gitreg.errors import NotFound, storage_full
 
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -241,6 +242,7 @@ class FileBlobStore(LocalScratch):
                     fsync_dir(final.parent)
                 # else: same content already stored, identical bytes by definition.
             sink.result = stored
+            metrics.blob_written(stored.size)
         finally:
             tmp.unlink(missing_ok=True)
 

@@ -41,6 +41,7 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, BaseError, NotSupportedError, PreconditionError
 from obstore.store import S3Store
 
+from gitreg import metrics
 from gitreg.errors import ConfigError, Conflict, NotFound, StorageUnavailable, storage_full
 from gitreg.storage.blobs import (
     SHA256_RE,
@@ -241,6 +242,7 @@ class S3BlobStore(LocalScratch):
                 stored = sink.digest()
                 self._upload(tmp, stored)
             sink.result = stored
+            metrics.blob_written(stored.size)
         finally:
             tmp.unlink(missing_ok=True)
 

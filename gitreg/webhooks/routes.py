@@ -15,10 +15,11 @@ git work happens here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gitreg import metrics
 from gitreg.addresses import module_address
 from gitreg.api.responses import json_response
 from gitreg.auth.tokens import Principal, Scope
@@ -35,6 +37,7 @@ from gitreg.errors import (
     BadRequest,
     ConfigError,
     Forbidden,
+    GitregError,
     NotFound,
     PayloadTooLarge,
     Unauthorized,
@@ -171,7 +174,7 @@ class Pending:
 Outcome = tuple[int, dict[str, Any]] | Pending
 
 
-async def _store(svc: Services, pending: Pending) -> Response:
+async def _store(svc: Services, pending: Pending, forge: str) -> Response:
     """Wait until the transaction holding this delivery's jobs committed; 503
     with Retry-After when it failed (then nothing of it was stored)."""
     reason = pending.delivery.describe()
@@ -188,13 +191,16 @@ async def _store(svc: Services, pending: Pending) -> Response:
         log.info("%s: job %d %s for %s", reason, outcome.job_id, outcome.status, repo.url)
     fresh = any(j["status"] != "duplicate" for j in jobs)
     answer = {"status": "queued" if fresh else "duplicate", "jobs": jobs}
+    metrics.webhook_delivery(forge, str(answer["status"]))
     return json_response(json_bytes(answer), status=202 if fresh else 200)
 
 
-async def _answer(svc: Services, outcome: Outcome) -> Response:
+async def _answer(svc: Services, outcome: Outcome, forge: str) -> Response:
+    """`forge` names the endpoint in `gitreg_webhook_deliveries_total`."""
     if isinstance(outcome, Pending):
-        return await _store(svc, outcome)
+        return await _store(svc, outcome, forge)
     status, answer = outcome
+    metrics.webhook_delivery(forge, str(answer["status"]))
     return json_response(json_bytes(answer), status=status)
 
 
@@ -216,14 +222,30 @@ def accept_forge_delivery(
     return Pending(repos, forge.name, delivery, forge.delivery_id(headers))
 
 
+@contextlib.asynccontextmanager
+async def _counted(forge: str) -> AsyncIterator[None]:
+    """Count a delivery refused with an error: `rejected` for a 4xx (bad
+    signature, unknown repository, malformed body), `unavailable` for a 503
+    (the queue could not store it; the forge retries). Answers are counted
+    by `_answer` with their status."""
+    try:
+        yield
+    except GitregError as exc:
+        metrics.webhook_delivery(forge, "rejected" if exc.status < 500 else "unavailable")
+        if isinstance(exc, Unauthorized) and forge != "git":  # git's token: counted by Access
+            metrics.auth_failed("webhook")
+        raise
+
+
 def forge_endpoint(forge: Forge) -> Route:
     async def receive(request: Request) -> Response:
         svc = services(request)
-        body, payload = await read_json(request, svc.settings.webhook_max_bytes)
-        outcome = await run_in_threadpool(
-            accept_forge_delivery, svc, forge, request.headers, body, payload
-        )
-        return await _answer(svc, outcome)
+        async with _counted(forge.name):
+            body, payload = await read_json(request, svc.settings.webhook_max_bytes)
+            outcome = await run_in_threadpool(
+                accept_forge_delivery, svc, forge, request.headers, body, payload
+            )
+            return await _answer(svc, outcome, forge.name)
 
     return Route(f"/webhooks/{forge.name}", receive, methods=["POST"], name=f"webhook-{forge.name}")
 
@@ -274,11 +296,12 @@ def accept_notification(svc: Services, payload: dict[str, Any], principal: Princ
 
 async def notify(request: Request) -> Response:
     svc = services(request)
-    # The token first: nothing of an unauthenticated body is read or parsed.
-    principal = await svc.access.authenticate(request, Scope.publish)
-    _, payload = await read_json(request, svc.settings.webhook_max_bytes)
-    outcome = await run_in_threadpool(accept_notification, svc, payload, principal)
-    return await _answer(svc, outcome)
+    async with _counted("git"):
+        # The token first: nothing of an unauthenticated body is read or parsed.
+        principal = await svc.access.authenticate(request, Scope.publish)
+        _, payload = await read_json(request, svc.settings.webhook_max_bytes)
+        outcome = await run_in_threadpool(accept_notification, svc, payload, principal)
+        return await _answer(svc, outcome, "git")
 
 
 def routes() -> list[Route]:
