@@ -234,9 +234,16 @@ class ReleasePending(ForgeError):
 
 class UpstreamError(GitregError):
     """An upstream registry was unreachable, answered badly, or sent a package
-    that failed verification; nothing of it was cached (mirror, checklist M1)."""
+    that failed verification; nothing of it was cached (mirror, checklist M1).
+
+    `kind` is the bounded label of `gitreg_upstream_errors_total` for the
+    failures that no exception type or cause tells apart."""
 
     status = 502
+
+    def __init__(self, message: str, kind: str = "invalid") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class UpstreamTimeout(UpstreamError):

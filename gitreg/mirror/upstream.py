@@ -241,17 +241,23 @@ class UpstreamClient:
             if response.status_code == 404:
                 raise UpstreamNotFound(f"{what}: {host} has none (404)")
             if response.status_code != 200:
-                raise UpstreamError(f"{what}: {host} answered HTTP {response.status_code}")
+                raise UpstreamError(
+                    f"{what}: {host} answered HTTP {response.status_code}", kind="status"
+                )
             declared = _content_length(response.headers)
             if declared is not None and declared > limit:
-                raise UpstreamError(f"{what}: {declared} bytes is over the {limit} byte limit")
+                raise UpstreamError(
+                    f"{what}: {declared} bytes is over the {limit} byte limit", kind="too_large"
+                )
             chunks: list[bytes] = []
             received = 0
             try:
                 async for chunk in response.aiter_bytes(CHUNK):
                     received += len(chunk)
                     if received > limit:
-                        raise UpstreamError(f"{what}: more than {limit} bytes; stopped")
+                        raise UpstreamError(
+                            f"{what}: more than {limit} bytes; stopped", kind="too_large"
+                        )
                     if sink is None:
                         chunks.append(chunk)
                     else:
@@ -361,12 +367,7 @@ def _error_kind(exc: GitregError) -> str:
         return "tls"
     if isinstance(cause, httpx.HTTPError):
         return "network"
-    text = str(exc)
-    if " answered HTTP " in text:
-        return "status"
-    if "byte limit" in text or "more than" in text:
-        return "too_large"
-    return "invalid"
+    return exc.kind if isinstance(exc, UpstreamError) else "invalid"
 
 
 def _content_length(headers: httpx.Headers) -> int | None:
