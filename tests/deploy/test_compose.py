@@ -52,7 +52,7 @@ def _gitreg_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {n: s for n, s in compose["services"].items() if s.get("image", "").startswith("gitreg")}
 
 
-IMAGE_ENV = dict(DockerfileParser(str(DEPLOY / "Dockerfile")).envs)
+IMAGE_ENV: dict[str, str] = dict(DockerfileParser(str(DEPLOY / "Dockerfile")).envs)
 
 
 def _data_dir() -> str:
