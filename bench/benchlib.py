@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import io
 import json
 import os
 import platform
@@ -30,7 +31,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
@@ -803,25 +807,23 @@ def tag(repo: Path, name: str, commit: str) -> None:
 # --- misc -------------------------------------------------------------------------------
 
 
-class NullSink:
+class NullSink(io.BytesIO):
     """A writable that hashes like gitreg's BlobWriter and keeps nothing (no disk, no fsync);
-    with `keep=True` it keeps the bytes too."""
+    with `keep=True` it keeps the bytes too, in `chunks`. A BytesIO (whose own buffer stays
+    empty) because the archive builders write to a `BinaryIO`."""
 
     def __init__(self, keep: bool = False) -> None:
+        super().__init__()
         self.hash = hashlib.sha256()
-        self.chunks: list[bytes] | None = [] if keep else None
+        self.keep = keep
+        self.chunks: list[bytes] = []
 
-    def write(self, data: bytes) -> int:
-        self.hash.update(data)
-        if self.chunks is not None:
-            self.chunks.append(bytes(data))
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-    def writable(self) -> bool:
-        return True
+    def write(self, data: ReadableBuffer, /) -> int:
+        view = memoryview(data)
+        self.hash.update(view)
+        if self.keep:
+            self.chunks.append(view.tobytes())
+        return view.nbytes
 
 
 def progress(message: str) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import benchlib as b
+from dulwich.objects import ObjectID, ShaFile
 
 BACKENDS = ("dulwich", "dulwich-heads-only", "pygit2", "git")
 TAG_REFSPEC = "+refs/tags/*:refs/tags/*"
@@ -89,7 +90,7 @@ def iter_blobs(backend: str, repo_path: str, tree: str) -> tuple[int, int]:
 
         repo = Repo(repo_path)
         store = repo.object_store
-        stack = [store[tree.encode()]]
+        stack = [store[ObjectID(tree.encode())]]
         while stack:
             node = stack.pop()
             assert isinstance(node, Tree)
@@ -128,7 +129,7 @@ class Pygit2Objects:
         self._repo = pygit2.Repository(path)
         self._kinds = {pygit2.enums.ObjectType.TREE: Tree, pygit2.enums.ObjectType.BLOB: Blob}
 
-    def __getitem__(self, sha: bytes) -> Any:
+    def __getitem__(self, sha: ObjectID) -> ShaFile:
         obj = self._repo[sha.decode()]
         return self._kinds[obj.type].from_raw_string(
             self._kinds[obj.type].type_num, obj.read_raw(), sha=sha
@@ -140,7 +141,7 @@ def do_archive(backend: str, repo_path: str, tree: str) -> int:
 
     from gitreg.modules.archive import build_archive
 
-    sink: Any = b.NullSink()
+    sink = b.NullSink()
     if backend == "dulwich":
         repo = Repo(repo_path)
         report = build_archive(repo.object_store, tree.encode(), sink, mtime=0)

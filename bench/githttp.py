@@ -8,6 +8,7 @@ itself makes, as from a forge. Responses are streamed (chunked), not buffered.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import subprocess
@@ -31,7 +32,7 @@ class GitHandler(BaseHTTPRequestHandler):
 
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            parts = []
+            parts: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip(), 16)
                 if size == 0:
@@ -64,7 +65,9 @@ class GitHandler(BaseHTTPRequestHandler):
         with subprocess.Popen(
             [git, "http-backend"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
         ) as cgi:
-            assert cgi.stdin is not None and cgi.stdout is not None
+            # stdout=PIPE with the default bufsize is a BufferedReader, whose read1 returns
+            # what the pipe has now instead of waiting for CHUNK bytes.
+            assert cgi.stdin is not None and isinstance(cgi.stdout, io.BufferedReader)
             cgi.stdin.write(body)
             cgi.stdin.close()
             status, headers = 200, []

@@ -128,8 +128,10 @@ def run(args: argparse.Namespace, ws: Path) -> str:
             gitreg = b.start_gitreg(data, tls, ws, log_level)
             started.append(gitreg)
             answers = capture(gitreg, paths, tls)
+            versions_body = answers["versions"]["body"]
+            assert isinstance(versions_body, bytes)
             b.require(
-                len(json.loads(answers["versions"]["body"])["modules"][0]["versions"]) == VERSIONS,
+                len(json.loads(versions_body)["modules"][0]["versions"]) == VERSIONS,
                 "all versions listed",
             )
             routes = bare_routes(answers, ws / f"routes-{log_level}.json")

@@ -71,7 +71,7 @@ def worker_one(mirror: str) -> dict[str, Any]:
 
 def worker_archives(mirror: str, sample: int) -> dict[str, Any]:
     """Per-archive timings on `sample` tags spread over the history."""
-    from dulwich.objects import Blob, Tree
+    from dulwich.objects import Blob, ObjectID, Tree
     from dulwich.repo import Repo
 
     from gitreg.git.backend import DulwichBackend
@@ -95,7 +95,7 @@ def worker_archives(mirror: str, sample: int) -> dict[str, Any]:
         files.append(report.files)
         # Reading every object of the tree, as the build does, and nothing else.
         start = time.perf_counter()
-        stack = [store[ref.tree_sha.encode()]]
+        stack = [store[ObjectID(ref.tree_sha.encode())]]
         while stack:
             tree = stack.pop()
             assert isinstance(tree, Tree)

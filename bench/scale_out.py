@@ -346,15 +346,19 @@ def drain(
     foreign = b._machine_busy() - busy_before - cpu - (_own_cpu() - own_before)
     # Deliveries that came while their repository's job ran queued one more job each,
     # which finds nothing new; the queue must empty with no job failed.
-    while (states := dict(sql(env, "SELECT state, count(*) FROM jobs GROUP BY state"))).keys() - {
-        "done"
-    }:
+    while (states := _job_states(env)).keys() - {"done"}:
         b.require(time.monotonic() < deadline and "failed" not in states, f"jobs: {states}")
         time.sleep(0.05)
     idle = time.monotonic() - started
-    jobs = sum(int(str(n)) for n in states.values())
+    jobs = sum(states.values())
     b.progress(f"{len(replicas)} replica(s): {len(work)} versions in {seconds:.2f}s, {states}")
     return Drain(len(replicas), len(work), seconds, answered, jobs, cpu, idle, foreign / seconds)
+
+
+def _job_states(env: dict[str, str]) -> dict[str, int]:
+    """Jobs per state, e.g. {"done": 40, "queued": 2}."""
+    rows = sql(env, "SELECT state, count(*) FROM jobs GROUP BY state")
+    return {str(state): int(str(count)) for state, count in rows}
 
 
 def _own_cpu() -> float:
@@ -490,7 +494,8 @@ def archive_url(server: b.Server, ca: Path, address_version: str) -> str | None:
     status, headers, _ = b.fetch(server.url(f"/v1/modules/{address_version}/download"), ca)
     if status != 204:
         return None
-    return urllib.parse.urljoin(server.url("/"), headers["X-Terraform-Get"])
+    location: str = headers["X-Terraform-Get"]
+    return urllib.parse.urljoin(server.url("/"), location)
 
 
 def serves_archive(server: b.Server, ca: Path, address_version: str) -> bool:

@@ -65,7 +65,7 @@ def declared() -> set[str]:
 
 def imported() -> set[str]:
     """Top-level module names imported anywhere in gitreg/, tests/ or bench/."""
-    modules = set()
+    modules: set[str] = set()
     for source in SOURCES:
         for path in source.rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(), str(path))):

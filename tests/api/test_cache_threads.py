@@ -15,7 +15,7 @@ from types import FrameType
 import pytest
 
 from gitreg import cache as cache_module
-from gitreg.cache import MISSING, MetadataCache
+from gitreg.cache import MetadataCache
 
 KEYS = 8
 FILLERS = 3
@@ -72,7 +72,8 @@ def _fill_until(cache: MetadataCache[int], db: Database, stop: threading.Event) 
 
 
 def _stale(cache: MetadataCache[int], floor: int) -> dict[int, int]:
-    return {k: v for k in range(KEYS) if (v := cache.peek(k)) is not MISSING and v < floor}
+    # peek answers `T | object` (T or the MISSING sentinel); every value here is an int.
+    return {k: v for k in range(KEYS) if isinstance(v := cache.peek(k), int) and v < floor}
 
 
 def _publish(cache: MetadataCache[int], db: Database, times: int, stale: list[str]) -> None:
@@ -122,9 +123,12 @@ def test_concurrent_invalidations_all_count() -> None:
     """`generation` moves on every invalidation, whichever thread makes it, so a
     fill that spans any of them is refused."""
     cache: MetadataCache[int] = MetadataCache(lambda: 0)
-    threads = [
-        threading.Thread(target=lambda: [cache.invalidate() for _ in range(2000)]) for _ in range(4)
-    ]
+
+    def invalidate_many() -> None:
+        for _ in range(2000):
+            cache.invalidate()
+
+    threads = [threading.Thread(target=invalidate_many) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -121,7 +121,9 @@ def truthy(value: Any) -> bool:
 
 def _to_yaml(value: Any) -> str:
     # Helm's toYaml (sigs.k8s.io/yaml) sorts keys and drops the final newline.
-    return yaml.safe_dump(value, default_flow_style=False, sort_keys=True).removesuffix("\n")
+    # Without a stream, safe_dump returns the document as a str (PyYAML ships no types).
+    dumped: str = yaml.safe_dump(value, default_flow_style=False, sort_keys=True)
+    return dumped.removesuffix("\n")
 
 
 def _indent(width: int, text: Any) -> str:

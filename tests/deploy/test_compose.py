@@ -23,12 +23,17 @@ HOSTNAME = "registry.example.com"
 SETTING_NAMES = {
     ENV_PREFIX + f.name.upper() for f in dataclasses.fields(Settings) if f.name not in NOT_SETTINGS
 }
-# Variables the image's entrypoint turns from NAME_FILE into NAME.
-ENTRYPOINT_FILES = set(
-    re.search(r"for name in ([A-Z_ ]+); do", (DEPLOY / "docker-entrypoint.sh").read_text())
-    .group(1)  # type: ignore[union-attr]
-    .split()
-)
+
+
+def _entrypoint_files() -> set[str]:
+    """Variables the image's entrypoint turns from NAME_FILE into NAME."""
+    script = (DEPLOY / "docker-entrypoint.sh").read_text()
+    loop = re.search(r"for name in ([A-Z_ ]+); do", script)
+    assert loop, "docker-entrypoint.sh has no `for name in ...; do` loop"
+    return set(loop.group(1).split())
+
+
+ENTRYPOINT_FILES = _entrypoint_files()
 SECRET_VALUE = re.compile(r"PASSWORD|SECRET_ACCESS_KEY|TOKEN")
 
 
@@ -52,7 +57,7 @@ def _gitreg_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {n: s for n, s in compose["services"].items() if s.get("image", "").startswith("gitreg")}
 
 
-IMAGE_ENV = dict(DockerfileParser(str(DEPLOY / "Dockerfile")).envs)
+IMAGE_ENV: dict[str, str] = dict(DockerfileParser(str(DEPLOY / "Dockerfile")).envs)
 
 
 def _data_dir() -> str:

@@ -65,7 +65,8 @@ def _post(server: RunningServer, path: str, body: bytes, headers: dict[str, str]
     request = urllib.request.Request(server.url + path, data=body, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, context=server.ssl_context(), timeout=10) as answer:
-            return answer.status
+            status: int = answer.status  # typeshed types urlopen's answer as Any
+            return status
     except urllib.error.HTTPError as exc:
         return exc.code
 

@@ -21,6 +21,7 @@ from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
+from gitreg.storage.index import SQLiteIndex
 from tests.support.fake_upstream import FakeUpstream, ServedUpstream, serve_tls
 from tests.support.provider_dist import make_dist
 from tests.support.server import cli
@@ -115,6 +116,7 @@ def test_warm_hits_do_not_touch_upstream_or_write(svc: Services, served: ServedU
     ]
     get(svc, *paths)
     requests = len(served.upstream.requests)
+    assert isinstance(svc.index, SQLiteIndex)  # the fixture's settings: the embedded index
     changes = svc.index._conn.total_changes
     answers = get(svc, *(paths * 5))
     assert [a.status_code for a in answers] == [200] * 15

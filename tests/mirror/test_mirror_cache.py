@@ -109,7 +109,8 @@ def test_cold_miss_fetches_verifies_and_keeps_both_hashes(
         data = release.zips[platform]
         assert archive["url"] == f"terraform-provider-null_2.1.2_{platform}.zip"
         assert archive["hashes"] == [expected_h1(data), "zh:" + hashlib.sha256(data).hexdigest()]
-        assert svc.blobs.path(hashlib.sha256(data).hexdigest()).read_bytes() == data
+        with svc.blobs.open(hashlib.sha256(data).hexdigest()) as blob:
+            assert blob.read() == data
     stored = svc.mirror.store.packages(NULL.key, "2.1.2")
     assert {p.platform for p in stored} == {"linux_amd64", "darwin_arm64"}
     assert all(p.key_id == key_id(upstream.key) for p in stored)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,11 @@ DOWNLOAD = {
 }
 
 Handler = Callable[[httpx.Request], httpx.Response]
+# MockTransport also takes coroutine handlers, for upstreams that must stall without a thread.
+AsyncHandler = Callable[[httpx.Request], Coroutine[Any, Any, httpx.Response]]
 
 
-def client(handler: Handler, tmp_path: Path, **flags: Any) -> UpstreamClient:
+def client(handler: Handler | AsyncHandler, tmp_path: Path, **flags: Any) -> UpstreamClient:
     settings = load_settings({"data_dir": tmp_path, **flags}, environ={})
     return UpstreamClient(mirror_options(settings), transport=httpx.MockTransport(handler))
 

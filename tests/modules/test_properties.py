@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import pytest
 from dulwich.object_store import MemoryObjectStore
-from dulwich.objects import Blob, Tree
+from dulwich.objects import Blob, ObjectID, Tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
@@ -89,7 +89,7 @@ def trees(draw: st.DrawFn, depth: int = 0) -> tuple[MemoryObjectStore, bytes]:
     return store, _tree(draw, store, depth)
 
 
-def _tree(draw: st.DrawFn, store: MemoryObjectStore, depth: int) -> bytes:
+def _tree(draw: st.DrawFn, store: MemoryObjectStore, depth: int) -> ObjectID:
     tree = Tree()
     for name in draw(st.lists(HOSTILE_NAMES, min_size=1, max_size=5, unique=True)):
         mode = draw(MODES)
@@ -105,7 +105,7 @@ def _tree(draw: st.DrawFn, store: MemoryObjectStore, depth: int) -> bytes:
             store.add_object(blob)
             sha = blob.id
         elif mode == 0o160000:
-            sha = b"1" * 40
+            sha = ObjectID(b"1" * 40)  # a submodule commit, not in this store
         else:
             if mode == 0o040000:
                 mode = 0o100644
@@ -167,9 +167,9 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 
 # Percent-encoded so any code point (NUL, `/`, `..`, control characters) reaches the
 # server's routing and handlers rather than being refused by the client.
-SEGMENT = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40
-).map(lambda s: quote(s, safe=""))
+SEGMENT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40).map(
+    lambda s: quote(s, safe="")
+)
 
 
 @settings(

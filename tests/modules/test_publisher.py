@@ -53,7 +53,8 @@ def archive_names(svc: Services, address: str, version: str) -> list[str]:
     module = svc.index.find_module(*address.split("/"))
     assert module is not None
     found = next(v for v in svc.index.versions(module.id) if v.version == version)
-    data = svc.blobs.path(found.archive_sha256).read_bytes()
+    with svc.blobs.open(found.archive_sha256) as blob:
+        data = blob.read()
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         return tar.getnames()
 
@@ -204,7 +205,8 @@ def test_resync_and_rebuild_give_byte_identical_archives(
         module = services.index.find_module("acme", "vpc", "aws")
         assert module is not None
         (version,) = services.index.versions(module.id)
-        digests.append(services.blobs.path(version.archive_sha256).read_bytes())
+        with services.blobs.open(version.archive_sha256) as blob:
+            digests.append(blob.read())
         services.close()
     assert digests[0] == digests[1]
     assert gzip.decompress(digests[0])  # a real gzip stream

@@ -361,12 +361,13 @@ def test_archives_are_served_without_git(
     module = svc.index.find_module("acme", "vpc", "aws")
     assert module is not None
     [version] = svc.index.versions(module.id)
-    blob = svc.blobs.path(version.archive_sha256)
+    blob = svc.blobs.local_file(version.archive_sha256)
+    assert blob is not None  # the default store keeps blobs in DATA_DIR
     stored, stored_mtime = blob.read_bytes(), blob.stat().st_mtime_ns
     # Neither the mirror nor the source exists any more: nothing could rebuild it.
     for gone in (svc.publisher.mirror_path(record), repo.path):
-        for path in sorted(gone.rglob("*"), reverse=True):
-            path.unlink() if not path.is_dir() or path.is_symlink() else path.rmdir()
+        for entry in sorted(gone.rglob("*"), reverse=True):
+            entry.unlink() if not entry.is_dir() or entry.is_symlink() else entry.rmdir()
         gone.rmdir()
     with TestClient(app, base_url="https://testserver") as client:
         location = client.get("/v1/modules/acme/vpc/aws/1.0.0/download").headers["x-terraform-get"]

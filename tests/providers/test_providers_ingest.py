@@ -17,6 +17,7 @@ from gitreg.errors import (
 )
 from gitreg.providers.collect import collect
 from gitreg.providers.signing import parse_public_key, verify_detached
+from gitreg.providers.store import Published
 from gitreg.services import Services
 from gitreg.storage.providers import ProviderRecord
 from tests.support.provider_dist import (
@@ -41,14 +42,15 @@ def provider(svc: Services) -> ProviderRecord:
 
 def _publish(
     svc: Services, provider: ProviderRecord, dist: Dist, tmp_path: Path, sign: bool = False
-):
+) -> Published:
     directory = dist.write(tmp_path / f"dist-{len(list(tmp_path.iterdir()))}")
     files = collect(directory.iterdir(), provider.type, dist.version, strict=False)
     return svc.providers.publish(provider, dist.version, files, sign=sign, source="test")
 
 
 def _blob(svc: Services, sha256: str) -> bytes:
-    return svc.blobs.path(sha256).read_bytes()
+    with svc.blobs.open(sha256) as blob:
+        return blob.read()
 
 
 def test_publisher_signed_release_is_published_with_hashes(

@@ -106,6 +106,13 @@ def _request(
         return exc.code, _lower(exc.headers), json.loads(exc.read())
 
 
+def _errors(body: dict[str, object]) -> list[object]:
+    """The `errors` list of a JSON error answer (the brief's {"errors": [...]})."""
+    errors = body["errors"]
+    assert isinstance(errors, list), body
+    return errors
+
+
 def _lower(headers: Message) -> dict[str, str]:
     return {name.lower(): value for name, value in headers.items()}
 
@@ -184,15 +191,15 @@ def test_full_disk_answers_503_and_one_line_errors_then_recovers(
 
     status, _, body = _request(server, "/readyz")
     assert status == 503
-    assert any("storage full" in str(problem) for problem in body["errors"]), body  # type: ignore[union-attr]
+    assert any("storage full" in str(problem) for problem in _errors(body)), body
     prepared = delivery("github", "push-tag-created", repo=FORGE_REPO, secret=SECRET)
     status, headers, body = _webhook(server, prepared)
     assert status == 503, body
-    assert str(body["errors"][0]).startswith("storage is full: "), body  # type: ignore[index]
+    assert str(_errors(body)[0]).startswith("storage is full: "), body
     assert int(headers["retry-after"]) > 0
     status, headers, body = _request(server, upload_file, b"z" * 65536, auth, "PUT")
     assert status == 503 and int(headers["retry-after"]) > 0, body
-    assert str(body["errors"][0]).startswith("storage is full: "), body  # type: ignore[index]
+    assert str(_errors(body)[0]).startswith("storage is full: "), body
     _assert_one_line_error(cli(data_dir, "sync", check=False))
     _assert_one_line_error(
         cli(data_dir, "repo", "add", str(other.path), "--module", "acme/other/null", check=False)

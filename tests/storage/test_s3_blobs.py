@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import obstore
 import pytest
@@ -26,10 +27,18 @@ from gitreg.storage.s3 import s3_options
 from gitreg.storage.select import open_blob_store
 from tests.support.s3 import MotoS3, S3Bucket, moto_s3, new_bucket
 
+if TYPE_CHECKING:
+    # Declared only in obstore's type stubs, not importable at run time.
+    from obstore.store import S3Config
+
 DATA = b"terraform module archive"
 SHA = hashlib.sha256(DATA).hexdigest()
 KEY = f"registry/one/blobs/{SHA[:2]}/{SHA}"
-_CREDENTIALS = {"access_key_id": "testing", "secret_access_key": "testing", "region": "us-east-1"}
+_CREDENTIALS: S3Config = {
+    "access_key_id": "testing",
+    "secret_access_key": "testing",
+    "region": "us-east-1",
+}
 
 
 def _store(bucket: S3Bucket, data_dir: Path) -> BlobStore:

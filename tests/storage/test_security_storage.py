@@ -116,6 +116,7 @@ def test_every_write_runs_inside_begin_immediate(
     flags = {"data_dir": tmp_path / "data", "job_workers": 0, "reconcile_interval": 0}
     app = create_app(load_settings(flags, environ={}))
     svc: Services = app.state.services
+    assert isinstance(svc.index, SQLiteIndex)  # no database URL: the embedded index
     statements: list[str] = []
     svc.index._conn.set_trace_callback(statements.append)
     repo = make_repo("hello")

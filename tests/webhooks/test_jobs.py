@@ -16,7 +16,8 @@ import pytest
 from gitreg.jobs.runner import JobRunner, backoff, owner_is_dead, worker_identity
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
-from gitreg.storage.jobs import JobStore
+from gitreg.storage.index import SQLiteIndex
+from gitreg.storage.protocols import JobIndex
 from gitreg.storage.records import RepoRecord
 from tests.support.gitrepo import GitRepo, simple_module
 
@@ -49,7 +50,7 @@ def runner(svc: Services) -> JobRunner:
     return JobRunner.for_services(svc)
 
 
-def store(svc: Services) -> JobStore:
+def store(svc: Services) -> JobIndex:
     return svc.jobs.store
 
 
@@ -233,6 +234,7 @@ def test_a_repository_removed_from_the_index_fails_without_retries(
 ) -> None:
     _, record = add_repo(svc, make_repo, "a")
     svc.jobs.submit(record.id, "sync", "test", "x")
+    assert isinstance(svc.index, SQLiteIndex)  # the default settings: the embedded index
     svc.index._conn.execute("PRAGMA foreign_keys = OFF")
     svc.index._conn.execute("DELETE FROM modules")
     svc.index._conn.execute("DELETE FROM repos")

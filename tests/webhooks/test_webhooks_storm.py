@@ -15,7 +15,7 @@ import contextlib
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -160,7 +160,7 @@ def test_a_failed_commit_answers_503_with_retry_after_to_the_whole_batch_and_sto
 
 
 def test_submissions_waiting_while_the_database_is_busy_share_one_transaction(
-    data_dir: Path, make_repo: Callable[[str], GitRepo]
+    data_dir: Path, make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     register(data_dir, make_repo)
     settings = load_settings({"data_dir": data_dir}, environ={})
@@ -169,11 +169,11 @@ def test_submissions_waiting_while_the_database_is_busy_share_one_transaction(
     transactions: list[int] = []
     enqueue_many = store.enqueue_many
 
-    def counted(submissions: list[Submission], now: float, max_attempts: int) -> list[Enqueued]:
+    def counted(submissions: Sequence[Submission], now: float, max_attempts: int) -> list[Enqueued]:
         transactions.append(len(submissions))
         return enqueue_many(submissions, now, max_attempts)
 
-    store.enqueue_many = counted  # type: ignore[method-assign]
+    monkeypatch.setattr(store, "enqueue_many", counted)
     queue = JobQueue(store, settings)
     repo_ids = [r.id for r in index.repos()]
     # Another process holds the write lock while 50 deliveries arrive (one twice).
