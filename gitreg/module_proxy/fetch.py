@@ -124,10 +124,14 @@ def fetch_archive(
 
 def _fetch_commit(source: GitSource, repo: Repo, limits: FetchLimits) -> Commit:
     client, path = _client(source.url, limits.timeout)
-    _limit_pack(client, limits.max_pack_bytes, time.monotonic() + limits.timeout * 10)
+    deadline = time.monotonic() + limits.timeout * 10
+    _limit_pack(client, limits.max_pack_bytes, deadline)
     chosen: list[bytes] = []
 
     def determine_wants(refs: Mapping[bytes, bytes | None], depth: int | None = None) -> list[Any]:
+        # The ref advertisement may itself have dripped in slowly (G3).
+        if time.monotonic() > deadline:
+            raise GitError("fetch took too long; abandoned")
         chosen.append(_wanted(refs, source.ref))
         return [ObjectID(chosen[0])]
 
