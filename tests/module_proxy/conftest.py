@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,22 +43,35 @@ class Upstream:
         git(self.bare, "pack-refs", "--all")
 
 
-@pytest.fixture
-def upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
-    work = GitRepo(tmp_path / "work")
+@contextlib.contextmanager
+def upstream_servers(root: Path) -> Iterator[Upstream]:
+    """A module repository tagged v1.2.0 behind a real git HTTPS server, and a
+    public-shaped registry whose 1.2.0 points at it (`SSL_CERT_FILE` must name
+    `ca_pem(root)` for gitreg to trust them)."""
+    work = GitRepo(root / "work")
     simple_module(work)
     work.commit("v1.2.0")
     work.tag("v1.2.0", annotated=True)
-    bare = tmp_path / "bare.git"
-    git(tmp_path, "clone", "-q", "--bare", str(work.path), str(bare))
+    bare = root / "bare.git"
+    git(root, "clone", "-q", "--bare", str(work.path), str(bare))
     registry = FakeModuleRegistry()
     server = GitServer({"org/repo.git": bare})
-    tls_dir = tmp_path / "tls"
-    # gitreg trusts the test CA only through SSL_CERT_FILE, as in production.
-    monkeypatch.setenv("SSL_CERT_FILE", str(ensure_local_tls(tls_dir, ["127.0.0.1"]).ca_cert))
+    tls_dir = root / "tls"
     with server.serve(tls_dir) as git_url, serve_registry(registry, tls_dir) as registry_url:
         up = Upstream(registry, server, work, bare, registry_url, git_url, tls_dir)
         registry.modules[MODULE] = {"1.2.0": up.location()}
+        yield up
+
+
+def ca_pem(root: Path) -> Path:
+    return ensure_local_tls(root / "tls", ["127.0.0.1"]).ca_cert
+
+
+@pytest.fixture
+def upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
+    # gitreg trusts the test CA only through SSL_CERT_FILE, as in production.
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_pem(tmp_path)))
+    with upstream_servers(tmp_path) as up:
         yield up
 
 

