@@ -109,3 +109,29 @@ def test_a_hostile_location_answers_502_json(proxy: Proxy) -> None:
     assert "refused" in answer.json()["errors"][0]
     listed = cli(proxy.data_dir, "modules", "proxied").stdout
     assert "6.6.6" not in listed and "1.2.0" in listed
+
+
+def test_a_moved_tag_serves_the_first_bytes_and_is_reported(proxy: Proxy, tmp_path: Path) -> None:
+    url = f"{proxy.server.url}/v1/modules/{'/'.join(MODULE)}/1.2.0/download"
+    context = proxy.server.ssl_context()
+    before = httpx.get(url, verify=context).headers["x-terraform-get"]
+    up = proxy.upstream
+    up.work.write("main.tf", 'output "greeting" {\n  value = "moved"\n}\n')
+    moved_to = up.work.commit("moved")
+    up.work.tag("v1.2.0", annotated=True, force=True)
+    up.push()
+    env = {"SSL_CERT_FILE": str(ca_pem(up.tls_dir.parent))}
+    checked = cli(proxy.data_dir, "modules", "proxied", "--check", env=env, check=False)
+    assert checked.returncode == 1 and moved_to[:12] in checked.stdout
+    assert "moved upstream tag(s) of cached modules" in cli(proxy.data_dir, "jobs").stdout
+    token = cli(proxy.data_dir, "token", "create", "--scope", "admin").stdout.split()[-1]
+    answer = httpx.get(
+        f"{proxy.server.url}/admin/conflicts",
+        headers={"Authorization": f"Bearer {token}"},
+        verify=context,
+    ).json()
+    [move] = answer["module_proxy_moves"]
+    assert move["upstream_commit"] == moved_to and move["version"] == "1.2.0"
+    assert httpx.get(url, verify=context).headers["x-terraform-get"] == before
+    installed = _init(proxy, tmp_path / "after-move")
+    assert "moved" not in (tmp_path / "after-move" / installed["Dir"] / "main.tf").read_text()
