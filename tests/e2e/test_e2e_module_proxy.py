@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,3 +136,27 @@ def test_a_moved_tag_serves_the_first_bytes_and_is_reported(proxy: Proxy, tmp_pa
     assert httpx.get(url, verify=context).headers["x-terraform-get"] == before
     installed = _init(proxy, tmp_path / "after-move")
     assert "moved" not in (tmp_path / "after-move" / installed["Dir"] / "main.tf").read_text()
+
+
+def test_a_private_proxied_namespace_needs_a_token(proxy: Proxy) -> None:
+    base = f"{proxy.server.url}/v1/modules/{'/'.join(MODULE)}"
+    context = proxy.server.ssl_context()
+    cli(proxy.data_dir, "namespace", "set", MODULE[0], "--private")
+    try:
+        deadline = time.monotonic() + 30  # the server notices the change on its next refresh
+        while httpx.get(f"{base}/versions", verify=context).status_code == 200:
+            assert time.monotonic() < deadline, "the namespace never became private"
+            time.sleep(0.1)
+        for path in ("/versions", "/1.2.0/download", "/7.7.7/download"):
+            answer = httpx.get(base + path, verify=context)
+            assert answer.status_code in (401, 404) and "errors" in answer.json()
+        token = cli(
+            proxy.data_dir, "token", "create", "--scope", "read", "--namespace", MODULE[0]
+        ).stdout.split()[-1]
+        auth = {"Authorization": f"Bearer {token}"}
+        answer = httpx.get(f"{base}/1.2.0/download", headers=auth, verify=context)
+        location = answer.headers["x-terraform-get"]
+        assert "/archives/" in location and "?" in location  # a signed archive URL
+        assert httpx.get(location, verify=context).status_code == 200
+    finally:
+        cli(proxy.data_dir, "namespace", "set", MODULE[0], "--public")
