@@ -21,6 +21,7 @@ from an upstream registry:
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,9 +34,10 @@ from gitreg.canonical_json import json_bytes
 from gitreg.downloads import archive_path
 from gitreg.errors import NotAVersion, NotFound, UpstreamError, UpstreamNotFound
 from gitreg.mirror.singleflight import SingleFlight
+from gitreg.module_proxy.archive_source import archive_from_download
 from gitreg.module_proxy.config import ProxyOptions, ProxyUpstream
-from gitreg.module_proxy.fetch import FetchLimits, fetch_archive, remote_commit
-from gitreg.module_proxy.source import parse_source
+from gitreg.module_proxy.fetch import FetchedArchive, FetchLimits, fetch_archive, remote_commit
+from gitreg.module_proxy.source import ArchiveSource, GitSource, parse_source
 from gitreg.module_proxy.upstream import ModuleUpstream
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.module_proxy import ModuleProxyIndex, ProxiedMove, ProxiedVersion
@@ -150,12 +152,7 @@ class ModuleProxyService:
         except UpstreamNotFound as exc:
             raise NotFound(f"module {address} has no version {version} upstream") from exc
         source = parse_source(location)
-        limits = FetchLimits(
-            self.options.git_timeout, self.options.max_fetch_bytes, self.options.archive
-        )
-        fetched = await anyio.to_thread.run_sync(
-            lambda: fetch_archive(source, self.blobs, limits, self.workdir)
-        )
+        fetched = await self._fetch(source)
         for line in fetched.skipped:
             log.warning("%s %s: archive leaves out %s", key, version, line)
         record = ProxiedVersion(
@@ -167,7 +164,7 @@ class ModuleProxyService:
             system=address.system,
             location=location,
             git_url=source.url,
-            ref=source.ref,
+            ref=source.ref if isinstance(source, GitSource) else "",
             subdir=source.subdir,
             commit_sha=fetched.commit_sha,
             archive_sha256=fetched.sha256,
@@ -178,6 +175,25 @@ class ModuleProxyService:
         self.cache.invalidate()  # the access snapshot learns the new blob's owner
         log.info("cached %s %s from %s at %s", key, version, source.url, fetched.commit_sha[:12])
         return stored
+
+    async def _fetch(self, source: GitSource | ArchiveSource) -> FetchedArchive:
+        limits = FetchLimits(
+            self.options.git_timeout, self.options.max_fetch_bytes, self.options.archive
+        )
+        if isinstance(source, GitSource):
+            return await anyio.to_thread.run_sync(
+                lambda: fetch_archive(source, self.blobs, limits, self.workdir)
+            )
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="proxy-", dir=self.workdir) as temp:
+            downloaded = Path(temp) / "download"
+            with downloaded.open("wb") as out:
+                await self.upstream.download_to(source.url, out, self.options.max_fetch_bytes)
+            return await anyio.to_thread.run_sync(
+                lambda: archive_from_download(
+                    downloaded, source.kind, self.blobs, limits, Path(temp) / "repo"
+                )
+            )
 
     async def location(
         self,
@@ -212,6 +228,8 @@ class ModuleProxyService:
 
     async def _check_one(self, record: ProxiedVersion) -> ProxiedMove | None:
         source = parse_source(record.location)
+        if not isinstance(source, GitSource):
+            return None  # a plain archive has no ref; its bytes were pinned by sha256
         try:
             now = await anyio.to_thread.run_sync(
                 lambda: remote_commit(source, self.options.git_timeout)

@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urljoin, urlsplit
 
+import anyio.to_thread
 import httpx
 
 from gitreg import __version__
@@ -68,7 +69,15 @@ class ModuleUpstream:
             event_hooks={"request": [_check_request]},
         )
 
-    async def _get(self, url: str, what: str, accept_204: bool = False) -> httpx.Response:
+    async def _get(
+        self,
+        url: str,
+        what: str,
+        accept_204: bool = False,
+        limit: int = MAX_JSON_BYTES,
+        out: BinaryIO | None = None,
+    ) -> httpx.Response:
+        """GET `url`; the body is kept in the response, or written to `out`."""
         require_https(url)
         host = urlsplit(url).netloc
         try:
@@ -81,12 +90,17 @@ class ModuleUpstream:
                     raise UpstreamNotFound(f"{what}: {host} has none (404)")
                 if response.status_code not in ((200, 204) if accept_204 else (200,)):
                     raise UpstreamError(f"{what}: {host} answered HTTP {response.status_code}")
-                body = b""
+                body = bytearray()
+                received = 0
                 async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > MAX_JSON_BYTES:
-                        raise UpstreamError(f"{what}: answer over {MAX_JSON_BYTES} bytes")
-                response._content = body
+                    received += len(chunk)
+                    if received > limit:
+                        raise UpstreamError(f"{what}: more than {limit} bytes; stopped")
+                    if out is None:
+                        body += chunk
+                    else:
+                        await anyio.to_thread.run_sync(out.write, chunk)
+                response._content = bytes(body)
                 return response
         except TimeoutError as exc:
             raise UpstreamTimeout(f"{what}: {host} did not answer in time") from exc
@@ -162,3 +176,7 @@ class ModuleUpstream:
             # Relative to the download URL, as Terraform resolves it.
             location = urljoin(str(response.url), location)
         return location
+
+    async def download_to(self, url: str, out: BinaryIO, limit: int) -> None:
+        """A plain archive named by a module's location, at most `limit` bytes."""
+        await self._get(url, f"archive {url[:200]}", limit=limit, out=out)

@@ -40,6 +40,7 @@ class FakeModuleRegistry:
     # (namespace, name, system) -> version -> X-Terraform-Get
     modules: dict[tuple[str, str, str], dict[str, str]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)  # served at /files/NAME
     down: bool = False
 
     def app(self) -> Starlette:
@@ -64,6 +65,12 @@ class FakeModuleRegistry:
                 return JSONResponse({"errors": ["Not Found"]}, status_code=404)
             return Response(status_code=204, headers={"X-Terraform-Get": location})
 
+        async def files(request: Request) -> Response:
+            body = self.files.get(request.path_params["name"])
+            if body is None:
+                return Response("no such file", status_code=404)
+            return Response(body, media_type="application/octet-stream")
+
         async def guard(scope: Any, receive: Any, send: Any) -> None:
             self.requests.append(scope["path"])
             if self.down:
@@ -77,6 +84,7 @@ class FakeModuleRegistry:
                 Route("/.well-known/terraform.json", discovery),
                 Route(path + "/versions", versions),
                 Route(path + "/{version}/download", download),
+                Route("/files/{name}", files),
             ]
         )
         return guard  # type: ignore[return-value]
