@@ -86,8 +86,8 @@ class ModuleProxyService:
         """Upstream versions (fresh or stale-if-error) plus every cached one, sorted."""
         upstream, module, key = self._upstream(address)
         listed = await self._current(upstream, module, key)
-        cached = await anyio.to_thread.run_sync(self.store.versions)
-        known = set(listed) | {v.version for v in cached if v.module_key == key}
+        cached = await anyio.to_thread.run_sync(self.store.versions, key)
+        known = set(listed) | {v.version for v in cached}
         if not known:
             raise NotFound(f"module {address} has no versions upstream or cached")
         return sorted(known, key=sort_key)
@@ -109,8 +109,7 @@ class ModuleProxyService:
             return []  # cached versions still serve; none at all is a 404 above
         except UpstreamError as exc:
             if stored is None or time.time() - stored.fetched_at > self.options.stale_if_error:
-                cached = await anyio.to_thread.run_sync(self.store.versions)
-                if any(v.module_key == key for v in cached):
+                if await anyio.to_thread.run_sync(self.store.versions, key):
                     log.warning("%s: upstream failed (%s); serving cached versions only", key, exc)
                     return []
                 raise

@@ -59,7 +59,7 @@ class ModuleProxyIndex(Protocol):
 
     def version(self, module_key: str, version: str) -> ProxiedVersion | None: ...
 
-    def versions(self) -> list[ProxiedVersion]: ...
+    def versions(self, module_key: str | None = None) -> list[ProxiedVersion]: ...
 
     def add_version(self, record: ProxiedVersion) -> ProxiedVersion: ...
 
@@ -95,8 +95,15 @@ class ModuleProxyStore(IndexBackedStore):
         )
         return _version(rows[0]) if rows else None
 
-    def versions(self) -> list[ProxiedVersion]:
-        rows = self._rows("SELECT * FROM module_proxy_versions ORDER BY module_key, version")
+    def versions(self, module_key: str | None = None) -> list[ProxiedVersion]:
+        """Every cached version, or those of one module."""
+        if module_key is None:
+            rows = self._rows("SELECT * FROM module_proxy_versions ORDER BY module_key, version")
+        else:
+            rows = self._rows(
+                "SELECT * FROM module_proxy_versions WHERE module_key = ? ORDER BY version",
+                (module_key,),
+            )
         return [_version(r) for r in rows]
 
     def add_version(self, record: ProxiedVersion) -> ProxiedVersion:

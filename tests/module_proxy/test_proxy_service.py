@@ -138,3 +138,20 @@ def test_hostile_locations_are_refused(
     with pytest.raises(UpstreamError, match="refused"):
         asyncio.run(service.cached(ADDRESS, "1.5.0"))
     assert service.store.versions() == []
+
+
+def test_past_the_stale_window_only_cached_versions_are_listed(
+    tmp_path: Path, upstream: Upstream
+) -> None:
+    service = make_service(tmp_path, upstream.registry_url, mirror_stale_if_error=0.0)
+    upstream.registry.modules[MODULE]["1.3.0"] = upstream.location()
+    assert asyncio.run(service.versions(ADDRESS)) == ["1.2.0", "1.3.0"]
+    upstream.registry.down = True
+    service._fresh.clear()
+    with pytest.raises(UpstreamError):  # nothing cached: the failure shows (502)
+        asyncio.run(service.versions(ADDRESS))
+    upstream.registry.down = False
+    asyncio.run(service.cached(ADDRESS, "1.2.0"))
+    upstream.registry.down = True
+    service._fresh.clear()
+    assert asyncio.run(service.versions(ADDRESS)) == ["1.2.0"]

@@ -42,7 +42,8 @@ def test_a_cached_version_never_changes(implementation: Backend) -> None:
     assert store.add_version(replace(VERSION, archive_sha256="b" * 64)) == VERSION  # first wins
     assert store.version(KEY, "5.1.0") == VERSION
     assert store.version(KEY, "5.2.0") is None
-    assert store.versions() == [VERSION]
+    assert store.versions() == [VERSION] == store.versions(KEY)
+    assert store.versions("registry.terraform.io/other/vpc/aws") == []
     assert store.blob_owners() == [("terraform-aws-modules", "a" * 64)]
 
 
