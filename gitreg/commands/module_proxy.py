@@ -26,6 +26,11 @@ def register(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     """Add subcommands to the `modules` parser `repos.register_modules` made."""
     modules = sub.choices["modules"]
     modules_sub = modules.add_subparsers(dest="modules_command")
+    # `gitreg modules` alone still lists; `modules list` says so explicitly, as `jobs list` does.
+    listing = modules_sub.add_parser("list", parents=[common], help="list modules (default)")
+    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--verbose", "-v", action="store_true")
+    listing.set_defaults(handler=modules.get_default("handler"))
     fetch = modules_sub.add_parser(
         "prefetch", parents=[common], help="cache the proxied modules a configuration calls"
     )

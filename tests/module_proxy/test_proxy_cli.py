@@ -100,3 +100,9 @@ def test_a_tampered_export_is_refused(tmp_path: Path, upstream: Upstream) -> Non
     refused = cli(inside, "modules", "import", str(tmp_path / "export"), check=False)
     assert refused.returncode != 0 and "does not match its sha256" in refused.stderr
     assert json.loads(cli(inside, "modules", "proxied", "--json").stdout)["versions"] == []
+
+
+def test_modules_alone_and_modules_list_still_list_own_modules(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    plain = cli(data_dir, "modules", "--json").stdout
+    assert json.loads(plain) == json.loads(cli(data_dir, "modules", "list", "--json").stdout)
