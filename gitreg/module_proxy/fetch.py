@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, cast
+from urllib.parse import urljoin
 
 from dulwich.client import get_transport_and_path
 from dulwich.config import ConfigDict
@@ -28,6 +29,7 @@ from dulwich.repo import Repo
 from gitreg.errors import ArchiveTooLarge, GitError, UpstreamError
 from gitreg.git.backend import _limit_pack
 from gitreg.module_proxy.source import GitSource
+from gitreg.module_proxy.upstream import require_https
 from gitreg.modules.archive import ArchiveLimits, build_archive
 from gitreg.storage.blobs import BlobStore
 
@@ -58,9 +60,46 @@ def _client(url: str, timeout: float) -> tuple[Any, str]:
     if cafile:
         config.set((b"http",), b"sslCAInfo", cafile.encode())
     try:
-        return cast(tuple[Any, str], get_transport_and_path(url, config=config))
+        client, path = cast(tuple[Any, str], get_transport_and_path(url, config=config))
     except ValueError as exc:
         raise UpstreamError(f"cannot use repository {url}: {exc}") from exc
+    _check_redirects(client)
+    return client, path
+
+
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+
+def _check_redirects(client: Any) -> None:
+    """Follow redirects one hop at a time, each checked like the first URL.
+
+    urllib3 would follow a git host's redirect to any address, including a
+    cloud metadata service (checklist G2, M2); here every hop must be https
+    on an address gitreg may reach, as for the upstream registry's own URLs.
+    """
+    pool = getattr(client, "pool_manager", None)
+    if pool is None:
+        return
+    original = pool.request
+
+    def request(method: str, url: str, **kwargs: Any) -> Any:
+        kwargs["redirect"] = False
+        for _ in range(6):
+            response = original(method, url, **kwargs)
+            location = response.headers.get("Location")
+            if response.status not in _REDIRECTS or not location:
+                # dulwich rebases the repository URL on the final URL it reads here.
+                response.url = url
+                return response
+            response.drain_conn()
+            url = urljoin(url, location)
+            require_https(url)
+            if response.status == 303:
+                method = "GET"
+                kwargs.pop("body", None)
+        raise UpstreamError(f"too many redirects fetching {url[:200]}")
+
+    pool.request = request
 
 
 def _wanted(refs: Mapping[bytes, bytes | None], ref: str) -> bytes:

@@ -41,6 +41,7 @@ class FakeModuleRegistry:
     modules: dict[tuple[str, str, str], dict[str, str]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)  # served at /files/NAME
+    redirect_to: str = ""  # /redirect/PATH answers 302 to redirect_to + PATH
     down: bool = False
 
     def app(self) -> Starlette:
@@ -71,6 +72,12 @@ class FakeModuleRegistry:
                 return Response("no such file", status_code=404)
             return Response(body, media_type="application/octet-stream")
 
+        async def redirect(request: Request) -> Response:
+            target = self.redirect_to + request.path_params["rest"]
+            if request.url.query:
+                target += "?" + request.url.query
+            return Response(status_code=302, headers={"Location": target})
+
         async def guard(scope: Any, receive: Any, send: Any) -> None:
             self.requests.append(scope["path"])
             if self.down:
@@ -85,6 +92,7 @@ class FakeModuleRegistry:
                 Route(path + "/versions", versions),
                 Route(path + "/{version}/download", download),
                 Route("/files/{name}", files),
+                Route("/redirect/{rest:path}", redirect, methods=["GET", "POST"]),
             ]
         )
         return guard  # type: ignore[return-value]

@@ -155,3 +155,18 @@ def test_past_the_stale_window_only_cached_versions_are_listed(
     upstream.registry.down = True
     service._fresh.clear()
     assert asyncio.run(service.versions(ADDRESS)) == ["1.2.0"]
+
+
+def test_a_git_redirect_is_followed_only_to_allowed_addresses(
+    service: ModuleProxyService, upstream: Upstream
+) -> None:
+    upstream.registry.modules[MODULE]["1.6.0"] = (
+        f"git::{upstream.registry_url}/redirect/org/repo.git?ref=v1.2.0"
+    )
+    upstream.registry.redirect_to = upstream.git_url + "/"
+    moved = asyncio.run(service.cached(ADDRESS, "1.6.0"))  # a renamed repository still works
+    assert moved.commit_sha == upstream.work.rev("v1.2.0^{commit}")
+    upstream.registry.modules[MODULE]["1.7.0"] = upstream.registry.modules[MODULE]["1.6.0"]
+    upstream.registry.redirect_to = "https://169.254.169.254/"
+    with pytest.raises(UpstreamError, match=r"refused upstream URL .*169\.254\.169\.254"):
+        asyncio.run(service.cached(ADDRESS, "1.7.0"))
