@@ -126,12 +126,17 @@ def test_a_moved_tag_serves_the_first_bytes_and_is_reported(proxy: Proxy, tmp_pa
     assert checked.returncode == 1 and moved_to[:12] in checked.stdout
     assert "moved upstream tag(s) of cached modules" in cli(proxy.data_dir, "jobs").stdout
     token = cli(proxy.data_dir, "token", "create", "--scope", "admin").stdout.split()[-1]
-    answer = httpx.get(
-        f"{proxy.server.url}/admin/conflicts",
-        headers={"Authorization": f"Bearer {token}"},
-        verify=context,
-    ).json()
-    [move] = answer["module_proxy_moves"]
+    deadline = time.monotonic() + 30
+    while True:  # until the server has read the new token
+        answer = httpx.get(
+            f"{proxy.server.url}/admin/conflicts",
+            headers={"Authorization": f"Bearer {token}"},
+            verify=context,
+        )
+        if answer.status_code == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    [move] = answer.json()["module_proxy_moves"]
     assert move["upstream_commit"] == moved_to and move["version"] == "1.2.0"
     assert httpx.get(url, verify=context).headers["x-terraform-get"] == before
     installed = _init(proxy, tmp_path / "after-move")
@@ -155,6 +160,10 @@ def test_a_private_proxied_namespace_needs_a_token(proxy: Proxy) -> None:
         ).stdout.split()[-1]
         auth = {"Authorization": f"Bearer {token}"}
         answer = httpx.get(f"{base}/1.2.0/download", headers=auth, verify=context)
+        while answer.status_code != 204:  # until the server has read the new token
+            assert time.monotonic() < deadline + 30, answer.text
+            time.sleep(0.1)
+            answer = httpx.get(f"{base}/1.2.0/download", headers=auth, verify=context)
         location = answer.headers["x-terraform-get"]
         assert "/archives/" in location and "?" in location  # a signed archive URL
         assert httpx.get(location, verify=context).status_code == 200
