@@ -63,7 +63,9 @@ def _init(proxy: Proxy, workdir: Path, version: str = "1.2.0") -> dict[str, str]
         f'module "vpc" {{\n  source  = "{source}"\n  version = "{version}"\n}}\n\n'
         'output "greeting" {\n  value = module.vpc.greeting\n}\n'
     )
+    started = time.monotonic()
     run_terraform(workdir, "init", ca_pem=proxy.server.ca_pem)
+    print(f"terraform init {workdir.name}: {time.monotonic() - started:.2f}s")  # a measurement
     manifest = json.loads((workdir / ".terraform/modules/modules.json").read_text())
     return next(m for m in manifest["Modules"] if m["Key"] == "vpc")
 

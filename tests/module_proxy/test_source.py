@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitreg.errors import UpstreamError
 from gitreg.module_proxy.source import ArchiveSource, GitSource, parse_source
@@ -64,3 +66,20 @@ def test_refused_locations_say_why(location: str, reason: str) -> None:
     with pytest.raises(UpstreamError, match="refused") as caught:
         parse_source(location)
     assert reason in str(caught.value)
+
+
+@given(
+    st.one_of(
+        st.text(max_size=300),
+        st.text(max_size=200).map(lambda t: "git::https://" + t),
+        st.text(max_size=200).map(lambda t: "https://example.com/" + t),
+        st.text(max_size=200).map(lambda t: "github.com/" + t),
+    )
+)
+def test_any_location_is_accepted_or_refused_never_crashes(location: str) -> None:
+    try:
+        found = parse_source(location)
+    except UpstreamError as exc:
+        assert "refused" in str(exc)
+    else:
+        assert found.url.startswith("https://")
