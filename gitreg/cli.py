@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         jobs,
         migrate,
         mirror,
+        module_proxy,
         providers,
         repos,
         serve,
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     providers.register(sub, common)
     mirror.register(sub, common)
     repos.register_modules(sub, common)
+    module_proxy.register(sub, common)
     doctor.register(sub, common)
     yank.register_module(sub, common)
     return parser

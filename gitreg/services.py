@@ -16,6 +16,8 @@ from gitreg.cache import MetadataCache
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
 from gitreg.mirror.service import MirrorService, build_mirror
+from gitreg.module_proxy.config import proxy_options
+from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.modules.publisher import Publisher
 from gitreg.providers.ingest import ProviderPublisher
 from gitreg.settings import Settings
@@ -24,6 +26,7 @@ from gitreg.storage.blobs import BlobStore
 from gitreg.storage.index import open_index
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.mirror import MirrorStore
+from gitreg.storage.module_proxy import ModuleProxyIndex, ModuleProxyStore
 from gitreg.storage.protocols import (
     AuthIndex,
     JobIndex,
@@ -57,6 +60,7 @@ class Services:
     sync: SyncService
     secrets: SecretStore
     uploads: UploadStore  # staged CI uploads: DATA_DIR/uploads, or beside the S3 blobs
+    module_proxy: ModuleProxyService  # pull-through cache of public modules (issue 17)
 
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first
@@ -91,6 +95,8 @@ def build_services(settings: Settings) -> Services:
     )
     access.add_blob_owners(providers.store.blob_owners)
     access.add_blob_owners(mirror_store.blob_owners)
+    proxy_store: ModuleProxyIndex = ModuleProxyStore(shared)
+    access.add_blob_owners(proxy_store.blob_owners)
     return Services(
         settings,
         index,
@@ -106,6 +112,9 @@ def build_services(settings: Settings) -> Services:
         SyncService(index, publisher, providers),
         secrets,
         open_upload_store(settings, blobs),
+        ModuleProxyService(
+            proxy_options(settings), proxy_store, blobs, cache, settings.data_dir / "proxy-tmp"
+        ),
     )
 
 

@@ -3,7 +3,8 @@
     GET  /admin/jobs?state=failed&limit=50   jobs, newest first, and counts by state
     GET  /admin/jobs/:id                     one job
     POST /admin/jobs/:id/retry               queue a failed job again
-    GET  /admin/conflicts                    force-moved tags that were not published (G4)
+    GET  /admin/conflicts                    force-moved tags that were not published (G4),
+                                             and moved upstream tags of cached public modules
     GET  /admin/repos                        repositories and whether their last sync worked
 
 Every call needs `Authorization: Bearer <token>` for a registry-wide token of
@@ -12,6 +13,7 @@ scope `admin` (`gitreg token create --scope admin`).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -107,7 +109,10 @@ async def conflicts(request: Request) -> Response:
                     "first_seen": c.first_seen,
                 }
                 for c in svc.index.conflicts()
-            ]
+            ],
+            # Upstream tags of cached public modules that moved (issue 17):
+            # the first bytes keep serving, as for own moved tags above.
+            "module_proxy_moves": [dataclasses.asdict(m) for m in svc.module_proxy.store.moves()],
         }
 
     return json_response(json_bytes(await run_in_threadpool(build)))

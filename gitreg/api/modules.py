@@ -11,6 +11,8 @@ header, which Terraform also accepts.
 
 from __future__ import annotations
 
+import functools
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -52,6 +54,8 @@ def _versions_key(request: Request) -> tuple[str, ...]:
 
 async def versions(request: Request) -> Response:
     svc = services(request)
+    if svc.module_proxy.handles(request.path_params["namespace"]):
+        return await _proxied_versions(request)
     key = _versions_key(request)
     body = svc.cache.peek(key)
     if body is MISSING:
@@ -76,14 +80,33 @@ async def download(request: Request) -> Response:
     p = request.path_params
     asked = (p["namespace"], p["name"], p["system"], p["version"])
     base = base_url(request, svc.settings)
+    who = functools.partial(svc.access.principal, request)
+    if svc.module_proxy.handles(p["namespace"]):
+        proxied = await svc.module_proxy.location(
+            _address(request), p["version"], base, svc.access, who
+        )
+        return _download_response(request, proxied)
     downloads = ModuleDownloads(svc.index, svc.cache, svc.access)
     location = downloads.cached_location(*asked, base)
     if location is None:
-        location = await downloads.location(*asked, base, lambda: svc.access.principal(request))
+        location = await downloads.location(*asked, base, who)
+    return _download_response(request, location)
+
+
+def _download_response(request: Request, location: str) -> Response:
     headers = {"X-Terraform-Get": location}
     if "application/json" in request.headers.get("accept", ""):
         return json_response(json_bytes({"location": location}), headers=headers)
     return Response(status_code=204, headers=headers)
+
+
+async def _proxied_versions(request: Request) -> Response:
+    """A namespace listed in `[[module_proxy]]` (docs/module-proxy.md): the
+    versions come from the upstream registry, through gitreg/module_proxy."""
+    svc = services(request)
+    addr = _address(request)
+    await svc.access.require_read(request, addr.namespace, _not_found(request))
+    return json_response(await svc.module_proxy.versions_body(addr))
 
 
 def routes() -> list[Route]:

@@ -56,6 +56,10 @@ def list_jobs(svc: Services, args: argparse.Namespace) -> int:
     print(", ".join(f"{n} {state}" for state, n in counts.items() if n) or "no jobs")
     for job in jobs:
         print(_line(svc, job))
+    moves = svc.module_proxy.store.moves()
+    if moves:
+        # Cached public modules whose upstream tag moved (docs/module-proxy.md).
+        print(f"{len(moves)} moved upstream tag(s) of cached modules; see `gitreg modules proxied`")
     return 1 if args.state is None and counts["failed"] else 0
 
 

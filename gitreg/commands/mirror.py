@@ -25,6 +25,7 @@ from gitreg.mirror.config import RootConfiguration, read_configurations
 from gitreg.mirror.export import export_static
 from gitreg.mirror.service import MirrorService
 from gitreg.mirror.upstream import Progress
+from gitreg.module_proxy.export import export_modules
 from gitreg.services import Services
 from gitreg.storage.mirror import MirrorPackage
 from gitreg.versions import Constraints, Version, parse_version
@@ -295,6 +296,13 @@ def export_command(svc: Services, dest: Path, platforms: list[str]) -> int:
         "serve it over https as a network_mirror, or point a filesystem_mirror at it"
         " (its zips are in the packed layout); see docs/mirror.md"
     )
+    # Cached public modules go along for another gitreg (docs/module-proxy.md).
+    modules = export_modules(svc.module_proxy.store, svc.blobs, dest)
+    if modules.versions:
+        print(
+            f"exported {modules.versions} cached module version(s) to {dest / 'modules'};"
+            " load them with `gitreg modules import`"
+        )
     return 0
 
 

@@ -18,6 +18,7 @@ from gitreg.storage.blobs import BlobStore, FileBlobStore
 from gitreg.storage.index import SQLiteIndex, open_index
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.mirror import MirrorStore
+from gitreg.storage.module_proxy import ModuleProxyIndex, ModuleProxyStore
 from gitreg.storage.protocols import (
     AuthIndex,
     JobIndex,
@@ -43,6 +44,7 @@ class Backend:
     mirror: MirrorIndex
     auth: AuthIndex
     blobs: BlobStore
+    module_proxy: ModuleProxyIndex
     dialect: str = "sqlite"
 
 
@@ -56,6 +58,7 @@ def _sqlite_and_files(root: Path) -> Backend:
         mirror=MirrorStore(sqlite),
         auth=AuthStore(sqlite),
         blobs=FileBlobStore(root / "blobs"),
+        module_proxy=ModuleProxyStore(sqlite),
     )
 
 
@@ -69,6 +72,7 @@ def _postgres_and_files(root: Path, url: str) -> Backend:
         mirror=MirrorStore(shared),
         auth=AuthStore(shared),
         blobs=FileBlobStore(root / "blobs"),
+        module_proxy=ModuleProxyStore(shared),
         dialect="postgresql",
     )
 
