@@ -151,7 +151,7 @@ class DulwichBackend:
         client, path = self._client(url)
         deadline = time.monotonic() + self._timeout * 10
         self._watch_ssh(client, deadline)
-        _limit_pack(client, self._max_pack_bytes, deadline)
+        limit_pack(client, self._max_pack_bytes, deadline)
         try:
             result = client.fetch(path, repo, ref_prefix=[TAG_PREFIX])
         except GitError as exc:  # the pack limit or the ssh watchdog stopped it
@@ -272,7 +272,7 @@ def _create_mirror(mirror: Path) -> None:
     partial.rename(mirror)
 
 
-def _limit_pack(client: typing.Any, max_bytes: int, deadline: float) -> None:
+def limit_pack(client: typing.Any, max_bytes: int, deadline: float) -> None:
     """Stop a fetch whose pack grows past `max_bytes` or that runs past `deadline` (G3).
 
     dulwich's `fetch` streams the pack through `fetch_pack(..., pack_data)`, so

@@ -27,11 +27,11 @@ from dulwich.objects import Commit, ObjectID, Tag, Tree
 from dulwich.repo import Repo
 
 from gitreg.errors import ArchiveTooLarge, GitError, UpstreamError
-from gitreg.git.backend import _limit_pack
+from gitreg.git.backend import limit_pack
 from gitreg.module_proxy.source import GitSource
-from gitreg.module_proxy.upstream import require_https
 from gitreg.modules.archive import ArchiveLimits, build_archive
 from gitreg.storage.blobs import BlobStore
+from gitreg.upstream_http import require_https
 
 _HEX40 = frozenset("0123456789abcdef")
 
@@ -164,7 +164,7 @@ def fetch_archive(
 def _fetch_commit(source: GitSource, repo: Repo, limits: FetchLimits) -> Commit:
     client, path = _client(source.url, limits.timeout)
     deadline = time.monotonic() + limits.timeout * 10
-    _limit_pack(client, limits.max_pack_bytes, deadline)
+    limit_pack(client, limits.max_pack_bytes, deadline)
     chosen: list[bytes] = []
 
     def determine_wants(refs: Mapping[bytes, bytes | None], depth: int | None = None) -> list[Any]:

@@ -30,10 +30,10 @@ from gitreg.errors import BadRequest, ForgeError, GitError, UpstreamError
 from gitreg.git.backend import DulwichBackend
 from gitreg.git.remotes import normalise_remote
 from gitreg.hosts import refused_address
-from gitreg.mirror.upstream import _require_https
 from gitreg.providers.forges import Asset, release_source
 from gitreg.services import Services
 from gitreg.settings import load_settings
+from gitreg.upstream_http import require_https
 from tests.support.gitrepo import GitRepo, git, simple_module
 from tests.support.webhooks import delivery
 
@@ -99,7 +99,7 @@ def test_literal_addresses_are_read_like_the_resolver_reads_them() -> None:
 @pytest.mark.parametrize("host", METADATA_SPELLINGS)
 def test_mirror_and_forge_downloads_refuse_the_same_spellings(host: str, tmp_path: Path) -> None:
     with pytest.raises(UpstreamError, match="refused upstream URL"):
-        _require_https(f"https://{host}/v1/providers/")
+        require_https(f"https://{host}/v1/providers/")
 
     reached: list[str] = []
 
