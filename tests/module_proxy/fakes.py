@@ -41,6 +41,7 @@ class FakeModuleRegistry:
     modules: dict[tuple[str, str, str], dict[str, str]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)  # served at /files/NAME
+    truncated: set[str] = field(default_factory=set)  # files that declare all, send half
     redirect_to: str = ""  # /redirect/PATH answers 302 to redirect_to + PATH
     down: bool = False
 
@@ -70,6 +71,12 @@ class FakeModuleRegistry:
             body = self.files.get(request.path_params["name"])
             if body is None:
                 return Response("no such file", status_code=404)
+            if request.path_params["name"] in self.truncated:
+                return Response(
+                    body[: len(body) // 2],
+                    media_type="application/octet-stream",
+                    headers={"content-length": str(len(body))},
+                )
             return Response(body, media_type="application/octet-stream")
 
         async def redirect(request: Request) -> Response:
