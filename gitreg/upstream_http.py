@@ -72,6 +72,18 @@ class Answer:
     body: bytes  # empty when the body went to a sink
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One GET as `UpstreamHttp.get` was asked for it."""
+
+    url: str
+    what: str  # what is fetched, for error messages ("versions of X")
+    limit: int  # byte cap on the body
+    sink: Sink | None
+    progress: Progress | None
+    accept: tuple[int, ...]  # the statuses that are an answer
+
+
 def outbound_ssl_context() -> ssl.SSLContext:
     """Trust `SSL_CERT_FILE`/`SSL_CERT_DIR` when set, like the Terraform CLI (Go)
     does, so an internal CA can be used; otherwise the certifi bundle."""
@@ -195,30 +207,23 @@ class UpstreamHttp:
         """GET `url`, answered with a status in `accept`; with `sink`, the body
         goes there. Failures are counted by kind for `gitreg_upstream_errors_total`."""
         try:
-            return await self._get_mapped(url, what, limit, sink, progress, accept)
+            return await self._get_mapped(_Request(url, what, limit, sink, progress, accept))
         except (UpstreamError, UpstreamNotFound) as exc:
             metrics.upstream_error(_error_kind(exc))
             raise
 
-    async def _get_mapped(
-        self,
-        url: str,
-        what: str,
-        limit: int,
-        sink: Sink | None,
-        progress: Progress | None,
-        accept: tuple[int, ...],
-    ) -> Answer:
+    async def _get_mapped(self, request: _Request) -> Answer:
         """`get` with transport failures turned into UpstreamError."""
-        require_https(url)
+        require_https(request.url)
         state = self._state()
-        host = host_of(url)
+        host = host_of(request.url)
+        what = request.what
         total = self.limits.total_timeout
         try:
             # The budget starts now: waiting for a free slot to a busy host uses
             # it up too, so a caller never waits longer than total_timeout.
             async with asyncio.timeout(total), state.slot(host), self._client(state) as client:
-                return await _read(client, url, what, limit, sink, progress, accept)
+                return await _read(client, request)
         except TimeoutError as exc:
             raise UpstreamTimeout(
                 f"{what}: {host} did not answer completely within {total:g}s"
@@ -268,20 +273,13 @@ class UpstreamHttp:
         return base
 
 
-async def _read(
-    client: httpx.AsyncClient,
-    url: str,
-    what: str,
-    limit: int,
-    sink: Sink | None,
-    progress: Progress | None,
-    accept: tuple[int, ...],
-) -> Answer:
+async def _read(client: httpx.AsyncClient, request: _Request) -> Answer:
+    url, what, limit, sink = request.url, request.what, request.limit, request.sink
     host = host_of(url)
     async with client.stream("GET", url) as response:
         if response.status_code == 404:
             raise UpstreamNotFound(f"{what}: {host} has none (404)")
-        if response.status_code not in accept:
+        if response.status_code not in request.accept:
             raise UpstreamError(
                 f"{what}: {host} answered HTTP {response.status_code}", kind="status"
             )
@@ -305,8 +303,8 @@ async def _read(
                     chunks.append(chunk)
                 else:
                     await anyio.to_thread.run_sync(sink.write, chunk)
-                if progress is not None:
-                    progress(received, declared)
+                if request.progress is not None:
+                    request.progress(received, declared)
         finally:
             metrics.upstream_bytes(received)
         if declared is not None and received != declared:
