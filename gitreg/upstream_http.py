@@ -120,20 +120,12 @@ class _LoopState:
         self.concurrency = concurrency
         self.semaphores: dict[str, asyncio.Semaphore] = {}
 
-    def slot(self, host: str) -> asyncio.Semaphore | _NoSlot:
+    def slot(self, host: str) -> asyncio.Semaphore | contextlib.nullcontext[None]:
         if self.concurrency is None:
-            return _NoSlot()
+            return contextlib.nullcontext()
         if host not in self.semaphores:
             self.semaphores[host] = asyncio.Semaphore(self.concurrency)
         return self.semaphores[host]
-
-
-class _NoSlot:
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
 
 
 class UpstreamHttp:
