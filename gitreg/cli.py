@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         migrate,
         mirror,
         providers,
+        reindex,
         repos,
         serve,
         yank,
@@ -89,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     repos.register_modules(sub, common)
     doctor.register(sub, common)
     yank.register_module(sub, common)
+    reindex.register(sub, common)
     return parser
 
 
