@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from gitreg import logs
-from gitreg.api import admin, blobs, discovery, health, mirror, modules, providers
+from gitreg.api import admin, blobs, browse, discovery, health, mirror, modules, providers
 from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
 from gitreg.errors import GitregError, Unauthorized, storage_full
@@ -91,6 +91,7 @@ def all_routes() -> list[BaseRoute]:
         *health.routes(),
         *webhooks.routes(),
         *admin.routes(),
+        *browse.routes(),  # last: its {version} paths must not shadow the ones above
     ]
 
 
