@@ -46,7 +46,7 @@ from gitreg.services import Services, services
 PREFIX = "/v1/modules"
 DEFAULT_LIMIT = 15  # the public registry's default page size
 MAX_LIMIT = 100
-SEARCH_CANDIDATES = 10_000  # matches considered before visibility and paging
+SEARCH_CANDIDATES = 1_000  # best matches considered before visibility and paging
 
 
 async def _visible(request: Request) -> Callable[[str], bool]:

@@ -10,6 +10,7 @@ is still described, and publishing never waits on documentation.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import hcl2
@@ -34,8 +35,26 @@ def empty_module(path: str) -> dict[str, Any]:
     }
 
 
+# python-hcl2 needs ~2 ms per small file, as much as building a version's
+# archive; consecutive tags mostly share their .tf files, so parses are kept by
+# content (bench/catalog.py: the cache is what keeps extraction under 10%).
+# Results are never mutated (add_file only reads them). Large files are not kept.
+_CACHE_MAX_TEXT = 64 * 1024
+
+
 def parse_file(text: str) -> dict[str, Any]:
     """The parsed file; raises ValueError with a one-line reason when it is not HCL."""
+    if len(text) <= _CACHE_MAX_TEXT:
+        return _parse_cached(text)
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> dict[str, Any]:
+    return _parse(text)
+
+
+def _parse(text: str) -> dict[str, Any]:
     try:
         loaded = hcl2.loads(text, serialization_options=_OPTIONS)
     except (LarkError, ValueError, TypeError, KeyError, AttributeError) as exc:

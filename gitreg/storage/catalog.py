@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from gitreg.storage.index import IndexBackedStore, utcnow
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+# Letters and digits only, as both engines' tokenisers split words ("zone_name"
+# is "zone" and "name"), so each query word is one token matched as a prefix.
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -113,24 +115,31 @@ class CatalogStore(IndexBackedStore):
         words = [w.lower() for w in _WORD.findall(query)][:16]
         if not words:
             return []
+        exact = self._rows(
+            "SELECT module_id, namespace FROM module_search WHERE lower(name) = ?"
+            " ORDER BY module_id",
+            (query.strip().lower(),),
+        )
         if self._dialect == "sqlite":
-            # Each word quoted (no FTS5 syntax from users) and matched as a prefix.
+            # Each word quoted (no FTS5 syntax from users) and matched as a prefix;
+            # `rank` is bm25 with the column weights set in migration 0014, and
+            # FTS5 ranks inside its own scan (no join per match).
             match = " ".join('"' + w.replace('"', "") + '"*' for w in words)
             rows = self._rows(
-                "SELECT f.rowid, s.namespace FROM module_search_fts f"
-                " JOIN module_search s ON s.module_id = f.rowid"
-                " WHERE module_search_fts MATCH ?"
-                " ORDER BY lower(s.name) = ? DESC, bm25(module_search_fts, 4, 10, 4, 2, 1),"
-                " f.rowid LIMIT ?",
-                (match, query.strip().lower(), limit),
+                "SELECT rowid, namespace FROM module_search_fts WHERE module_search_fts MATCH ?"
+                " ORDER BY rank LIMIT ?",
+                (match, limit),
             )
         else:
             tsquery = " & ".join(w + ":*" for w in words)
             rows = self._rows(
                 "SELECT module_id, namespace FROM module_search"
                 " WHERE terms @@ to_tsquery('simple', ?)"
-                " ORDER BY lower(name) = ? DESC, ts_rank(terms, to_tsquery('simple', ?)) DESC,"
-                " module_id LIMIT ?",
-                (tsquery, query.strip().lower(), tsquery, limit),
+                " ORDER BY ts_rank(terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+                (tsquery, tsquery, limit),
             )
-        return [(int(r[0]), str(r[1])) for r in rows]
+        # An exact name match ranks first (issue 13), whatever its relevance.
+        first = [(int(r[0]), str(r[1])) for r in exact]
+        seen = {m for m, _ in first}
+        rest = [(int(r[0]), str(r[1])) for r in rows if int(r[0]) not in seen]
+        return (first + rest)[:limit]

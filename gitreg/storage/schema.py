@@ -291,6 +291,9 @@ MIGRATIONS: list[tuple[str, str]] = [
     /*sqlite*/ CREATE VIRTUAL TABLE module_search_fts USING fts5(
         namespace, name, system, description, body, tokenize = 'unicode61'
     );
+    /*sqlite*/ INSERT INTO module_search_fts (module_search_fts, rank)
+        VALUES ('rank', 'bm25(4.0, 10.0, 4.0, 2.0, 1.0)');
+    CREATE INDEX module_search_name ON module_search (lower(name));
     /*postgresql*/ ALTER TABLE module_search ADD COLUMN terms tsvector GENERATED ALWAYS AS (
         setweight(to_tsvector('simple', namespace || ' ' || name || ' ' || system), 'A')
         || setweight(to_tsvector('simple', description), 'B')
