@@ -22,49 +22,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import benchlib as b
 
 from gitreg.api.browse import SEARCH_CANDIDATES
 
-WORDS = [
-    "vpc",
-    "network",
-    "subnet",
-    "cluster",
-    "kubernetes",
-    "eks",
-    "gke",
-    "bucket",
-    "storage",
-    "queue",
-    "topic",
-    "dns",
-    "zone",
-    "record",
-    "certificate",
-    "gateway",
-    "endpoint",
-    "database",
-    "postgres",
-    "redis",
-    "cache",
-    "lambda",
-    "function",
-    "role",
-    "policy",
-    "iam",
-    "secret",
-    "vault",
-    "monitor",
-    "alarm",
-    "logging",
-    "metrics",
-    "backup",
-    "firewall",
+WORDS = (
+    "vpc", "network", "subnet", "cluster", "kubernetes", "eks", "gke", "bucket", "storage",
+    "queue", "topic", "dns", "zone", "record", "certificate", "gateway", "endpoint",
+    "database", "postgres", "redis", "cache", "lambda", "function", "role", "policy", "iam",
+    "secret", "vault", "monitor", "alarm", "logging", "metrics", "backup", "firewall",
     "route",
-]
+)
 
 
 def fill_search(catalog: Any, index: Any, count: int, rng: random.Random) -> None:
@@ -115,8 +85,6 @@ def search_bench(args: argparse.Namespace) -> list[list[object]]:
     for engine, url in targets:
         with tempfile.TemporaryDirectory(prefix="gitreg-bench-") as tmp:
             index = open_index(url, Path(tmp) / "index.sqlite3")
-            if engine == "postgresql":
-                index._rows(
                     "TRUNCATE module_search, module_docs, module_versions, modules, repos CASCADE"
                 )  # type: ignore[attr-defined]
             catalog = CatalogStore(index)
@@ -212,7 +180,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=2_000)
     parser.add_argument("--tags", type=int, default=40)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--postgres", default="", help="a PostgreSQL URL to bench search on too")
+    parser.add_argument("--postgres", default="", help="an empty PostgreSQL database's URL, to bench search there too")
     args = parser.parse_args()
     print(b.machine_line())
     print(
@@ -225,4 +193,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(cast(int, main()))
+    sys.exit(main())
