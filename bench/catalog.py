@@ -29,10 +29,40 @@ import benchlib as b
 from gitreg.api.browse import SEARCH_CANDIDATES
 
 WORDS = (
-    "vpc", "network", "subnet", "cluster", "kubernetes", "eks", "gke", "bucket", "storage",
-    "queue", "topic", "dns", "zone", "record", "certificate", "gateway", "endpoint",
-    "database", "postgres", "redis", "cache", "lambda", "function", "role", "policy", "iam",
-    "secret", "vault", "monitor", "alarm", "logging", "metrics", "backup", "firewall",
+    "vpc",
+    "network",
+    "subnet",
+    "cluster",
+    "kubernetes",
+    "eks",
+    "gke",
+    "bucket",
+    "storage",
+    "queue",
+    "topic",
+    "dns",
+    "zone",
+    "record",
+    "certificate",
+    "gateway",
+    "endpoint",
+    "database",
+    "postgres",
+    "redis",
+    "cache",
+    "lambda",
+    "function",
+    "role",
+    "policy",
+    "iam",
+    "secret",
+    "vault",
+    "monitor",
+    "alarm",
+    "logging",
+    "metrics",
+    "backup",
+    "firewall",
     "route",
 )
 
@@ -85,8 +115,6 @@ def search_bench(args: argparse.Namespace) -> list[list[object]]:
     for engine, url in targets:
         with tempfile.TemporaryDirectory(prefix="gitreg-bench-") as tmp:
             index = open_index(url, Path(tmp) / "index.sqlite3")
-                    "TRUNCATE module_search, module_docs, module_versions, modules, repos CASCADE"
-                )  # type: ignore[attr-defined]
             catalog = CatalogStore(index)
             b.progress(f"filling {args.modules} search rows ({engine})")
             fill_search(catalog, index, args.modules, random.Random(1))
@@ -180,7 +208,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=2_000)
     parser.add_argument("--tags", type=int, default=40)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--postgres", default="", help="an empty PostgreSQL database's URL, to bench search there too")
+    parser.add_argument("--postgres", default="", help="an empty PostgreSQL database's URL")
     args = parser.parse_args()
     print(b.machine_line())
     print(
