@@ -207,16 +207,15 @@ async def _provider(request: Request, version: str | None) -> Response:
     found = await svc.cache.get(
         key, lambda: provider_record(svc.providers.store, p["namespace"], p["type"])
     )
-    if not isinstance(found, dict) or not found["releases"]:
+    releases = found["releases"] if isinstance(found, dict) else []
+    if version is None:
+        chosen = next((r for r in releases if not r["yanked"]), None)
+    else:
+        # Exact version, yanked ones included: they stay served (issue 15).
+        chosen = next((r for r in releases if r["version"] == version), None)
+        not_found = f"provider {p['namespace']}/{p['type']} {version} not found"
+    if chosen is None or not isinstance(found, dict):
         raise NotFound(not_found)
-    releases = found["releases"]
-    chosen = (
-        releases[0]
-        if version is None
-        else next((r for r in releases if r["version"] == version), None)
-    )
-    if chosen is None:
-        raise NotFound(f"provider {p['namespace']}/{p['type']} {version} not found")
     body = {**chosen, "namespace": found["namespace"], "name": found["name"]}
     body["versions"] = found["versions"]
     return CachedJson.of(body).response(request)

@@ -110,7 +110,8 @@ def provider_record(providers: ProviderIndex, namespace: str, type_: str) -> dic
     provider = providers.find_provider(f"{namespace}/{type_}".lower())
     if provider is None:
         return None
-    versions = [v for v in providers.provider_versions(provider.id) if not v.yanked]
+    # Yanked versions are kept for exact-version lookups but leave `versions` (issue 15).
+    versions = list(providers.provider_versions(provider.id))
     versions.sort(key=lambda v: sort_key(v.version), reverse=True)
     packages = providers.packages_by_version(provider.id)
     keys = {k.id: k.key_id for k in providers.keys(provider.namespace)}
@@ -124,12 +125,13 @@ def provider_record(providers: ProviderIndex, namespace: str, type_: str) -> dic
             "source": v.source,
             "published_at": v.published_at,
             "docs": [],
+            "yanked": v.yanked,
         }
         for v in versions
     ]
     return {
         "namespace": provider.namespace,
         "name": provider.type,
-        "versions": [e["version"] for e in entries],
+        "versions": [e["version"] for e in entries if not e["yanked"]],
         "releases": entries,
     }
