@@ -160,16 +160,13 @@ def module_repo(root: Path, tags: int) -> Path:
 
 
 def publish_once(source: Path, data: Path, with_docs: bool) -> float:
-    from gitreg.catalog import hcl, tree
+    from gitreg.catalog import hcl
     from gitreg.git.backend import DulwichBackend
     from gitreg.modules.publisher import Publisher
     from gitreg.services import build_services
     from gitreg.settings import load_settings
 
-    # Each run as a fresh process would: nothing parsed or read yet.
-    hcl._parse_cached.cache_clear()
-    tree._blobs.clear()
-    tree._held[0] = 0
+    hcl._parse_cached.cache_clear()  # each run as a fresh process would: nothing parsed yet
     svc = build_services(load_settings({"data_dir": data}, environ={}))
     record = svc.index.add_repo(str(source), "")
     svc.index.add_module(record.id, "acme", "bench", "aws", "", "")

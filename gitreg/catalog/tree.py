@@ -8,9 +8,6 @@ extraction costs a few blob reads on top of the archive's walk.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 from dulwich.objects import Blob, ObjectID, Tree
 
 from gitreg.modules.archive import ObjectSource
@@ -20,13 +17,6 @@ MAX_DOC_FILES = 2000  # bounds the work one hostile tag can cause
 _DIR = 0o040000
 _FMT = 0o170000
 NESTED = ("modules", "examples")
-# Consecutive tags share most documentation files: their contents are kept by
-# blob id (immutable by definition), up to this many bytes per process, so a
-# publish decompresses only what changed (bench/catalog.py).
-_BLOB_CACHE_BYTES = 32 * 1024 * 1024
-_blobs: OrderedDict[bytes, bytes] = OrderedDict()
-_held = [0]
-_lock = threading.Lock()  # job threads publish concurrently
 
 
 def _wanted(name: str, top: bool) -> bool:
@@ -85,28 +75,10 @@ def _read_dir(
         if len(files) >= MAX_DOC_FILES:
             notes.append(f"{prefix}{name}: more than {MAX_DOC_FILES} documentation files")
             return
-        data = _blob(store, entry.sha)
-        if data is None:
+        blob = store[entry.sha]
+        if not isinstance(blob, Blob):
+            continue
+        if blob.raw_length() > MAX_DOC_FILE_BYTES:
             notes.append(f"{prefix}{name}: larger than {MAX_DOC_FILE_BYTES} bytes, not read")
             continue
-        files[prefix + name] = data
-
-
-def _blob(store: ObjectSource, sha: ObjectID) -> bytes | None:
-    """A blob's bytes (None when too large), from the cache when seen before."""
-    with _lock:
-        cached = _blobs.get(sha)
-        if cached is not None:
-            _blobs.move_to_end(sha)
-            return cached
-    blob = store[sha]
-    if not isinstance(blob, Blob) or blob.raw_length() > MAX_DOC_FILE_BYTES:
-        return None
-    data = blob.as_raw_string()
-    with _lock:
-        if sha not in _blobs:
-            _blobs[sha] = data
-            _held[0] += len(data)
-        while _held[0] > _BLOB_CACHE_BYTES:
-            _held[0] -= len(_blobs.popitem(last=False)[1])
-    return data
+        files[prefix + name] = blob.as_raw_string()
