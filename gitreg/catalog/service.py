@@ -69,16 +69,7 @@ class Documenter:
             module.id, version.version_key, DOCS_FORMAT, json.dumps(doc, sort_keys=True)
         )
         if self._is_latest(module, version.version_key):
-            self._catalog.put_search(
-                SearchEntry(
-                    module.id,
-                    module.namespace,
-                    module.name,
-                    module.system,
-                    description(doc),
-                    search_text(doc),
-                )
-            )
+            self._put_search(module, doc)
         if stored:
             self._on_change()
         return stored
@@ -95,6 +86,32 @@ class Documenter:
         files, notes = self._git.doc_files(mirror, tree)
         origin = Origin(repo.url, version.commit_sha, module.subdir, version.version)
         return extract(files, origin, notes)
+
+    def _put_search(self, module: ModuleRecord, doc: dict[str, Any]) -> None:
+        entry = SearchEntry(
+            module.id,
+            module.namespace,
+            module.name,
+            module.system,
+            description(doc),
+            search_text(doc),
+        )
+        self._catalog.put_search(entry)
+
+    def refresh_search(self, module: ModuleRecord) -> bool:
+        """Rebuild a module's search row from its latest stored document (after
+        `gitreg migrate-storage`, which does not copy search rows); False when
+        it has no documented listed version."""
+        keys = [
+            str(parse_version(v.version).without_build())
+            for v in self._index.versions(module.id)
+            if not v.yanked
+        ]
+        stored = self._catalog.docs(module.id, max(keys, key=sort_key)) if keys else None
+        if stored is None:
+            return False
+        self._put_search(module, json.loads(stored))
+        return True
 
     def _is_latest(self, module: ModuleRecord, version_key: str) -> bool:
         keys = [

@@ -6,7 +6,8 @@ the commit they were published from. Each document is stored as soon as it
 is made, and the work list is "versions without a current document", so an
 interrupted run resumes where it stopped when started again. On a terminal a
 progress bar is redrawn in place, as `gitreg mirror sync` does; otherwise one
-line per version.
+line per version. It also rebuilds the search rows modules lack, which
+`gitreg migrate-storage` does not copy (storage/copy.py, DERIVED_TABLES).
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ def reindex(svc: Services, out: TextIO | None = None, quiet: bool = False) -> in
         failed += not ok
         label = f"{module.address if module else item.module_id} {item.version_key}"
         bar.step(done, label, ok)
+    searchable = svc.catalog.searchable_modules()
+    rebuilt = sum(svc.docs.refresh_search(m) for m in modules.values() if m.id not in searchable)
+    if rebuilt:
+        svc.cache.invalidate()
     print(
         f"reindex: {len(missing) - failed} documented, {failed} failed"
         + (" (run again to retry them)" if failed else ""),

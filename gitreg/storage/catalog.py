@@ -108,6 +108,10 @@ class CatalogStore(IndexBackedStore):
                     values,
                 )
 
+    def searchable_modules(self) -> set[int]:
+        """Ids of modules that have a search row."""
+        return {int(r[0]) for r in self._rows("SELECT module_id FROM module_search")}
+
     def search(self, query: str, limit: int) -> list[tuple[int, str]]:
         """(module_id, namespace) of the best matches, best first: an exact
         name match, then relevance. Every word must match (a prefix of it).

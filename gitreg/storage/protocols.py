@@ -448,3 +448,7 @@ class CatalogIndex(Protocol):
     def search(self, query: str, limit: int) -> list[tuple[int, str]]:
         """(module_id, namespace) best first; exact name matches first."""
         ...
+
+    def searchable_modules(self) -> set[int]:
+        """Ids of modules that have a search row."""
+        ...

@@ -3,17 +3,21 @@ existed, and resumes where an interrupted run stopped (issue 13)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from gitreg.catalog.extract import DOCS_FORMAT
+from gitreg.catalog.service import Published
 from gitreg.cli import main
 from gitreg.git.backend import DulwichBackend
 from gitreg.modules.publisher import Publisher
 from gitreg.services import build_services
 from gitreg.settings import load_settings
+from gitreg.storage.copy import tables_in_order
 from tests.support.gitrepo import GitRepo, simple_module
 
 
@@ -38,8 +42,6 @@ def test_reindex_documents_old_versions_and_resumes(
     assert first.version_key == "1.0.0"
     stored = svc.index.version_by_key(module.id, "1.0.0")
     assert stored is not None
-    from gitreg.catalog.service import Published
-
     svc.docs.document(
         old.mirror_path(record),
         record,
@@ -59,6 +61,38 @@ def test_reindex_documents_old_versions_and_resumes(
     try:
         for version in ("1.0.0", "1.1.0", "1.2.0"):
             assert '"greeting"' in (svc.catalog.docs(module.id, version) or "")
+        assert svc.catalog.search("greeting", 10) == [(module.id, "acme")]
+    finally:
+        svc.close()
+
+
+def test_reindex_rebuilds_search_rows_a_module_lacks(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As after `gitreg migrate-storage`, which copies documents but not search rows."""
+    data = tmp_path / "data"
+    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    repo = make_repo("vpc")
+    simple_module(repo)
+    repo.commit()
+    repo.tag("v1.0.0")
+    record = svc.index.add_repo(str(repo.path), "")
+    module = svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
+    old = Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
+    old.sync_repo(svc.index.repo(record.id))
+    stored = svc.index.version_by_key(module.id, "1.0.0")
+    assert stored is not None
+    published = Published(stored.version, "1.0.0", stored.commit_sha, stored.tree_sha)
+    document = svc.docs.build(old.mirror_path(record), record, module, published)
+    svc.catalog.put_docs(module.id, "1.0.0", DOCS_FORMAT, json.dumps(document))
+    assert svc.catalog.searchable_modules() == set()
+    assert "module_search" not in tables_in_order() and "module_docs" in tables_in_order()
+    svc.close()
+    assert main(["reindex", "--data-dir", str(data)]) == 0
+    assert "reindex: 0 documented, 0 failed" in capsys.readouterr().out
+    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    try:
+        assert svc.catalog.search("greeting", 10) == [(module.id, "acme")]
     finally:
         svc.close()
 

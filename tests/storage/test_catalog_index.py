@@ -95,6 +95,13 @@ def test_search_reads_readme_words_and_input_names_and_every_word_must_match(
     assert catalog.search("   ", 10) == []
 
 
+def test_searchable_modules_are_those_with_a_row(
+    searchable: tuple[CatalogIndex, dict[str, int]],
+) -> None:
+    catalog, ids = searchable
+    assert catalog.searchable_modules() == set(ids.values())
+
+
 def test_a_new_search_row_replaces_the_old(
     implementation: Backend, searchable: tuple[CatalogIndex, dict[str, int]]
 ) -> None:
