@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from gitreg import logs, metrics
-from gitreg.api import admin, blobs, discovery, health, mirror, modules, providers
+from gitreg.api import admin, blobs, browse, discovery, health, mirror, modules, providers
 from gitreg.api import metrics as metrics_api
 from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
@@ -105,6 +105,7 @@ def all_routes() -> list[BaseRoute]:
         *health.routes(),
         *webhooks.routes(),
         *admin.routes(),
+        *browse.routes(),  # last: its {version} paths must not shadow the ones above
     ]
 
 

@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         mirror,
         module_proxy,
         providers,
+        reindex,
         repos,
         serve,
         yank,
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     module_proxy.register(sub, common)
     doctor.register(sub, common)
     yank.register_module(sub, common)
+    reindex.register(sub, common)
     return parser
 
 

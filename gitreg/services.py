@@ -13,6 +13,7 @@ from starlette.requests import Request
 from gitreg.auth.access import Access
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.cache import MetadataCache
+from gitreg.catalog.service import Documenter
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
 from gitreg.mirror.service import MirrorService, build_mirror
@@ -23,12 +24,14 @@ from gitreg.providers.ingest import ProviderPublisher
 from gitreg.settings import Settings
 from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import BlobStore
+from gitreg.storage.catalog import CatalogStore
 from gitreg.storage.index import open_index
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.mirror import MirrorStore
 from gitreg.storage.module_proxy import ModuleProxyIndex, ModuleProxyStore
 from gitreg.storage.protocols import (
     AuthIndex,
+    CatalogIndex,
     JobIndex,
     MirrorIndex,
     ModuleIndex,
@@ -61,6 +64,8 @@ class Services:
     secrets: SecretStore
     uploads: UploadStore  # staged CI uploads: DATA_DIR/uploads, or beside the S3 blobs
     module_proxy: ModuleProxyService  # pull-through cache of public modules (issue 17)
+    catalog: CatalogIndex  # module documentation and search (issue 13)
+    docs: Documenter
 
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first
@@ -81,13 +86,10 @@ def build_services(settings: Settings) -> Services:
     registrations: RegistrationIndex = RegistrationStore(shared)
     secrets = open_secret_store(settings.data_dir, settings.secret_key_file, shared)
     cache: MetadataCache[object] = MetadataCache(index.data_version)
-    publisher = Publisher(
-        settings,
-        index,
-        blobs,
-        DulwichBackend(settings.git_timeout, settings.max_fetch_bytes),
-        on_change=cache.invalidate,
-    )
+    git = DulwichBackend(settings.git_timeout, settings.max_fetch_bytes)
+    catalog: CatalogIndex = CatalogStore(shared)
+    docs = Documenter(index, catalog, git, on_change=cache.invalidate)
+    publisher = Publisher(settings, index, blobs, git, on_change=cache.invalidate, docs=docs)
     jobs = JobQueue(job_store, settings)
     access = Access(settings, auth, cache, UrlSigner(secrets, settings.signed_url_ttl))
     providers = ProviderPublisher(
@@ -115,6 +117,8 @@ def build_services(settings: Settings) -> Services:
         ModuleProxyService(
             proxy_options(settings), proxy_store, blobs, cache, settings.data_dir / "proxy-tmp"
         ),
+        catalog,
+        docs,
     )
 
 

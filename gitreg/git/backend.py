@@ -35,6 +35,7 @@ from dulwich.objects import Commit, ObjectID, Tag, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
+from gitreg.catalog.tree import read_doc_files
 from gitreg.errors import GitError, MirrorLocked, storage_full
 from gitreg.git.leftovers import remove_leftovers
 from gitreg.modules.archive import ArchiveLimits, ArchiveReport, build_archive
@@ -97,6 +98,10 @@ class GitBackend(Protocol):
     def archive(
         self, mirror: Path, tree_sha: str, out: BinaryIO, mtime: int, limits: ArchiveLimits
     ) -> ArchiveReport: ...
+
+    def doc_files(self, mirror: Path, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
+        """The README, CHANGELOG and .tf files documentation is made from (issue 13)."""
+        ...
 
 
 class DulwichBackend:
@@ -229,6 +234,13 @@ class DulwichBackend:
             return build_archive(
                 repo.object_store, tree_sha.encode(), out, mtime=mtime, limits=limits
             )
+        finally:
+            repo.close()
+
+    def doc_files(self, mirror: Path, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
+        repo = self._open_mirror(mirror)
+        try:
+            return read_doc_files(repo.object_store, tree_sha)
         finally:
             repo.close()
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from gitreg import metrics
+from gitreg.catalog.service import Documenter, Published
 from gitreg.errors import ArchiveTooLarge, GitError, MirrorLocked, NotAVersion, NotFound
 from gitreg.git.backend import GitBackend, TagProblem, TagRef
 from gitreg.locks import file_lock
@@ -75,7 +76,9 @@ class Publisher:
         blobs: BlobStore,
         git: GitBackend,
         on_change: Callable[[], None] = lambda: None,
+        docs: Documenter | None = None,
     ) -> None:
+        self._docs = docs  # issue 13: documentation extracted right after publishing
         self._settings = settings
         self._index = index
         self._blobs = blobs
@@ -287,6 +290,9 @@ class Publisher:
             return self._publish_one(repo, module, tv, ref, notes)
         log.info("published %s %s from %s (%s)", module.address, tv.version, ref.name, sha256)
         metrics.published("module", str(module.address))
+        if self._docs is not None:
+            published = Published(tv.version, tv.key, ref.commit_sha, ref.tree_sha)
+            self._docs.document(mirror, repo, module, published)
         return "published"
 
     def _archive(self, mirror: Path, ref: TagRef) -> tuple[str, int, list[str]]:

@@ -35,7 +35,17 @@ class CopyReport:
 def tables_in_order() -> list[str]:
     """Every table of the schema, each after the tables it references: the
     order the migrations created them in."""
-    return [name for _, ddl in MIGRATIONS for name in _CREATED.findall(ddl)]
+    return [
+        name
+        for _, ddl in MIGRATIONS
+        for name in _CREATED.findall(ddl)
+        if name not in DERIVED_TABLES
+    ]
+
+
+# Built from other tables, in an engine's own shape (FTS5 on SQLite, a generated
+# tsvector on PostgreSQL): not copied; `gitreg reindex` rebuilds them (issue 13).
+DERIVED_TABLES = frozenset({"module_search"})
 
 
 def copy_blobs(

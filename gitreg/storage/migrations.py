@@ -30,7 +30,16 @@ def statements(ddl: str, dialect: Dialect) -> list[str]:
     if dialect == "postgresql":
         for pattern, replacement in _POSTGRES_TYPES:
             ddl = pattern.sub(replacement, ddl)
-    return [s.strip() for s in ddl.split(";") if s.strip()]
+    found = [s.strip() for s in ddl.split(";") if s.strip()]
+    # Where the engines differ (full-text search, migration 0014), a statement
+    # starts with the engine it is for: /*sqlite*/ or /*postgresql*/.
+    marks = {"/*sqlite*/": "sqlite", "/*postgresql*/": "postgresql"}
+    kept = []
+    for statement in found:
+        mark = next((m for m in marks if statement.startswith(m)), "")
+        if not mark or marks[mark] == dialect:
+            kept.append(statement.removeprefix(mark).strip())
+    return kept
 
 
 def check_known(applied: set[str], where: str) -> None:

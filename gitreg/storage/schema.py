@@ -265,6 +265,44 @@ MIGRATIONS: list[tuple[str, str]] = [
     """,
     ),
     (
+        # Documentation extracted at publish (issue 13; SQL in storage/catalog.py):
+        # one immutable JSON document per version, and one search row per module
+        # (its latest version's words). Search is FTS5 on SQLite and a tsvector
+        # with a GIN index on PostgreSQL (core, no extension); statements marked
+        # /*sqlite*/ or /*postgresql*/ run on that engine only (migrations.py).
+        "0014-module-docs",
+        """
+    CREATE TABLE module_docs (
+        module_id INTEGER NOT NULL REFERENCES modules(id),
+        version_key TEXT NOT NULL,
+        format INTEGER NOT NULL,
+        document TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (module_id, version_key)
+    );
+    CREATE TABLE module_search (
+        module_id INTEGER PRIMARY KEY REFERENCES modules(id),
+        namespace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        system TEXT NOT NULL,
+        description TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    /*sqlite*/ CREATE VIRTUAL TABLE module_search_fts USING fts5(
+        namespace, name, system, description, body, tokenize = 'unicode61'
+    );
+    /*sqlite*/ INSERT INTO module_search_fts (module_search_fts, rank)
+        VALUES ('rank', 'bm25(4.0, 10.0, 4.0, 2.0, 1.0)');
+    CREATE INDEX module_search_name ON module_search (lower(name));
+    /*postgresql*/ ALTER TABLE module_search ADD COLUMN terms tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('simple', namespace || ' ' || name || ' ' || system), 'A')
+        || setweight(to_tsvector('simple', description), 'B')
+        || setweight(to_tsvector('simple', body), 'C')
+    ) STORED;
+    /*postgresql*/ CREATE INDEX module_search_terms ON module_search USING GIN (terms);
+    """,
+    ),
+    (
         # Pull-through cache of public modules (issue 17; SQL in
         # storage/module_proxy.py, docs/module-proxy.md). A cached version row
         # is immutable: the first archive fetched for it is served forever, and

@@ -1,0 +1,224 @@
+"""Issue 13's two budgets: search over 10,000 modules, and what extraction adds to publish.
+
+1. Search: 10,000 modules' search rows (namespace, name, system, a description and a
+   README's worth of words, input/output names) in a fresh SQLite index, then
+   `CatalogIndex.search` timed over `--queries` queries (one-word names, two-word
+   phrases, prefixes, words matching thousands of rows): p50/p99/max. With
+   `--postgres URL` the same on PostgreSQL.
+2. Publish: a module repository with a 6 kB README, 12 `.tf` files (60 inputs, 20
+   outputs), 2 submodules, 2 examples and 300 other files, `--tags` tags. The whole
+   `sync_repo` is timed with and without documentation (fresh data dir each run,
+   median of `--runs`), and the extraction alone per version.
+
+    python bench/catalog.py [--modules 10000] [--queries 2000] [--tags 40] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import benchlib as b
+
+from gitreg.api.browse import SEARCH_CANDIDATES
+
+WORDS = (
+    "vpc",
+    "network",
+    "subnet",
+    "cluster",
+    "kubernetes",
+    "eks",
+    "gke",
+    "bucket",
+    "storage",
+    "queue",
+    "topic",
+    "dns",
+    "zone",
+    "record",
+    "certificate",
+    "gateway",
+    "endpoint",
+    "database",
+    "postgres",
+    "redis",
+    "cache",
+    "lambda",
+    "function",
+    "role",
+    "policy",
+    "iam",
+    "secret",
+    "vault",
+    "monitor",
+    "alarm",
+    "logging",
+    "metrics",
+    "backup",
+    "firewall",
+    "route",
+)
+
+
+def fill_search(catalog: Any, index: Any, count: int, rng: random.Random) -> None:
+    from gitreg.storage.catalog import SearchEntry
+
+    repo = index.add_repo("https://git.example.com/bench/all.git", "")
+    for i in range(count):
+        ns, name = f"team{i % 50}", f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{i}"
+        system = rng.choice(("aws", "google", "azurerm", "kubernetes"))
+        module = index.add_module(repo.id, ns, name, system, "", "")
+        body = " ".join(rng.choice(WORDS) for _ in range(400))
+        names = " ".join(f"{rng.choice(WORDS)}_{rng.choice(WORDS)}" for _ in range(30))
+        description = " ".join(rng.choice(WORDS) for _ in range(12))
+        catalog.put_search(SearchEntry(module.id, ns, name, system, description, f"{body} {names}"))
+
+
+def time_search(catalog: Any, queries: int, rng: random.Random) -> dict[str, float]:
+    asked = []
+    for i in range(queries):
+        kind = i % 4
+        if kind == 0:
+            asked.append(rng.choice(WORDS))  # matches thousands: ranking cost dominates
+        elif kind == 1:
+            asked.append(f"{rng.choice(WORDS)} {rng.choice(WORDS)}")
+        elif kind == 2:
+            asked.append(rng.choice(WORDS)[:3])  # prefix
+        else:
+            asked.append(f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{rng.randrange(10000)}")
+    times = []
+    for query in asked:
+        start = time.perf_counter()
+        catalog.search(query, SEARCH_CANDIDATES)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return {
+        "p50": statistics.median(times),
+        "p99": times[int(len(times) * 0.99) - 1],
+        "max": times[-1],
+    }
+
+
+def search_bench(args: argparse.Namespace) -> list[list[object]]:
+    from gitreg.storage.catalog import CatalogStore
+    from gitreg.storage.index import open_index
+
+    rows: list[list[object]] = []
+    targets = [("sqlite", "")] + ([("postgresql", args.postgres)] if args.postgres else [])
+    for engine, url in targets:
+        with tempfile.TemporaryDirectory(prefix="gitreg-bench-") as tmp:
+            index = open_index(url, Path(tmp) / "index.sqlite3")
+            catalog = CatalogStore(index)
+            b.progress(f"filling {args.modules} search rows ({engine})")
+            fill_search(catalog, index, args.modules, random.Random(1))
+            b.progress(f"timing {args.queries} searches ({engine})")
+            result = time_search(catalog, args.queries, random.Random(2))
+            rows.append(
+                [engine, args.modules, args.queries]
+                + [f"{result[k]:.2f}" for k in ("p50", "p99", "max")]
+            )
+            index.close()
+    return rows
+
+
+def module_repo(root: Path, tags: int) -> Path:
+    from tests.support.gitrepo import GitRepo
+
+    rng = random.Random(3)
+    repo = GitRepo(root / "module")
+    readme = "# Module\n\n" + "\n\n".join(
+        " ".join(rng.choice(WORDS) for _ in range(60)) for _ in range(12)
+    )
+    repo.write("README.md", readme + "\n\n[example](examples/basic/main.tf)\n")
+    for f in range(12):
+        text = "".join(
+            f'variable "v{f}_{i}" {{\n  type = map(string)\n  description = "{rng.choice(WORDS)}"\n'
+            f"  default = {{}}\n}}\n"
+            for i in range(5)
+        )
+        text += "".join(f'output "o{f}_{i}" {{ value = var.v{f}_{i} }}\n' for i in range(2))
+        text += f'resource "null_resource" "r{f}" {{}}\n'
+        repo.write(f"file{f}.tf", text)
+    for kind in ("modules", "examples"):
+        for name in ("one", "two"):
+            repo.write(f"{kind}/{name}/main.tf", 'variable "x" {}\noutput "y" { value = 1 }\n')
+            repo.write(f"{kind}/{name}/README.md", f"# {name}\n")
+    for i in range(300):
+        repo.write(f"files/dir{i % 10}/f{i}.txt", "x" * rng.randrange(200, 3000))
+    for t in range(tags):
+        repo.write("version.txt", str(t))
+        repo.commit(f"release {t}")
+        repo.tag(f"v1.{t}.0")
+    return repo.path
+
+
+def publish_once(source: Path, data: Path, with_docs: bool) -> float:
+    from gitreg.catalog import hcl
+    from gitreg.git.backend import DulwichBackend
+    from gitreg.modules.publisher import Publisher
+    from gitreg.services import build_services
+    from gitreg.settings import load_settings
+
+    hcl._parse_cached.cache_clear()  # each run as a fresh process would: nothing parsed yet
+    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    record = svc.index.add_repo(str(source), "")
+    svc.index.add_module(record.id, "acme", "bench", "aws", "", "")
+    publisher = (
+        svc.publisher
+        if with_docs
+        else Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
+    )
+    start = time.perf_counter()
+    publisher.sync_repo(svc.index.repo(record.id))
+    elapsed = time.perf_counter() - start
+    svc.close()
+    return elapsed
+
+
+def publish_bench(args: argparse.Namespace) -> list[list[object]]:
+    with tempfile.TemporaryDirectory(prefix="gitreg-bench-") as tmp:
+        root = Path(tmp)
+        b.progress(f"making a module repository with {args.tags} tags")
+        source = module_repo(root, args.tags)
+        from gitreg.catalog.hcl import parse_file
+
+        parse_file('variable "warm" {}')  # python-hcl2 builds its grammar once per process
+        results: dict[bool, list[float]] = {False: [], True: []}
+        for run in range(args.runs):
+            for with_docs in (False, True):
+                b.wait_quiet()
+                data = root / f"data-{run}-{with_docs}"
+                results[with_docs].append(publish_once(source, data, with_docs))
+        without, with_ = b.median(results[False]), b.median(results[True])
+        return [
+            [args.tags, f"{without:.3f}", f"{with_:.3f}", f"{(with_ / without - 1) * 100:+.1f}%"]
+        ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modules", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=2_000)
+    parser.add_argument("--tags", type=int, default=40)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--postgres", default="", help="an empty PostgreSQL database's URL")
+    args = parser.parse_args()
+    print(b.machine_line())
+    print(
+        b.table(["index", "modules", "queries", "p50 ms", "p99 ms", "max ms"], search_bench(args))
+    )
+    print()
+    headers = ["tags", "sync without docs s", "sync with docs s", "extraction adds"]
+    print(b.table(headers, publish_bench(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

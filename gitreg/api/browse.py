@@ -1,0 +1,246 @@
+"""The registry's browse and search API, in the public registry's v1 shape (issue 13).
+
+    GET /v1/modules                         ?offset&limit&provider&verified&q
+    GET /v1/modules/search                  ?q&offset&limit&provider&verified
+    GET /v1/modules/:namespace              a namespace's modules, latest version each
+    GET /v1/modules/:namespace/:name        every system of one module
+    GET /v1/modules/:namespace/:name/:system            the latest version
+    GET /v1/modules/:namespace/:name/:system/download   302 to the latest's download
+    GET /v1/modules/:namespace/:name/:system/:version
+    GET /v1/providers/:namespace/:type      (and /:version)
+
+Lists carry `meta` (`limit`, `current_offset`, `next_offset`, `next_url`,
+`prev_offset`) as registry.terraform.io does. Data comes from the metadata
+cache (invalidated on publish) unfiltered, and each request then drops what
+its caller may not read: a private namespace never appears in a list, a
+search or a count for a caller without a read token for it, and its routes
+answer as the `versions` endpoint does (401 anonymously, 404 with a token
+for other namespaces), with messages naming only what was asked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from gitreg.addresses import module_address
+from gitreg.api.responses import CachedJson
+from gitreg.api.urls import base_url
+from gitreg.auth.tokens import Scope
+from gitreg.catalog.records import (
+    Listed,
+    all_listed,
+    full_record,
+    listed_versions,
+    provider_record,
+)
+from gitreg.errors import BadRequest, NotFound
+from gitreg.services import Services, services
+
+PREFIX = "/v1/modules"
+DEFAULT_LIMIT = 15  # the public registry's default page size
+MAX_LIMIT = 100
+SEARCH_CANDIDATES = 1_000  # best matches considered before visibility and paging
+
+
+async def _visible(request: Request) -> Callable[[str], bool]:
+    """Whether the caller may read a namespace; asks for the token only when
+    some namespace is private (a bad token is 401 either way)."""
+    svc = services(request)
+    snapshot = await svc.access.snapshot()
+    if not snapshot.any_private():
+        return lambda _ns: True
+    principal = await svc.access.principal(request)
+
+    def visible(namespace: str) -> bool:
+        if not snapshot.is_private(namespace):
+            return True
+        return principal is not None and principal.allows(Scope.read, namespace)
+
+    return visible
+
+
+def _int(request: Request, name: str, default: int, most: int) -> int:
+    raw = request.query_params.get(name, "")
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise BadRequest(f"{name} must be a non-negative integer")
+    return min(int(raw), most)
+
+
+def _page(request: Request, svc: Services, found: list[Listed]) -> Response:
+    offset = _int(request, "offset", 0, 1 << 31)
+    limit = _int(request, "limit", DEFAULT_LIMIT, MAX_LIMIT) or DEFAULT_LIMIT
+    provider = request.query_params.get("provider", "").lower()
+    if provider:
+        found = [m for m in found if m.record["provider"].lower() == provider]
+    if request.query_params.get("verified", "").lower() == "true":
+        found = []  # nothing in a private registry is "verified"
+    page = found[offset : offset + limit]
+    meta: dict[str, Any] = {"limit": limit, "current_offset": offset}
+    if offset + limit < len(found):
+        params = dict(request.query_params) | {"offset": str(offset + limit), "limit": str(limit)}
+        meta["next_offset"] = offset + limit
+        meta["next_url"] = f"{request.url.path}?{urlencode(params)}"
+    if offset > 0:
+        meta["prev_offset"] = max(offset - limit, 0)
+    body = {"meta": meta, "modules": [m.record for m in page]}
+    return CachedJson.of(body).response(request)
+
+
+async def _listed(svc: Services) -> list[Listed]:
+    found = await svc.cache.get(("browse-all",), lambda: all_listed(svc.index, svc.catalog))
+    assert isinstance(found, list)
+    return found
+
+
+async def list_modules(request: Request) -> Response:
+    if request.query_params.get("q", "").strip():
+        return await search(request)
+    svc = services(request)
+    visible = await _visible(request)
+    return _page(request, svc, [m for m in await _listed(svc) if visible(m.namespace)])
+
+
+async def search(request: Request) -> Response:
+    svc = services(request)
+    query = request.query_params.get("q", "").strip()
+    if not query:
+        raise BadRequest("q is required: the words to search for")
+    if len(query) > 200:
+        raise BadRequest("q is longer than 200 characters")
+    visible = await _visible(request)
+    hits = await svc.cache.get(
+        ("browse-search", query.lower()),
+        lambda: svc.catalog.search(query, SEARCH_CANDIDATES),
+    )
+    assert isinstance(hits, list)
+    by_id = {m.module_id: m for m in await _listed(svc)}
+    found = [by_id[i] for i, ns in hits if visible(ns) and i in by_id]
+    return _page(request, svc, found)
+
+
+async def namespace_modules(request: Request) -> Response:
+    svc = services(request)
+    namespace = request.path_params["namespace"].lower()
+    visible = await _visible(request)
+    found = [m for m in await _listed(svc) if m.namespace.lower() == namespace]
+    # An unreadable namespace lists as empty, exactly like one that does not exist.
+    return _page(request, svc, [m for m in found if visible(m.namespace)])
+
+
+async def module_systems(request: Request) -> Response:
+    svc = services(request)
+    p = request.path_params
+    visible = await _visible(request)
+    found = [
+        m
+        for m in await _listed(svc)
+        if m.namespace.lower() == p["namespace"].lower()
+        and m.record["name"].lower() == p["name"].lower()
+        and visible(m.namespace)
+    ]
+    return _page(request, svc, found)
+
+
+def _module_body(svc: Services, request: Request, version: str | None) -> CachedJson | None:
+    p = request.path_params
+    addr = module_address(p["namespace"], p["name"], p["system"])
+    module = svc.index.find_module(addr.namespace, addr.name, addr.system)
+    if module is None:
+        return None
+    versions = listed_versions(svc.index, module)
+    chosen = versions[0] if version is None and versions else None
+    if version is not None:
+        # Exact version, yanked ones included: they stay downloadable (issue 15).
+        chosen = next((v for v in svc.index.versions(module.id) if v.version == version), None)
+    if chosen is None:
+        return None
+    return CachedJson.of(full_record(svc.index, svc.catalog, module, chosen))
+
+
+async def _module(request: Request, version: str | None) -> CachedJson:
+    svc = services(request)
+    p = request.path_params
+    where = f"module {p['namespace']}/{p['name']}/{p['system']}"
+    not_found = f"{where} not found" if version is None else f"{where} {version} not found"
+    await svc.access.require_read(request, p["namespace"], not_found)
+    key = ("browse-module", *(p[k].lower() for k in ("namespace", "name", "system")), version)
+    body = await svc.cache.get(key, lambda: _module_body(svc, request, version))
+    if body is None:
+        raise NotFound(not_found)
+    assert isinstance(body, CachedJson)
+    return body
+
+
+async def latest(request: Request) -> Response:
+    return (await _module(request, None)).response(request)
+
+
+async def one_version(request: Request) -> Response:
+    return (await _module(request, request.path_params["version"])).response(request)
+
+
+async def download_latest(request: Request) -> Response:
+    """302 to the latest version's `download` endpoint, as the public registry does."""
+    record = await _module(request, None)
+    p = request.path_params
+    version = json.loads(record.body)["version"]
+    base = base_url(request, services(request).settings)
+    target = f"{base}{PREFIX}/{p['namespace']}/{p['name']}/{p['system']}/{version}/download"
+    return RedirectResponse(target, status_code=302)
+
+
+async def _provider(request: Request, version: str | None) -> Response:
+    svc = services(request)
+    p = request.path_params
+    not_found = f"provider {p['namespace']}/{p['type']} not found"
+    await svc.access.require_read(request, p["namespace"], not_found)
+    key = ("browse-provider", p["namespace"].lower(), p["type"].lower())
+    found = await svc.cache.get(
+        key, lambda: provider_record(svc.providers.store, p["namespace"], p["type"])
+    )
+    releases = found["releases"] if isinstance(found, dict) else []
+    if version is None:
+        chosen = next((r for r in releases if not r["yanked"]), None)
+    else:
+        # Exact version, yanked ones included: they stay served (issue 15).
+        chosen = next((r for r in releases if r["version"] == version), None)
+        not_found = f"provider {p['namespace']}/{p['type']} {version} not found"
+    if chosen is None or not isinstance(found, dict):
+        raise NotFound(not_found)
+    body = {**chosen, "namespace": found["namespace"], "name": found["name"]}
+    body["versions"] = found["versions"]
+    return CachedJson.of(body).response(request)
+
+
+async def provider_latest(request: Request) -> Response:
+    return await _provider(request, None)
+
+
+async def provider_version(request: Request) -> Response:
+    return await _provider(request, request.path_params["version"])
+
+
+def routes() -> list[Route]:
+    """After modules.routes() and providers.routes() in app.py, so their
+    `/versions` and `/download` paths match before `{version}` here."""
+    three = PREFIX + "/{namespace}/{name}/{system}"
+    return [
+        Route(PREFIX, list_modules, methods=["GET"]),
+        Route(PREFIX + "/search", search, methods=["GET"]),
+        Route(PREFIX + "/{namespace}", namespace_modules, methods=["GET"]),
+        Route(PREFIX + "/{namespace}/{name}", module_systems, methods=["GET"]),
+        Route(three, latest, methods=["GET"]),
+        Route(three + "/download", download_latest, methods=["GET"]),
+        Route(three + "/{version}", one_version, methods=["GET"]),
+        Route("/v1/providers/{namespace}/{type}", provider_latest, methods=["GET"]),
+        Route("/v1/providers/{namespace}/{type}/{version}", provider_version, methods=["GET"]),
+    ]

@@ -1,0 +1,6 @@
+"""Documentation extracted from a module version at publish time (issue 13).
+
+`hcl.py` reads a Terraform module's interface, `readme.py` renders READMEs to
+safe HTML, and `extract.py` turns the files of one published tree into the
+immutable document stored beside the version (storage/catalog.py).
+"""

@@ -1,0 +1,168 @@
+"""A Terraform module's interface, read from its `.tf` files with python-hcl2.
+
+Issue 13 lists what is kept: inputs (name, type as written, description,
+default, required, sensitive), outputs (name, description, sensitive),
+resources and data sources, module calls (source, version), and the
+`required_providers` and `required_version` of the `terraform` block. A file
+that does not parse is reported by name and skipped: the rest of the module
+is still described, and publishing never waits on documentation.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import hcl2
+from hcl2.utils import SerializationOptions
+from lark.exceptions import LarkError
+
+# Quotes stripped so descriptions read as written; types and defaults that are
+# expressions come back as "${...}", which `_expr` unwraps to the source text.
+_OPTIONS = SerializationOptions(with_comments=False, strip_string_quotes=True)
+
+
+def empty_module(path: str) -> dict[str, Any]:
+    return {
+        "path": path,
+        "inputs": [],
+        "outputs": [],
+        "resources": [],
+        "dependencies": [],
+        "provider_dependencies": [],
+        "required_version": "",
+        "empty": True,
+    }
+
+
+# python-hcl2 needs ~2 ms per small file, as much as building a version's
+# archive; consecutive tags mostly share their .tf files, so parses are kept by
+# content (bench/catalog.py: the cache is what keeps extraction under 10%).
+# Results are never mutated (add_file only reads them). Large files are not kept.
+_CACHE_MAX_TEXT = 64 * 1024
+
+
+def parse_file(text: str) -> dict[str, Any]:
+    """The parsed file; raises ValueError with a one-line reason when it is not HCL."""
+    if len(text) <= _CACHE_MAX_TEXT:
+        return _parse_cached(text)
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> dict[str, Any]:
+    return _parse(text)
+
+
+def _parse(text: str) -> dict[str, Any]:
+    try:
+        loaded = hcl2.loads(text, serialization_options=_OPTIONS)
+    except (LarkError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        lines = str(exc).strip().splitlines()
+        raise ValueError(lines[0][:200] if lines else type(exc).__name__) from exc
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def add_file(module: dict[str, Any], parsed: dict[str, Any]) -> None:
+    """Add one parsed file's declarations to `module` (see `empty_module`)."""
+    module["empty"] = False
+    for name, body in _named(parsed.get("variable")):
+        module["inputs"].append(_input(name, body))
+    for name, body in _named(parsed.get("output")):
+        module["outputs"].append(
+            {
+                "name": name,
+                "description": _text(body.get("description")),
+                "sensitive": body.get("sensitive") is True,
+            }
+        )
+    for kind, key in (("resource", "managed"), ("data", "data")):
+        for type_, names in _named(parsed.get(kind)):
+            for name, _ in _named([names]):
+                module["resources"].append({"name": name, "type": type_, "mode": key})
+    for name, body in _named(parsed.get("module")):
+        module["dependencies"].append(
+            {
+                "name": name,
+                "source": _text(body.get("source")),
+                "version": _text(body.get("version")),
+            }
+        )
+    for block in _blocks(parsed.get("terraform")):
+        _terraform_block(module, block)
+
+
+def _input(name: str, body: dict[str, Any]) -> dict[str, Any]:
+    has_default = "default" in body
+    return {
+        "name": name,
+        "type": _expr(body.get("type", "")),
+        "description": _text(body.get("description")),
+        "default": _value(body.get("default")) if has_default else None,
+        # Terraform: a variable without a default must be set by the caller.
+        "required": not has_default,
+        "sensitive": body.get("sensitive") is True,
+    }
+
+
+def _terraform_block(module: dict[str, Any], block: dict[str, Any]) -> None:
+    version = block.get("required_version")
+    if isinstance(version, str):
+        module["required_version"] = version
+    for providers in _blocks(block.get("required_providers")):
+        for name, spec in providers.items():
+            if name.startswith("__"):
+                continue
+            if isinstance(spec, dict):
+                source, constraint = _text(spec.get("source")), _text(spec.get("version"))
+            else:  # Terraform 0.12's `aws = "~> 2.0"`
+                source, constraint = "", _text(spec)
+            module["provider_dependencies"].append(
+                {
+                    "name": name,
+                    "namespace": source.split("/")[-2] if source.count("/") >= 1 else "",
+                    "source": source,
+                    "version": constraint,
+                }
+            )
+
+
+def _blocks(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, dict)]
+    return []
+
+
+def _named(value: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(label, body) pairs of labelled blocks such as `variable "x" {}`."""
+    found = []
+    for block in _blocks(value):
+        for label, body in block.items():
+            if label.startswith("__"):
+                continue
+            found.append((label.strip('"'), body if isinstance(body, dict) else {}))
+    return found
+
+
+def _expr(value: Any) -> str:
+    text = value if isinstance(value, str) else str(value)
+    if text.startswith("${") and text.endswith("}"):
+        return text[2:-1]
+    return text
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def _value(value: Any) -> Any:
+    """A default as JSON: literals as they are, expressions as their source text."""
+    if isinstance(value, str):
+        return _expr(value)
+    if isinstance(value, dict):
+        return {k: _value(v) for k, v in value.items() if not k.startswith("__")}
+    if isinstance(value, list):
+        return [_value(v) for v in value]
+    return value

@@ -1,0 +1,137 @@
+"""The browse API's records, in the public registry's v1 shape (issue 13).
+
+Field names follow registry.terraform.io's `/v1/modules` answers: a short
+record per module in lists (`id`, `owner`, `namespace`, `name`, `version`,
+`provider`, `description`, `source`, `published_at`, `downloads`,
+`verified`), and the full record for one version adds `root`,
+`submodules`, `examples`, `providers` and `versions`. Everything here is
+built from the index and the stored documents only, so the web UI can render
+exactly what the API serves. Visibility is decided by the caller
+(api/browse.py): records carry their namespace for that.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from gitreg.catalog.extract import description
+from gitreg.catalog.hcl import empty_module
+from gitreg.storage.protocols import CatalogIndex, ModuleIndex, ProviderIndex
+from gitreg.storage.records import ModuleRecord, VersionRecord
+from gitreg.versions import parse_version, sort_key
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One module in a list: its namespace (for visibility) and its record."""
+
+    module_id: int
+    namespace: str
+    record: dict[str, Any]
+
+
+def version_key(version: VersionRecord) -> str:
+    return str(parse_version(version.version).without_build())
+
+
+def listed_versions(index: ModuleIndex, module: ModuleRecord) -> list[VersionRecord]:
+    """Unyanked versions, newest first (a yanked version leaves every list)."""
+    found = [v for v in index.versions(module.id) if not v.yanked]
+    return sorted(found, key=lambda v: sort_key(v.version), reverse=True)
+
+
+def _document(catalog: CatalogIndex, module: ModuleRecord, key: str) -> dict[str, Any]:
+    stored = catalog.docs(module.id, key)
+    if stored is None:  # published before extraction and not reindexed yet
+        return {"root": empty_module(""), "submodules": [], "examples": [], "source": ""}
+    loaded = json.loads(stored)
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def short_record(
+    module: ModuleRecord, version: VersionRecord, doc: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "id": f"{module.address}/{version.version}",
+        "owner": "",
+        "namespace": module.namespace,
+        "name": module.name,
+        "version": version.version,
+        "provider": module.system,
+        "description": description(doc) if doc.get("root") else "",
+        "source": doc.get("source", ""),
+        "tag": version.tag,
+        "published_at": version.published_at,
+        "downloads": 0,  # gitreg does not count downloads
+        "verified": False,  # no verification programme in a private registry
+    }
+
+
+def full_record(
+    index: ModuleIndex, catalog: CatalogIndex, module: ModuleRecord, version: VersionRecord
+) -> dict[str, Any]:
+    doc = _document(catalog, module, version_key(version))
+    record = short_record(module, version, doc)
+    record.update(
+        {
+            "commit": version.commit_sha,
+            "root": doc["root"],
+            "submodules": doc["submodules"],
+            "examples": doc["examples"],
+            "changelog_html": doc.get("changelog_html", ""),
+            "problems": doc.get("problems", []),
+            "providers": [module.system],
+            "versions": [v.version for v in listed_versions(index, module)],
+        }
+    )
+    return record
+
+
+def all_listed(index: ModuleIndex, catalog: CatalogIndex) -> list[Listed]:
+    """Every module with a listed version, as its latest version's short record,
+    ordered by namespace, name, system."""
+    found = []
+    for module in index.modules():
+        versions = listed_versions(index, module)
+        if versions:
+            doc = _document(catalog, module, version_key(versions[0]))
+            found.append(
+                Listed(module.id, module.namespace, short_record(module, versions[0], doc))
+            )
+    found.sort(key=lambda m: (m.namespace.lower(), m.record["name"], m.record["provider"]))
+    return found
+
+
+def provider_record(providers: ProviderIndex, namespace: str, type_: str) -> dict[str, Any] | None:
+    """A provider's record for `/v1/providers/NS/TYPE[/VERSION]`: versions,
+    platforms, protocols and the signing key ids of each listed version."""
+    provider = providers.find_provider(f"{namespace}/{type_}".lower())
+    if provider is None:
+        return None
+    # Yanked versions are kept for exact-version lookups but leave `versions` (issue 15).
+    versions = list(providers.provider_versions(provider.id))
+    versions.sort(key=lambda v: sort_key(v.version), reverse=True)
+    packages = providers.packages_by_version(provider.id)
+    keys = {k.id: k.key_id for k in providers.keys(provider.namespace)}
+    entries = [
+        {
+            "id": f"{provider.address}/{v.version}",
+            "version": v.version,
+            "protocols": list(v.protocols),
+            "platforms": [{"os": p.os, "arch": p.arch} for p in packages.get(v.id, [])],
+            "signing_key_ids": [keys[v.key_row]] if v.key_row in keys else [],
+            "source": v.source,
+            "published_at": v.published_at,
+            "docs": [],
+            "yanked": v.yanked,
+        }
+        for v in versions
+    ]
+    return {
+        "namespace": provider.namespace,
+        "name": provider.type,
+        "versions": [e["version"] for e in entries if not e["yanked"]],
+        "releases": entries,
+    }

@@ -1,0 +1,122 @@
+"""Documenting published module versions: at publish, and by `gitreg reindex`.
+
+The publisher calls `Documenter.document` right after recording a version,
+on the mirror it just archived from, so extraction reads a few blobs that are
+already in the page cache (bench/bench_catalog.py measures the overhead). A
+failure here is logged and leaves the version without a document: publishing
+never waits on documentation, and `gitreg reindex` fills the gap later.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, extract, search_text
+from gitreg.errors import GitError, GitregError
+from gitreg.git.backend import GitBackend
+from gitreg.storage.catalog import SearchEntry
+from gitreg.storage.protocols import CatalogIndex, ModuleIndex
+from gitreg.storage.records import ModuleRecord, RepoRecord
+from gitreg.versions import parse_version, sort_key
+
+log = logging.getLogger("gitreg.catalog")
+
+
+@dataclass(frozen=True)
+class Published:
+    """The parts of a version documentation needs."""
+
+    version: str
+    version_key: str
+    commit_sha: str
+    tree_sha: str
+
+
+class Documenter:
+    def __init__(
+        self,
+        index: ModuleIndex,
+        catalog: CatalogIndex,
+        git: GitBackend,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._index = index
+        self._catalog = catalog
+        self._git = git
+        self._on_change = on_change
+
+    def document(
+        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
+    ) -> bool:
+        """Extract and store one version's document; False if it could not be
+        made now (logged: `gitreg reindex` retries) or was already stored."""
+        try:
+            return self._document(mirror, repo, module, version)
+        except (GitError, GitregError, OSError, KeyError, ValueError) as exc:
+            log.warning("no documentation for %s %s: %s", module.address, version.version, exc)
+            return False
+
+    def _document(
+        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
+    ) -> bool:
+        doc = self.build(mirror, repo, module, version)
+        stored = self._catalog.put_docs(
+            module.id, version.version_key, DOCS_FORMAT, json.dumps(doc, sort_keys=True)
+        )
+        if self._is_latest(module, version.version_key):
+            self._put_search(module, doc)
+        if stored:
+            self._on_change()
+        return stored
+
+    def build(
+        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
+    ) -> dict[str, Any]:
+        tree = version.tree_sha
+        if module.subdir:
+            found = self._git.subtree(mirror, tree, module.subdir)
+            if found is None:
+                raise ValueError(f"subdirectory {module.subdir!r} is missing at this commit")
+            tree = found
+        files, notes = self._git.doc_files(mirror, tree)
+        origin = Origin(repo.url, version.commit_sha, module.subdir, version.version)
+        return extract(files, origin, notes)
+
+    def _put_search(self, module: ModuleRecord, doc: dict[str, Any]) -> None:
+        entry = SearchEntry(
+            module.id,
+            module.namespace,
+            module.name,
+            module.system,
+            description(doc),
+            search_text(doc),
+        )
+        self._catalog.put_search(entry)
+
+    def refresh_search(self, module: ModuleRecord) -> bool:
+        """Rebuild a module's search row from its latest stored document (after
+        `gitreg migrate-storage`, which does not copy search rows); False when
+        it has no documented listed version."""
+        keys = [
+            str(parse_version(v.version).without_build())
+            for v in self._index.versions(module.id)
+            if not v.yanked
+        ]
+        stored = self._catalog.docs(module.id, max(keys, key=sort_key)) if keys else None
+        if stored is None:
+            return False
+        self._put_search(module, json.loads(stored))
+        return True
+
+    def _is_latest(self, module: ModuleRecord, version_key: str) -> bool:
+        keys = [
+            str(parse_version(v.version).without_build())
+            for v in self._index.versions(module.id)
+            if not v.yanked
+        ]
+        return bool(keys) and max(keys, key=sort_key) == version_key

@@ -1,0 +1,149 @@
+"""All SQL of module documentation and search (migration `0014-module-docs`).
+
+A version's document is written once and never replaced, like its archive
+(issue 13): a second `put_docs` for the same version keeps the first. The
+search row of a module holds its latest documented version's words and is
+replaced when a newer version is documented. SQLite searches with FTS5
+(bm25), PostgreSQL with a generated tsvector under a GIN index (ts_rank);
+both put an exact module-name match first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gitreg.storage.index import IndexBackedStore, utcnow
+
+# Letters and digits only, as both engines' tokenisers split words ("zone_name"
+# is "zone" and "name"), so each query word is one token matched as a prefix.
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class SearchEntry:
+    """What search indexes for one module (its latest version's words)."""
+
+    module_id: int
+    namespace: str
+    name: str
+    system: str
+    description: str
+    body: str
+
+
+@dataclass(frozen=True)
+class MissingDocs:
+    """A published version without a current document, for `gitreg reindex`."""
+
+    version_id: int
+    module_id: int
+    version_key: str
+
+
+class CatalogStore(IndexBackedStore):
+    def put_docs(self, module_id: int, version_key: str, fmt: int, document: str) -> bool:
+        """Store a version's document; False when one of this format is already
+        stored (immutable). An older format is replaced, which is how
+        `gitreg reindex` upgrades documents after their shape changes."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT format FROM module_docs WHERE module_id = ? AND version_key = ?",
+                (module_id, version_key),
+            ).fetchone()
+            if row is not None and int(row[0]) >= fmt:
+                return False
+            conn.execute(
+                "DELETE FROM module_docs WHERE module_id = ? AND version_key = ?",
+                (module_id, version_key),
+            )
+            conn.execute(
+                "INSERT INTO module_docs (module_id, version_key, format, document, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (module_id, version_key, fmt, document, utcnow()),
+            )
+        return True
+
+    def docs(self, module_id: int, version_key: str) -> str | None:
+        rows = self._rows(
+            "SELECT document FROM module_docs WHERE module_id = ? AND version_key = ?",
+            (module_id, version_key),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def missing_docs(self, fmt: int, after_version_id: int, limit: int) -> list[MissingDocs]:
+        """Versions (by id, ascending, after `after_version_id`) with no document
+        of format `fmt`: the next batch for a resumable back-fill."""
+        rows = self._rows(
+            "SELECT v.id, v.module_id, v.version_key FROM module_versions v"
+            " LEFT JOIN module_docs d ON d.module_id = v.module_id"
+            " AND d.version_key = v.version_key AND d.format >= ?"
+            " WHERE v.id > ? AND d.module_id IS NULL ORDER BY v.id LIMIT ?",
+            (fmt, after_version_id, limit),
+        )
+        return [MissingDocs(int(r[0]), int(r[1]), str(r[2])) for r in rows]
+
+    def put_search(self, entry: SearchEntry) -> None:
+        """Replace a module's search row."""
+        values = (
+            entry.module_id,
+            entry.namespace,
+            entry.name,
+            entry.system,
+            entry.description,
+            entry.body,
+        )
+        with self._write() as conn:
+            conn.execute("DELETE FROM module_search WHERE module_id = ?", (entry.module_id,))
+            conn.execute(
+                "INSERT INTO module_search (module_id, namespace, name, system, description,"
+                " body) VALUES (?, ?, ?, ?, ?, ?)",
+                values,
+            )
+            if self._dialect == "sqlite":
+                conn.execute("DELETE FROM module_search_fts WHERE rowid = ?", (entry.module_id,))
+                conn.execute(
+                    "INSERT INTO module_search_fts (rowid, namespace, name, system, description,"
+                    " body) VALUES (?, ?, ?, ?, ?, ?)",
+                    values,
+                )
+
+    def searchable_modules(self) -> set[int]:
+        """Ids of modules that have a search row."""
+        return {int(r[0]) for r in self._rows("SELECT module_id FROM module_search")}
+
+    def search(self, query: str, limit: int) -> list[tuple[int, str]]:
+        """(module_id, namespace) of the best matches, best first: an exact
+        name match, then relevance. Every word must match (a prefix of it).
+        Callers drop namespaces the reader may not see before paginating."""
+        words = [w.lower() for w in _WORD.findall(query)][:16]
+        if not words:
+            return []
+        exact = self._rows(
+            "SELECT module_id, namespace FROM module_search WHERE lower(name) = ?"
+            " ORDER BY module_id",
+            (query.strip().lower(),),
+        )
+        if self._dialect == "sqlite":
+            # Each word quoted (no FTS5 syntax from users) and matched as a prefix;
+            # `rank` is bm25 with the column weights set in migration 0014, and
+            # FTS5 ranks inside its own scan (no join per match).
+            match = " ".join('"' + w.replace('"', "") + '"*' for w in words)
+            rows = self._rows(
+                "SELECT rowid, namespace FROM module_search_fts WHERE module_search_fts MATCH ?"
+                " ORDER BY rank LIMIT ?",
+                (match, limit),
+            )
+        else:
+            tsquery = " & ".join(w + ":*" for w in words)
+            rows = self._rows(
+                "SELECT module_id, namespace FROM module_search"
+                " WHERE terms @@ to_tsquery('simple', ?)"
+                " ORDER BY ts_rank(terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+                (tsquery, tsquery, limit),
+            )
+        # An exact name match ranks first (issue 13), whatever its relevance.
+        first = [(int(r[0]), str(r[1])) for r in exact]
+        seen = {m for m, _ in first}
+        rest = [(int(r[0]), str(r[1])) for r in rows if int(r[0]) not in seen]
+        return (first + rest)[:limit]

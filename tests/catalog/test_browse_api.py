@@ -1,0 +1,199 @@
+"""The browse/search API in the public registry's v1 shape, and private
+namespaces never leaking through it (issue 13)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from gitreg.app import create_app
+from gitreg.auth.tokens import new_token, token_hash
+from gitreg.services import Services
+from gitreg.settings import load_settings
+from tests.catalog.test_extraction import full_module
+from tests.support.gitrepo import GitRepo, simple_module
+
+BASE = "https://registry.example.com"
+SHORT_FIELDS = {
+    "id",
+    "owner",
+    "namespace",
+    "name",
+    "version",
+    "provider",
+    "description",
+    "source",
+    "published_at",
+    "downloads",
+    "verified",
+}
+ROOT_FIELDS = {
+    "path",
+    "readme",
+    "empty",
+    "inputs",
+    "outputs",
+    "dependencies",
+    "provider_dependencies",
+    "resources",
+}
+# Every list and search route, with what a caller without access must never see.
+LIST_ROUTES = [
+    "/v1/modules",
+    "/v1/modules?limit=100",
+    "/v1/modules/search?q=vpc",
+    "/v1/modules/search?q=greeting",
+    "/v1/modules?q=secret",
+    "/v1/modules/secret",
+    "/v1/modules/secret/vpc",
+    "/v1/modules?provider=aws",
+]
+PAGE_ROUTES = [
+    "/v1/modules/secret/vpc/aws",
+    "/v1/modules/secret/vpc/aws/1.0.0",
+    "/v1/modules/secret/vpc/aws/download",
+    "/v1/modules/secret/nope/aws",
+]
+
+
+@pytest.fixture
+def app_client(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo]
+) -> Iterator[tuple[TestClient, Services]]:
+    settings = load_settings({"data_dir": tmp_path / "data", "public_url": BASE}, environ={})
+    app = create_app(settings)
+    svc: Services = app.state.services
+    for namespace, name, system in [
+        ("acme", "vpc", "aws"),
+        ("acme", "vpc", "google"),
+        ("acme", "network", "aws"),
+        ("secret", "vpc", "aws"),
+    ]:
+        repo = make_repo(f"{namespace}-{name}-{system}")
+        if namespace == "acme" and name == "vpc" and system == "aws":
+            full_module(repo)
+        else:
+            simple_module(repo, f"hidden_{namespace}")
+        repo.commit()
+        repo.tag("v1.0.0")
+        if system == "aws":
+            repo.write("extra.tf", "# 1.1.0\n")
+            repo.commit()
+            repo.tag("v1.1.0")
+        record = svc.index.add_repo(str(repo.path), "")
+        svc.index.add_module(record.id, namespace, name, system, "", "")
+        svc.publisher.sync_repo(record)
+    svc.auth.set_namespace_private("secret", True)
+    svc.cache.invalidate()
+    with TestClient(app, base_url="https://testserver", follow_redirects=False) as client:
+        yield client, svc
+
+
+def _token(svc: Services, namespaces: list[str]) -> dict[str, str]:
+    token = new_token()
+    svc.auth.add_token(token_hash(token), token[:12], "read", namespaces, "", None)
+    svc.cache.invalidate()
+    return {"authorization": f"Bearer {token}"}
+
+
+def test_list_has_the_public_shape_and_pages(app_client: tuple[TestClient, Services]) -> None:
+    client, _ = app_client
+    first = client.get("/v1/modules?limit=2").json()
+    assert first["meta"] == {
+        "limit": 2,
+        "current_offset": 0,
+        "next_offset": 2,
+        "next_url": "/v1/modules?limit=2&offset=2",
+    }
+    assert [m["id"] for m in first["modules"]] == ["acme/network/aws/1.1.0", "acme/vpc/aws/1.1.0"]
+    assert all(set(m) >= SHORT_FIELDS for m in first["modules"])
+    second = client.get(first["meta"]["next_url"]).json()
+    assert [m["id"] for m in second["modules"]] == ["acme/vpc/google/1.0.0"]
+    assert second["meta"] == {"limit": 2, "current_offset": 2, "prev_offset": 0}
+    only_google = client.get("/v1/modules?provider=google").json()["modules"]
+    assert [m["provider"] for m in only_google] == ["google"]
+    assert client.get("/v1/modules?verified=true").json()["modules"] == []
+    assert client.get("/v1/modules?offset=x").status_code == 400
+
+
+def test_one_version_has_every_documented_field(app_client: tuple[TestClient, Services]) -> None:
+    client, _ = app_client
+    record = client.get("/v1/modules/acme/vpc/aws/1.1.0").json()
+    assert set(record) >= SHORT_FIELDS | {"root", "submodules", "examples", "providers", "versions"}
+    assert set(record["root"]) >= ROOT_FIELDS
+    assert record["versions"] == ["1.1.0", "1.0.0"] and record["providers"] == ["aws"]
+    assert record["description"] == "A VPC for the platform team."
+    assert {i["name"] for i in record["root"]["inputs"]} == {"name", "cidr", "token"}
+    assert [s["path"] for s in record["submodules"]] == ["modules/subnets"]
+    latest = client.get("/v1/modules/acme/vpc/aws").json()
+    assert latest["version"] == "1.1.0"
+    assert client.get("/v1/modules/acme/vpc/aws/1.0.0").json()["version"] == "1.0.0"
+    assert client.get("/v1/modules/acme/vpc/aws/9.9.9").status_code == 404
+    systems = client.get("/v1/modules/acme/vpc").json()["modules"]
+    assert [m["provider"] for m in systems] == ["aws", "google"]
+    namespace = client.get("/v1/modules/acme").json()["modules"]
+    assert [m["name"] for m in namespace] == ["network", "vpc", "vpc"]
+
+
+def test_download_redirects_to_the_latest_version(app_client: tuple[TestClient, Services]) -> None:
+    client, _ = app_client
+    answer = client.get("/v1/modules/acme/vpc/aws/download")
+    assert answer.status_code == 302
+    assert answer.headers["location"] == f"{BASE}/v1/modules/acme/vpc/aws/1.1.0/download"
+    assert client.get("/v1/modules/acme/none/aws/download").status_code == 404
+
+
+def test_search_ranks_the_exact_name_first(app_client: tuple[TestClient, Services]) -> None:
+    client, _ = app_client
+    found = client.get("/v1/modules/search?q=vpc").json()["modules"]
+    assert [m["name"] for m in found][:2] == ["vpc", "vpc"]
+    by_input = client.get("/v1/modules/search?q=cidr").json()["modules"]
+    assert [m["id"] for m in by_input] == ["acme/vpc/aws/1.1.0"]
+    assert client.get("/v1/modules/search?q=").status_code == 400
+
+
+def test_the_existing_protocol_routes_still_answer(
+    app_client: tuple[TestClient, Services],
+) -> None:
+    client, _ = app_client
+    assert client.get("/v1/modules/acme/vpc/aws/versions").json()["modules"][0]["versions"]
+    assert client.get("/v1/modules/acme/vpc/aws/1.1.0/download").status_code == 204
+
+
+@pytest.mark.parametrize("route", LIST_ROUTES)
+def test_lists_and_search_never_show_a_private_namespace(
+    app_client: tuple[TestClient, Services], route: str
+) -> None:
+    client, svc = app_client
+    for headers in ({}, _token(svc, ["acme"])):
+        answer = client.get(route, headers=headers)
+        assert answer.status_code == 200, answer.text
+        assert "secret" not in str(answer.json()["modules"])
+        assert "hidden_secret" not in answer.text
+    allowed = client.get(route, headers=_token(svc, ["secret"]))
+    if route.startswith("/v1/modules/secret") or "q=greeting" in route:
+        assert "secret/vpc/aws" in allowed.text
+
+
+@pytest.mark.parametrize("route", PAGE_ROUTES)
+def test_private_pages_need_a_token_and_say_nothing_more(
+    app_client: tuple[TestClient, Services], route: str
+) -> None:
+    client, svc = app_client
+    anonymous = client.get(route)
+    assert anonymous.status_code == 401
+    assert "hidden_secret" not in anonymous.text and "1.1.0" not in anonymous.text
+    other = client.get(route, headers=_token(svc, ["acme"]))
+    assert other.status_code == 404
+    assert "hidden_secret" not in other.text and "1.1.0" not in other.text
+
+
+def test_unknown_providers_are_404(app_client: tuple[TestClient, Services]) -> None:
+    client, _ = app_client
+    answer = client.get("/v1/providers/acme/nothing")
+    assert answer.status_code == 404
+    assert answer.json() == {"errors": ["provider acme/nothing not found"]}
+    assert client.get("/v1/providers/secret/nothing").status_code == 401

@@ -1,0 +1,121 @@
+"""`gitreg reindex` back-fills documentation for versions published before it
+existed, and resumes where an interrupted run stopped (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gitreg.catalog.extract import DOCS_FORMAT
+from gitreg.catalog.service import Published
+from gitreg.cli import main
+from gitreg.git.backend import DulwichBackend
+from gitreg.modules.publisher import Publisher
+from gitreg.services import build_services
+from gitreg.settings import load_settings
+from gitreg.storage.copy import tables_in_order
+from tests.support.gitrepo import GitRepo, simple_module
+
+
+def test_reindex_documents_old_versions_and_resumes(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    repo = make_repo("vpc")
+    simple_module(repo)
+    repo.commit()
+    for tag in ("v1.0.0", "v1.1.0", "v1.2.0"):
+        repo.tag(tag)
+    record = svc.index.add_repo(str(repo.path), "")
+    module = svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
+    # A publisher without documentation: how versions were published before.
+    old = Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
+    old.sync_repo(svc.index.repo(record.id))
+    assert [svc.catalog.docs(module.id, v) for v in ("1.0.0", "1.1.0", "1.2.0")] == [None] * 3
+    # An interrupted run: it had documented the first version when it stopped.
+    first = svc.catalog.missing_docs(1, 0, 1)[0]
+    assert first.version_key == "1.0.0"
+    stored = svc.index.version_by_key(module.id, "1.0.0")
+    assert stored is not None
+    svc.docs.document(
+        old.mirror_path(record),
+        record,
+        module,
+        Published(stored.version, "1.0.0", stored.commit_sha, stored.tree_sha),
+    )
+    svc.close()
+
+    assert main(["reindex", "--data-dir", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "1/2 acme/vpc/aws 1.1.0" in out and "2/2 acme/vpc/aws 1.2.0" in out
+    assert "reindex: 2 documented, 0 failed" in out
+    assert main(["reindex", "--data-dir", str(data)]) == 0
+    assert "reindex: 0 documented, 0 failed" in capsys.readouterr().out
+
+    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    try:
+        for version in ("1.0.0", "1.1.0", "1.2.0"):
+            assert '"greeting"' in (svc.catalog.docs(module.id, version) or "")
+        assert svc.catalog.search("greeting", 10) == [(module.id, "acme")]
+    finally:
+        svc.close()
+
+
+def test_reindex_rebuilds_search_rows_a_module_lacks(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As after `gitreg migrate-storage`, which copies documents but not search rows."""
+    data = tmp_path / "data"
+    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    repo = make_repo("vpc")
+    simple_module(repo)
+    repo.commit()
+    repo.tag("v1.0.0")
+    record = svc.index.add_repo(str(repo.path), "")
+    module = svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
+    old = Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
+    old.sync_repo(svc.index.repo(record.id))
+    stored = svc.index.version_by_key(module.id, "1.0.0")
+    assert stored is not None
+    published = Published(stored.version, "1.0.0", stored.commit_sha, stored.tree_sha)
+    document = svc.docs.build(old.mirror_path(record), record, module, published)
+    svc.catalog.put_docs(module.id, "1.0.0", DOCS_FORMAT, json.dumps(document))
+    assert svc.catalog.searchable_modules() == set()
+    assert "module_search" not in tables_in_order() and "module_docs" in tables_in_order()
+    svc.close()
+    assert main(["reindex", "--data-dir", str(data)]) == 0
+    assert "reindex: 0 documented, 0 failed" in capsys.readouterr().out
+    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    try:
+        assert svc.catalog.search("greeting", 10) == [(module.id, "acme")]
+    finally:
+        svc.close()
+
+
+def test_a_version_whose_mirror_is_gone_fails_and_is_retried_later(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    repo = make_repo("vpc")
+    simple_module(repo)
+    repo.commit()
+    repo.tag("v1.0.0")
+    record = svc.index.add_repo(str(repo.path), "")
+    svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
+    old = Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
+    old.sync_repo(svc.index.repo(record.id))
+    mirror = old.mirror_path(record)
+    mirror.rename(mirror.with_suffix(".away"))
+    svc.close()
+    assert main(["reindex", "--data-dir", str(data)]) == 1
+    assert "reindex: 0 documented, 1 failed (run again to retry them)" in capsys.readouterr().out
+    shutil.rmtree(mirror, ignore_errors=True)  # whatever the failed attempt left there
+    mirror.with_suffix(".away").rename(mirror)
+    assert main(["reindex", "--data-dir", str(data)]) == 0
+    assert "reindex: 1 documented, 0 failed" in capsys.readouterr().out

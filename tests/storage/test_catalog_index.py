@@ -1,0 +1,112 @@
+"""Contract: module documentation and search (CatalogIndex, issue 13), on
+SQLite (FTS5) and PostgreSQL (tsvector + GIN)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import pytest
+
+from gitreg.storage.catalog import CatalogStore, SearchEntry
+from gitreg.storage.index import Index
+from gitreg.storage.protocols import CatalogIndex
+from gitreg.storage.records import NewVersion
+from tests.storage.conftest import Backend
+
+
+def catalog_of(backend: Backend) -> CatalogIndex:
+    return CatalogStore(cast(Index, backend.index))
+
+
+def add_module(backend: Backend, ns: str, name: str, system: str) -> int:
+    repo = backend.index.add_repo(f"https://git.example.com/{ns}/{name}-{system}.git", "")
+    return backend.index.add_module(repo.id, ns, name, system, "", "").id
+
+
+def publish(backend: Backend, module_id: int, version: str) -> None:
+    backend.index.publish_version(
+        NewVersion(module_id, version, version, f"v{version}", "t", "c", "tr", "a" * 64, 1, 0)
+    )
+
+
+def test_a_document_is_stored_once_and_upgraded_only_by_a_newer_format(
+    implementation: Backend,
+) -> None:
+    catalog = catalog_of(implementation)
+    module_id = add_module(implementation, "acme", "vpc", "aws")
+    assert catalog.docs(module_id, "1.0.0") is None
+    assert catalog.put_docs(module_id, "1.0.0", 1, '{"a": 1}')
+    assert not catalog.put_docs(module_id, "1.0.0", 1, '{"a": 2}')
+    assert catalog.docs(module_id, "1.0.0") == '{"a": 1}'
+    assert catalog.put_docs(module_id, "1.0.0", 2, '{"a": 3}')
+    assert catalog.docs(module_id, "1.0.0") == '{"a": 3}'
+
+
+def test_missing_docs_pages_through_undocumented_versions(implementation: Backend) -> None:
+    catalog = catalog_of(implementation)
+    module_id = add_module(implementation, "acme", "vpc", "aws")
+    for version in ("1.0.0", "1.1.0", "1.2.0"):
+        publish(implementation, module_id, version)
+    catalog.put_docs(module_id, "1.1.0", 1, "{}")
+    first = catalog.missing_docs(1, 0, 1)
+    assert [m.version_key for m in first] == ["1.0.0"]
+    rest = catalog.missing_docs(1, first[-1].version_id, 10)
+    assert [m.version_key for m in rest] == ["1.2.0"]
+    assert [m.version_key for m in catalog.missing_docs(2, 0, 10)] == ["1.0.0", "1.1.0", "1.2.0"]
+
+
+@pytest.fixture
+def searchable(implementation: Backend) -> tuple[CatalogIndex, dict[str, int]]:
+    catalog = catalog_of(implementation)
+    ids: dict[str, int] = {}
+    rows = [
+        ("acme", "network", "aws", "A VPC and subnets", "vpc_cidr subnet_ids"),
+        ("acme", "vpc", "aws", "Network for the platform", "name cidr"),
+        ("infra", "vpc-endpoints", "aws", "Endpoints for a vpc", "vpc_id"),
+        ("secret", "dns", "google", "Zones", "zone_name"),
+    ]
+    for ns, name, system, description, body in rows:
+        ids[f"{ns}/{name}"] = module_id = add_module(implementation, ns, name, system)
+        catalog.put_search(SearchEntry(module_id, ns, name, system, description, body))
+    return catalog, ids
+
+
+def test_search_puts_the_exact_name_first(
+    searchable: tuple[CatalogIndex, dict[str, int]],
+) -> None:
+    catalog, ids = searchable
+    found = catalog.search("vpc", 10)
+    assert found[0] == (ids["acme/vpc"], "acme")
+    assert {m for m, _ in found} == {
+        ids["acme/vpc"],
+        ids["acme/network"],
+        ids["infra/vpc-endpoints"],
+    }
+
+
+def test_search_reads_readme_words_and_input_names_and_every_word_must_match(
+    searchable: tuple[CatalogIndex, dict[str, int]],
+) -> None:
+    catalog, ids = searchable
+    assert catalog.search("zone_name", 10) == [(ids["secret/dns"], "secret")]
+    assert catalog.search("platform network", 10)[0][0] in (ids["acme/vpc"], ids["acme/network"])
+    assert catalog.search("subnet google", 10) == []
+    assert catalog.search('"; DROP TABLE x; --', 10) == []
+    assert catalog.search("   ", 10) == []
+
+
+def test_searchable_modules_are_those_with_a_row(
+    searchable: tuple[CatalogIndex, dict[str, int]],
+) -> None:
+    catalog, ids = searchable
+    assert catalog.searchable_modules() == set(ids.values())
+
+
+def test_a_new_search_row_replaces_the_old(
+    implementation: Backend, searchable: tuple[CatalogIndex, dict[str, int]]
+) -> None:
+    catalog, ids = searchable
+    module_id = ids["secret/dns"]
+    catalog.put_search(SearchEntry(module_id, "secret", "dns", "google", "Records", "record"))
+    assert catalog.search("zone_name", 10) == []
+    assert catalog.search("record", 10) == [(module_id, "secret")]
