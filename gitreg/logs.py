@@ -143,42 +143,63 @@ def _timestamp(now: float) -> str:
     return f"{_second[1]}.{int((now - whole) * 1000):03d}Z"
 
 
-def _json_value(value: str | int | None) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, int):
-        return str(value)
-    return str(encode_basestring_ascii(value))
+_encoded: dict[str, str] = {}  # route templates and methods, JSON-encoded
 
 
-def access_json(message: str, fields: dict[str, str | int | float | None]) -> bool:
-    """Write one access line as JsonFormatter would; False (nothing written)
-    unless gitreg's JSON handler alone receives `gitreg.access` records, so a
-    handler anyone else added (a test's log capture) gets the records."""
-    handler = _json_handler[0]
+def _cached_json(text: str) -> str:
+    """A JSON string for a value from a small set (route templates, methods)."""
+    found = _encoded.get(text)
+    if found is None:
+        found = str(encode_basestring_ascii(text))
+        if len(_encoded) < 1024:  # methods come from clients: stay bounded
+            _encoded[text] = found
+    return found
+
+
+def _fast_path(handler: logging.StreamHandler[TextIO] | None) -> bool:
+    """Whether gitreg's JSON handler alone receives `gitreg.access` records; a
+    handler anyone else added (a test's log capture) must get the records."""
     root = logging.root
-    if (
+    return not (
         handler is None
         or _ACCESS.handlers
         or not _ACCESS.propagate
         or len(root.handlers) != 1
         or root.handlers[0] is not handler
         or handler.level > logging.INFO
-    ):
+    )
+
+
+def access_json(
+    method: str,
+    route: str,
+    status: int,
+    seconds: float,
+    size: int,
+    client: str | None,
+    token_id: int | None,
+) -> bool:
+    """Write the access line JsonFormatter would write for gitreg.api.access_log
+    (the same keys in the same order); False, with nothing written, when it
+    must go through logging instead (_fast_path)."""
+    handler = _json_handler[0]
+    if handler is None or not _fast_path(handler):
         return False
-    parts = [
+    m, r = _cached_json(method), _cached_json(route)
+    head = (
         f'{{"ts":"{_timestamp(time.time())}","level":"info","logger":"gitreg.access",'
-        f'"msg":{_json_value(message)}'
-    ]
+        f'"msg":"{m[1:-1]} {r[1:-1]} {status} {seconds * 1000:.1f}ms"'
+    )
     if (rid := request_id.get()) is not None:
-        parts.append(f',"request_id":{_json_value(rid)}')
+        head += f',"request_id":{encode_basestring_ascii(rid)}'
     if (current := job.get()) is not None:
-        parts.append(f',"job_id":{current[0]},"repo_id":{current[1]}')
-    for name, value in fields.items():
-        text = repr(value) if isinstance(value, float) else _json_value(value)
-        parts.append(f',"{name}":{text}')
-    parts.append("}\n")
-    line = "".join(parts)
+        head += f',"job_id":{current[0]},"repo_id":{current[1]}'
+    line = (
+        f'{head},"method":{m},"route":{r},"status":{status},'
+        f'"duration_ms":{round(seconds * 1000, 2)!r},"bytes":{size},'
+        f'"client":{"null" if client is None else encode_basestring_ascii(client)},'
+        f'"token_id":{"null" if token_id is None else int(token_id)}}}\n'
+    )
     handler.acquire()  # job threads log through the same stream
     try:
         handler.stream.write(line)

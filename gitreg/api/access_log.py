@@ -79,19 +79,20 @@ class AccessLog:
     @staticmethod
     def _line(scope: Scope, route: str, seen: dict[str, int], seconds: float) -> None:
         client = scope.get("client")
-        state = scope.get("state") or {}
-        method = scope["method"]
-        fields: dict[str, str | int | float | None] = {
-            "method": method,
-            "route": route,
-            "status": seen["status"],
-            "duration_ms": round(seconds * 1000, 2),
-            "bytes": seen["bytes"],
-            "client": client[0] if client else None,
-            "token_id": state.get("token_id"),
-        }
-        message = f"{method} {route} {seen['status']} {seconds * 1000:.1f}ms"
+        host = client[0] if client else None
+        token_id = (scope.get("state") or {}).get("token_id")
+        method, status, size = scope["method"], seen["status"], seen["bytes"]
         # Written directly when gitreg's JSON handler is the only one (issue 16:
         # a LogRecord and json.dumps were a third of a metadata answer's cost).
-        if not logs.access_json(message, fields):
-            log.info("%s", message, extra={"fields": fields})
+        if logs.access_json(method, route, status, seconds, size, host, token_id):
+            return
+        fields = {
+            "method": method,
+            "route": route,
+            "status": status,
+            "duration_ms": round(seconds * 1000, 2),
+            "bytes": size,
+            "client": host,
+            "token_id": token_id,
+        }
+        log.info("%s %s %d %.1fms", method, route, status, seconds * 1000, extra={"fields": fields})

@@ -180,7 +180,7 @@ def test_the_fast_access_line_is_the_line_the_json_formatter_writes() -> None:
     logs.configure("json", "INFO", stream=out)
     context = logs.job.set((3, 4))
     try:
-        assert logs.access_json("probe", {})  # the fast path is taken...
+        assert logs.access_json("GET", "/probe", 200, 0.1, 1, None, None)  # fast path taken...
         _request_through_access_log()  # ...here too
         logging.getLogger().addHandler(logging.NullHandler())  # another handler: via logging
         _request_through_access_log()
@@ -188,7 +188,7 @@ def test_the_fast_access_line_is_the_line_the_json_formatter_writes() -> None:
         logs.job.reset(context)
         logs.configure("text", "WARNING")
     probe, fast, slow = (json.loads(line) for line in out.getvalue().splitlines())
-    assert probe["msg"] == "probe"
+    assert probe["msg"] == "GET /probe 200 100.0ms" and probe["client"] is None
     assert list(fast) == list(slow)  # the same fields in the same order
     for line in (fast, slow):
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", str(line.pop("ts")))
