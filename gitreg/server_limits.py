@@ -145,6 +145,12 @@ class ConnectionLimitsMixin(_ProtocolBase):
         self.limits = limits
         self.refused = False
         self.head_timer: asyncio.TimerHandle | None = None
+        # Loop time by which the request head must be complete; None: no
+        # deadline. Moving it does not move the timer: the timer, when it
+        # fires, sets itself again for a later deadline, so a busy keep-alive
+        # connection costs one timer per `header_timeout` rather than a
+        # call_later and a cancel per request (1.7 us on uvloop, issue 16).
+        self.head_deadline: float | None = None
         # The request cycle in progress when the deadline was armed; a new one
         # means a complete request head has arrived since.
         self.cycle_at_arming: Any = None
@@ -174,8 +180,8 @@ class ConnectionLimitsMixin(_ProtocolBase):
         if self.refused:
             return
         super().data_received(data)
-        if self.head_timer is not None and self.cycle is not self.cycle_at_arming:
-            self._disarm_head_deadline()
+        if self.head_deadline is not None and self.cycle is not self.cycle_at_arming:
+            self.head_deadline = None
 
     def on_response_complete(self) -> None:
         finished = self.cycle
@@ -185,26 +191,30 @@ class ConnectionLimitsMixin(_ProtocolBase):
             self._arm_head_deadline()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_head_deadline()
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+        self.head_deadline = None
         if not self.refused:
             super().connection_lost(exc)
 
     def _arm_head_deadline(self) -> None:
-        self._disarm_head_deadline()
         self.cycle_at_arming = self.cycle
-        self.head_timer = self.loop.call_later(self.limits.header_timeout, self._head_too_slow)
+        self.head_deadline = self.loop.time() + self.limits.header_timeout
+        if self.head_timer is None:
+            self.head_timer = self.loop.call_at(self.head_deadline, self._head_deadline_reached)
 
-    def _disarm_head_deadline(self) -> None:
-        if self.head_timer is not None:
-            self.head_timer.cancel()
-            self.head_timer = None
-
-    def _head_too_slow(self) -> None:
+    def _head_deadline_reached(self) -> None:
         self.head_timer = None
-        if not self.transport.is_closing():
-            # abort, not close: a client that stalls would also stall a TLS
-            # close_notify exchange, and keep the descriptor meanwhile.
-            self.transport.abort()
+        deadline = self.head_deadline
+        if deadline is None or self.transport.is_closing():
+            return
+        if self.loop.time() < deadline:  # moved since the timer was set
+            self.head_timer = self.loop.call_at(deadline, self._head_deadline_reached)
+            return
+        # abort, not close: a client that stalls would also stall a TLS
+        # close_notify exchange, and keep the descriptor meanwhile.
+        self.transport.abort()
 
 
 class LimitedH11Protocol(ConnectionLimitsMixin, H11Protocol):
