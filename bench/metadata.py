@@ -318,6 +318,12 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--schemes", type=lambda text: text.split(","), default=["http", "https"])
     parser.add_argument(
+        "--endpoints",
+        type=lambda text: text.split(","),
+        default=["discovery", "versions", "download"],
+        help="which to measure (a noisy cell rerun alone)",
+    )
+    parser.add_argument(
         "--after", type=Path, help="gitreg source tree to run (default: as imported)"
     )
     parser.add_argument("--before", type=Path, help="another gitreg source tree, run alongside")
