@@ -2,11 +2,14 @@
 
 It answers fixed bytes from memory (or a file with Starlette's stock
 `FileResponse`, default 64 KiB chunks) for the routes listed in a JSON file,
-and runs uvicorn with exactly the options `gitreg serve` uses for one worker
+and runs uvicorn with the options `gitreg serve` uses for one worker
 (gitreg/commands/serve.py): same host, TLS files, log level, no server header,
-no proxy headers, 10 s graceful shutdown.
+no proxy headers, 10 s graceful shutdown; with uvicorn's fast extras,
+httptools and uvloop, as issue 16 defines the baseline (`--http h11 --loop
+asyncio` for the pure-Python pair), and uvicorn's own access log as uvicorn
+has it by default (on at log level info).
 
-    python bench/bare_server.py --routes R.json --port P --cert C --key K
+    python bench/bare_server.py --routes R.json --port P (--cert C --key K | --no-tls)
 
 R.json: {"bytes": [{"path", "status", "media_type", "headers", "body_b64"}],
          "files": [{"path", "file", "media_type", "headers"}]}
@@ -66,10 +69,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--routes", type=Path, required=True)
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--cert", required=True)
-    parser.add_argument("--key", required=True)
+    parser.add_argument("--cert")
+    parser.add_argument("--key")
+    parser.add_argument("--no-tls", action="store_true", help="plain HTTP")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--http", default="httptools", choices=["httptools", "h11"])
+    parser.add_argument("--loop", default="uvloop", choices=["uvloop", "asyncio"])
     args = parser.parse_args()
+    if not args.no_tls and not (args.cert and args.key):
+        parser.error("--cert and --key, or --no-tls")
     # The same keyword arguments as gitreg.commands.serve.serve() with workers == 1.
     uvicorn.run(
         create_app(args.routes),
@@ -80,8 +88,10 @@ def main() -> None:
         proxy_headers=False,
         forwarded_allow_ips=None,
         timeout_graceful_shutdown=10,
-        ssl_certfile=args.cert,
-        ssl_keyfile=args.key,
+        http=args.http,
+        loop=args.loop,
+        ssl_certfile=None if args.no_tls else args.cert,
+        ssl_keyfile=None if args.no_tls else args.key,
     )
 
 

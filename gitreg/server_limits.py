@@ -6,15 +6,17 @@ handshake) keeps its file descriptor for good, and enough of them make
 `accept()` fail for everyone. `limit_concurrency` does not help: it answers 503
 only once a request head has arrived. Here:
 
-- `LimitedH11Protocol` refuses a connection over `max_connections` at once with
-  a complete 503, and closes one whose request head is not complete within
-  `header_timeout` seconds (after connecting, and again after each response);
-- `LimitedEventLoop` gives TLS handshakes and TLS shutdowns that same deadline
-  (asyncio's defaults are 60 s and 30 s);
+- `ConnectionLimitsMixin`, on uvicorn's httptools protocol (the default,
+  issue 16) and on its h11 one, refuses a connection over `max_connections` at
+  once with a complete 503, and closes one whose request head is not complete
+  within `header_timeout` seconds (after connecting, and after each response);
+- `TlsDeadlinesMixin`, on uvloop's loop (the default) and on asyncio's, gives
+  TLS handshakes and TLS shutdowns that same deadline (the defaults are 60 s
+  and 30 s);
 - `raise_fd_limit` and `connection_cap` keep the cap under the process's
   file-descriptor limit.
 
-Both classes reach uvicorn as `functools.partial` objects, which pickle, so
+The classes reach uvicorn as `functools.partial` objects, which pickle, so
 `--workers N` processes get the same limits. The cap counts per process, as
 the file-descriptor limit does.
 """
@@ -27,8 +29,9 @@ import json
 import logging
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -110,14 +113,44 @@ def _warn_refused(open_connections: int) -> None:
         logger.warning("refusing connections: %d open (max_connections)", open_connections)
 
 
-class LimitedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a connection cap and a request-head deadline."""
+if TYPE_CHECKING:
+    # What the mixins below use of uvicorn's protocols (h11 and httptools have
+    # the same attributes, with different cycle types) and of event loops
+    # (uvloop's stubs and typeshed's disagree on unrelated methods).
+
+    class _ProtocolBase(asyncio.Protocol):
+        connections: set[Any]
+        cycle: Any
+        loop: asyncio.AbstractEventLoop
+        transport: asyncio.Transport
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+        def on_response_complete(self) -> None: ...
+
+    class _LoopBase:
+        async def create_server(self, *args: Any, **kwargs: Any) -> asyncio.Server: ...
+
+else:
+    _ProtocolBase = object
+    _LoopBase = object
+
+
+class ConnectionLimitsMixin(_ProtocolBase):
+    """A connection cap and a request-head deadline for one of uvicorn's HTTP
+    protocols (h11 or httptools): both keep `connections`, `cycle`, `loop` and
+    `transport`, and call `on_response_complete` after each response."""
 
     def __init__(self, *args: Any, limits: ConnectionLimits, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.limits = limits
         self.refused = False
         self.head_timer: asyncio.TimerHandle | None = None
+        # Loop time by which the request head must be complete; None: no
+        # deadline. Moving it does not move the timer: the timer, when it
+        # fires, sets itself again for a later deadline, so a busy keep-alive
+        # connection costs one timer per `header_timeout` rather than a
+        # call_later and a cancel per request (1.7 us on uvloop, issue 16).
+        self.head_deadline: float | None = None
         # The request cycle in progress when the deadline was armed; a new one
         # means a complete request head has arrived since.
         self.cycle_at_arming: Any = None
@@ -147,8 +180,8 @@ class LimitedH11Protocol(H11Protocol):
         if self.refused:
             return
         super().data_received(data)
-        if self.head_timer is not None and self.cycle is not self.cycle_at_arming:
-            self._disarm_head_deadline()
+        if self.head_deadline is not None and self.cycle is not self.cycle_at_arming:
+            self.head_deadline = None
 
     def on_response_complete(self) -> None:
         finished = self.cycle
@@ -158,31 +191,40 @@ class LimitedH11Protocol(H11Protocol):
             self._arm_head_deadline()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_head_deadline()
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+        self.head_deadline = None
         if not self.refused:
             super().connection_lost(exc)
 
     def _arm_head_deadline(self) -> None:
-        self._disarm_head_deadline()
         self.cycle_at_arming = self.cycle
-        self.head_timer = self.loop.call_later(self.limits.header_timeout, self._head_too_slow)
+        self.head_deadline = self.loop.time() + self.limits.header_timeout
+        if self.head_timer is None:
+            self.head_timer = self.loop.call_at(self.head_deadline, self._head_deadline_reached)
 
-    def _disarm_head_deadline(self) -> None:
-        if self.head_timer is not None:
-            self.head_timer.cancel()
-            self.head_timer = None
-
-    def _head_too_slow(self) -> None:
+    def _head_deadline_reached(self) -> None:
         self.head_timer = None
-        if not self.transport.is_closing():
-            # abort, not close: a client that stalls would also stall a TLS
-            # close_notify exchange, and keep the descriptor meanwhile.
-            self.transport.abort()
+        deadline = self.head_deadline
+        if deadline is None or self.transport.is_closing():
+            return
+        if self.loop.time() < deadline:  # moved since the timer was set
+            self.head_timer = self.loop.call_at(deadline, self._head_deadline_reached)
+            return
+        # abort, not close: a client that stalls would also stall a TLS
+        # close_notify exchange, and keep the descriptor meanwhile.
+        self.transport.abort()
 
 
-class LimitedEventLoop(asyncio.SelectorEventLoop):
-    """An asyncio loop whose TLS servers give up on a handshake or shutdown after
-    `tls_timeout` seconds (asyncio's defaults: 60 and 30; uvicorn sets neither)."""
+class LimitedH11Protocol(ConnectionLimitsMixin, H11Protocol):
+    """uvicorn's h11 protocol (pure Python) with the limits."""
+
+
+class TlsDeadlinesMixin(_LoopBase):
+    """An event loop whose TLS servers give up on a handshake or shutdown after
+    `tls_timeout` seconds (asyncio's and uvloop's defaults: 60 and 30; uvicorn
+    sets neither)."""
 
     def __init__(self, tls_timeout: float) -> None:
         super().__init__()
@@ -195,9 +237,51 @@ class LimitedEventLoop(asyncio.SelectorEventLoop):
         return await super().create_server(*args, **kwargs)
 
 
-def uvicorn_options(limits: ConnectionLimits) -> dict[str, Any]:
-    """`http` and `loop` options for uvicorn.run; both pickle for worker processes."""
+class LimitedEventLoop(TlsDeadlinesMixin, asyncio.SelectorEventLoop):
+    """asyncio's selector loop with the TLS deadlines."""
+
+
+HTTP_IMPLS = ("auto", "httptools", "h11")
+
+
+# httptools (C parser) and uvloop (libuv) where they import; at module level so
+# that the `functools.partial` objects built on them pickle for `--workers N`.
+_fast_missing: ImportError | None = None
+try:
+    import uvloop
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError as exc:  # PyPy, or a platform without wheels
+    _fast_missing = exc
+else:
+
+    class LimitedHttpToolsProtocol(ConnectionLimitsMixin, HttpToolsProtocol):
+        """uvicorn's httptools protocol with the limits."""
+
+    # uvloop's stubs declare Loop against an older typeshed AbstractEventLoop, so
+    # mypy finds 28 signature clashes in any subclass; none concerns this one.
+    class LimitedUvloop(TlsDeadlinesMixin, uvloop.Loop):  # type: ignore[misc]
+        """uvloop with the TLS deadlines; its create_server takes the same
+        ssl_handshake_timeout and ssl_shutdown_timeout as asyncio's."""
+
+
+def uvicorn_options(limits: ConnectionLimits, http_impl: str = "auto") -> dict[str, Any]:
+    """`http` and `loop` options for uvicorn.run; both pickle for worker processes.
+
+    "auto" takes httptools + uvloop (issue 16: about twice h11 + asyncio's
+    requests per second, docs/performance.md) and falls back to h11 + asyncio,
+    with one log line, where they cannot be imported.
+    """
+    if http_impl not in HTTP_IMPLS:
+        raise ConfigError(f"http_impl must be one of {', '.join(HTTP_IMPLS)}, got {http_impl!r}")
+    protocol: Callable[..., asyncio.Protocol] = LimitedH11Protocol
+    loop: Callable[[float], asyncio.AbstractEventLoop] = LimitedEventLoop
+    if http_impl != "h11" and _fast_missing is None:
+        protocol, loop = LimitedHttpToolsProtocol, LimitedUvloop
+    elif http_impl == "httptools":
+        raise ConfigError(f"http_impl httptools: {_fast_missing} (pip install httptools uvloop)")
+    elif http_impl == "auto":
+        logger.warning("httptools/uvloop unavailable (%s): serving with h11/asyncio", _fast_missing)
     return {
-        "http": functools.partial(LimitedH11Protocol, limits=limits),
-        "loop": functools.partial(LimitedEventLoop, limits.header_timeout),
+        "http": functools.partial(protocol, limits=limits),
+        "loop": functools.partial(loop, limits.header_timeout),
     }

@@ -67,6 +67,9 @@ class Settings:
     # handshake and each request head; over the cap a connection gets a 503.
     max_connections: int = 0
     header_timeout: float = 15.0
+    # uvicorn's HTTP parser and event loop (issue 16): "httptools" (with uvloop),
+    # "h11" (with asyncio), or "auto": httptools where it imports, else h11.
+    http_impl: str = "auto"
     # Webhooks and the ingestion queue (docs/webhooks.md). Secrets may be given
     # literally or as `env:NAME` / `file:/path` references, read at use time.
     webhook_secret: str = ""  # default for repositories without their own
@@ -280,6 +283,8 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("max_connections must be >= 0 (0: derived from the open-file limit)")
     if not 0 < settings.header_timeout <= 3600:
         raise ConfigError("header_timeout must be > 0 and at most 3600 seconds")
+    if settings.http_impl not in ("auto", "httptools", "h11"):
+        raise ConfigError(f"http_impl must be auto, httptools or h11, got {settings.http_impl!r}")
     if settings.job_workers < 0 or settings.job_max_attempts < 1:
         raise ConfigError("job_workers must be >= 0 and job_max_attempts >= 1")
     if settings.job_lease < 1 or settings.job_backoff < 0 or settings.reconcile_interval < 0:

@@ -42,6 +42,8 @@ TOOLS = {
 FOR_LIBRARIES = {
     # Every in-process HTTP test uses starlette.testclient.TestClient, an httpx2 client.
     "httpx2": ("starlette.testclient", "httpx"),
+    # gitreg.server_limits subclasses uvicorn's HttpToolsProtocol, which parses with it.
+    "httptools": ("uvicorn.protocols.http.httptools_impl", "httptools"),
 }
 
 

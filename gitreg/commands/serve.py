@@ -154,7 +154,7 @@ def serve(settings: Settings) -> int:
         # gitreg has no WebSocket routes; an upgrade would also escape the
         # request-head deadline, so it is answered as plain HTTP.
         "ws": "none",
-        **uvicorn_options(limits),
+        **uvicorn_options(limits, settings.http_impl),
         **options,
     }
     if settings.workers > 1:

@@ -4,17 +4,21 @@ nothing secret in any line."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
+import re
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
 from gitreg import logs
+from gitreg.api.access_log import AccessLog
 from gitreg.jobs.runner import JobRunner
 from gitreg.services import build_services
 from gitreg.settings import load_settings
@@ -135,3 +139,61 @@ def test_job_lines_carry_the_job_and_the_repository(tmp_path: Path) -> None:
         logs.configure("text", "WARNING")
     done = [line for line in _json_lines(out.getvalue()) if "done in" in str(line["msg"])]
     assert done and done[0]["job_id"] == job.id and done[0]["repo_id"] == record.id
+
+
+class _Route:
+    path = "/v1/modules/{namespace}/{name}/{system}/versions"
+
+
+async def _answer(scope: Scope, receive: Receive, send: Send) -> None:
+    scope["route"] = _Route()  # as Starlette's router leaves it
+    scope["state"]["token_id"] = 7
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"hello"})
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.request", "body": b""}
+
+
+def _request_through_access_log() -> None:
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/v1/modules/acme/vpc/null/versions",
+        "headers": [(b"x-request-id", b"req-fast")],
+        # Escaping must match json.dumps (a proxy-given client can be any text).
+        "client": ('fe80::1"\\é', 1234),
+        "state": {},
+    }
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(AccessLog(_answer)(scope, _no_receive, send))
+    assert sent[0]["status"] == 200
+
+
+def test_the_fast_access_line_is_the_line_the_json_formatter_writes() -> None:
+    out = io.StringIO()
+    logs.configure("json", "INFO", stream=out)
+    context = logs.job.set((3, 4))
+    try:
+        assert logs.access_json("GET", "/probe", 200, 0.1, 1, None, None)  # fast path taken...
+        _request_through_access_log()  # ...here too
+        logging.getLogger().addHandler(logging.NullHandler())  # another handler: via logging
+        _request_through_access_log()
+    finally:
+        logs.job.reset(context)
+        logs.configure("text", "WARNING")
+    probe, fast, slow = (json.loads(line) for line in out.getvalue().splitlines())
+    assert probe["msg"] == "GET /probe 200 100.0ms" and probe["client"] is None
+    assert list(fast) == list(slow)  # the same fields in the same order
+    for line in (fast, slow):
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", str(line.pop("ts")))
+        assert isinstance(line.pop("duration_ms"), float)
+        assert str(line.pop("msg")).startswith(f"GET {_Route.path} 200 ")
+    assert fast == slow
+    assert fast["client"] == 'fe80::1"\\é' and fast["token_id"] == 7
+    assert (fast["request_id"], fast["job_id"], fast["repo_id"]) == ("req-fast", 3, 4)

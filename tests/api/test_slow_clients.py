@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import pickle
 import resource
 import socket
 import ssl
@@ -18,9 +20,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import uvloop
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from gitreg import server_limits
 from gitreg.errors import ConfigError
-from gitreg.server_limits import RESERVED_FDS, connection_cap
+from gitreg.server_limits import (
+    RESERVED_FDS,
+    ConnectionLimits,
+    ConnectionLimitsMixin,
+    LimitedEventLoop,
+    LimitedH11Protocol,
+    TlsDeadlinesMixin,
+    connection_cap,
+    uvicorn_options,
+)
 from tests.support.server import RunningServer, cli, free_port
 
 CAP = 20
@@ -29,6 +43,13 @@ LIMIT_ENV = {"GITREG_MAX_CONNECTIONS": str(CAP), "GITREG_HEADER_TIMEOUT": str(HE
 # A bounded wait for anything the server should do within HEADER_TIMEOUT.
 WAIT = HEADER_TIMEOUT + 8
 HALF_HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # never finished
+
+
+@pytest.fixture(params=["httptools", "h11"])
+def impl_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The limits on both of uvicorn's HTTP protocols and loops (issue 16):
+    httptools + uvloop, the default, and h11 + asyncio, the fallback."""
+    return {**LIMIT_ENV, "GITREG_HTTP_IMPL": str(request.param)}
 
 
 @pytest.fixture
@@ -92,9 +113,12 @@ def _assert_busy(head: bytes, body: bytes) -> None:
 
 
 def test_idle_connections_over_the_cap_get_503_and_are_closed_at_the_header_timeout(
-    servers: Callable[..., RunningServer], data_dir: Path, sockets: list[socket.socket]
+    servers: Callable[..., RunningServer],
+    data_dir: Path,
+    sockets: list[socket.socket],
+    impl_env: dict[str, str],
 ) -> None:
-    server = servers(data_dir, env=LIMIT_ENV)
+    server = servers(data_dir, env=impl_env)
     silent = [_connect(server, sockets) for _ in range(30)]  # never start TLS
     half_heads = []
     for _ in range(CAP + 10):
@@ -122,10 +146,13 @@ def test_idle_connections_over_the_cap_get_503_and_are_closed_at_the_header_time
 
 
 def test_keep_alive_connection_gets_the_header_timeout_between_requests(
-    servers: Callable[..., RunningServer], data_dir: Path, sockets: list[socket.socket]
+    servers: Callable[..., RunningServer],
+    data_dir: Path,
+    sockets: list[socket.socket],
+    impl_env: dict[str, str],
 ) -> None:
     # uvicorn's own keep-alive timer stops at the first byte of the next request.
-    server = servers(data_dir, env=LIMIT_ENV)
+    server = servers(data_dir, env=impl_env)
     sock = _tls(server, sockets)
     sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert _read_response(sock)[0] == 200
@@ -144,11 +171,14 @@ def test_cap_follows_the_open_file_limit() -> None:
 
 
 def test_plain_http_connection_over_the_cap_gets_a_complete_503(
-    servers: Callable[..., RunningServer], data_dir: Path, sockets: list[socket.socket]
+    servers: Callable[..., RunningServer],
+    data_dir: Path,
+    sockets: list[socket.socket],
+    impl_env: dict[str, str],
 ) -> None:
     # Without TLS the refusal half-closes, so the 503 arrives even though the
     # client's request is never read.
-    server = servers(data_dir, "--no-tls", env={**LIMIT_ENV, "GITREG_MAX_CONNECTIONS": "2"})
+    server = servers(data_dir, "--no-tls", env={**impl_env, "GITREG_MAX_CONNECTIONS": "2"})
     idle = [_connect(server, sockets) for _ in range(2)]
     for sock in idle:
         sock.sendall(HALF_HEAD)
@@ -162,9 +192,12 @@ def test_plain_http_connection_over_the_cap_gets_a_complete_503(
 
 
 def test_worker_processes_apply_the_header_timeout(
-    servers: Callable[..., RunningServer], data_dir: Path, sockets: list[socket.socket]
+    servers: Callable[..., RunningServer],
+    data_dir: Path,
+    sockets: list[socket.socket],
+    impl_env: dict[str, str],
 ) -> None:
-    server = servers(data_dir, "--workers", "2", env=LIMIT_ENV)
+    server = servers(data_dir, "--workers", "2", env=impl_env)
     half_heads = [_tls(server, sockets) for _ in range(4)]  # spread over both workers
     for sock in half_heads:
         sock.sendall(HALF_HEAD)
@@ -202,3 +235,41 @@ def test_raise_fd_limit_lifts_the_soft_limit_to_the_hard_one() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
     )
     assert out.stdout.split() == [str(hard), str(hard)]
+
+
+def test_default_is_httptools_and_uvloop_and_the_options_pickle() -> None:
+    limits = ConnectionLimits(max_connections=10, header_timeout=2.0)
+    options = uvicorn_options(limits)
+    assert issubclass(options["http"].func, HttpToolsProtocol)
+    assert issubclass(options["http"].func, ConnectionLimitsMixin)
+    loop = options["loop"]()
+    try:
+        assert isinstance(loop, uvloop.Loop) and isinstance(loop, TlsDeadlinesMixin)
+        assert loop.tls_timeout == 2.0
+    finally:
+        loop.close()
+    # `--workers N` sends them to worker processes pickled.
+    again = pickle.loads(pickle.dumps(options))  # noqa: S301 (bytes made just above)
+    assert again["http"].func is options["http"].func and again["http"].keywords == {
+        "limits": limits
+    }
+    h11 = uvicorn_options(limits, "h11")
+    assert h11["http"].func is LimitedH11Protocol and h11["loop"].func is LimitedEventLoop
+
+
+def test_without_httptools_auto_falls_back_to_h11_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(server_limits, "_fast_missing", ImportError("No module named 'uvloop'"))
+    limits = ConnectionLimits(max_connections=10, header_timeout=2.0)
+    with caplog.at_level(logging.WARNING, logger="gitreg.server"):
+        options = uvicorn_options(limits, "auto")
+    assert options["http"].func is LimitedH11Protocol
+    assert options["loop"].func is LimitedEventLoop
+    assert [r.getMessage() for r in caplog.records] == [
+        "httptools/uvloop unavailable (No module named 'uvloop'): serving with h11/asyncio"
+    ]
+    with pytest.raises(ConfigError, match="http_impl httptools: No module named 'uvloop'"):
+        uvicorn_options(limits, "httptools")
+    with pytest.raises(ConfigError, match="http_impl must be one of"):
+        uvicorn_options(limits, "fast")
