@@ -30,7 +30,9 @@ def _request_id(scope: Scope) -> str:
     for name, value in scope.get("headers", ()):
         if name == b"x-request-id":
             text = str(value.decode("latin-1"))
-            if _SANE_ID.match(text):
+            # Never log an id shaped like a credential (a `gitreg_` token pasted
+            # into the header): every line of the request would carry it.
+            if _SANE_ID.match(text) and logs.redact(text) == text:
                 return text
             break
     return secrets.token_hex(8)

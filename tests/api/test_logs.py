@@ -82,14 +82,17 @@ def test_every_request_has_one_json_line_with_the_id_the_response_carries(
     assert status == 404 and len(made) == 16  # none sent: one is made up
     _, replaced = _get(server, "/.well-known/terraform.json", {"X-Request-Id": "bad id\\x"})
     assert replaced != "bad id\\x"
-    lines = _access_lines(server, "req-42", made, replaced)
+    _, unlogged = _get(server, "/.well-known/terraform.json", {"X-Request-Id": TOKEN})
+    assert unlogged != TOKEN  # shaped like a credential: replaced, never logged
+    lines = _access_lines(server, "req-42", made, replaced, unlogged)
     first = lines["req-42"]
     assert first["route"] == "/v1/modules/{namespace}/{name}/{system}/versions"
     assert (first["method"], first["status"], first["client"]) == ("GET", 200, "127.0.0.1")
     size = first["bytes"]
     assert isinstance(first["duration_ms"], float) and isinstance(size, int) and size > 0
     assert lines[made]["status"] == 404
-    assert replaced in lines
+    assert replaced in lines and unlogged in lines
+    assert TOKEN[7:] not in server.log()
 
 
 def test_the_access_line_names_the_token_by_id_only(server: RunningServer) -> None:
