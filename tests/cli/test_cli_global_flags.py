@@ -31,6 +31,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("sync",): [],
     ("backup",): ["/tmp/backup"],
     ("migrate-storage",): ["--to-database-url", "postgresql://u@h/db"],
+    ("reindex",): [],
     ("modules", "list"): [],
     ("modules", "prefetch"): ["/tmp/config"],
     ("modules", "proxied"): ["--check"],
