@@ -10,14 +10,17 @@ published commit when they are relative.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if TYPE_CHECKING:  # imported on first use: a serving worker that never
+    # publishes does not pay its 23 ms and 3 MiB (docs/performance.md)
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 # Schemes a link may use; everything else (javascript:, data:, vbscript:,
 # file:, ...) is refused, so the text stays but the link is not made.
@@ -34,14 +37,14 @@ def _safe_link(url: str) -> bool:
     return match is None or match.group(1).lower() in _SAFE_SCHEMES
 
 
+@functools.cache
 def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
     # markdown-it-py documents replacing this hook on the instance.
     md.validateLink = _safe_link  # type: ignore[method-assign]
     return md
-
-
-_MD = _markdown()
 
 
 def web_url(remote: str) -> str:
@@ -80,10 +83,11 @@ class _Resolver:
 
 def render(text: str, source: str = "", commit: str = "", directory: str = "") -> str:
     """`text` as HTML; relative links resolved when `source` is a web URL."""
-    tokens = _MD.parse(text)
+    md = _markdown()
+    tokens = md.parse(text)
     if source and commit:
         _resolve(tokens, _Resolver(source, commit, directory))
-    return str(_MD.renderer.render(tokens, _MD.options, {}))
+    return str(md.renderer.render(tokens, md.options, {}))
 
 
 def _resolve(tokens: Sequence[Token], resolver: _Resolver) -> None:
