@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gitreg.module_proxy")
 
 RETRY_AFTER = 30.0  # seconds a failing upstream is left alone while stale lists serve
+MAX_REMEMBERED = 10_000  # version-list answers kept in memory, like the metadata cache's bound
 
 
 class ModuleProxyService:
@@ -69,6 +70,11 @@ class ModuleProxyService:
         self.upstream = upstream or ModuleUpstream(options)
         self.flight = SingleFlight()
         self._fresh: dict[str, float] = {}
+        # The last version-list answer per module with the cache generation it
+        # was built in: while the upstream list is fresh and nothing was
+        # committed since, a versions request touches neither the database nor
+        # the upstream (the cached read path, issue 12).
+        self._bodies: dict[str, tuple[int, bytes]] = {}
 
     def handles(self, namespace: str) -> bool:
         return self.options.upstream_for(namespace) is not None
@@ -93,8 +99,18 @@ class ModuleProxyService:
         return sorted(known, key=sort_key)
 
     async def versions_body(self, address: ModuleAddress) -> bytes:
+        _, _, key = self._upstream(address)
+        fresh_at, memo = self._fresh.get(key), self._bodies.get(key)
+        generation = self.cache.generation
+        fresh = fresh_at is not None and time.monotonic() - fresh_at < self.options.index_ttl
+        if fresh and memo is not None and memo[0] == generation:
+            return memo[1]
         listed = await self.versions(address)
-        return json_bytes({"modules": [{"versions": [{"version": v} for v in listed]}]})
+        body = json_bytes({"modules": [{"versions": [{"version": v} for v in listed]}]})
+        if len(self._bodies) >= MAX_REMEMBERED:
+            self._bodies.clear()
+        self._bodies[key] = (generation, body)
+        return body
 
     async def _current(self, upstream: ProxyUpstream, module: str, key: str) -> list[str]:
         good_at = self._fresh.get(key)

@@ -170,3 +170,19 @@ def test_a_git_redirect_is_followed_only_to_allowed_addresses(
     upstream.registry.redirect_to = "https://169.254.169.254/"
     with pytest.raises(UpstreamError, match=r"refused upstream URL .*169\.254\.169\.254"):
         asyncio.run(service.cached(ADDRESS, "1.7.0"))
+
+
+def test_a_fresh_version_list_is_answered_without_the_database(
+    service: ModuleProxyService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = asyncio.run(service.versions_body(ADDRESS))
+
+    def unreachable(*args: object) -> None:
+        raise AssertionError("the version list read the database again")
+
+    monkeypatch.setattr(service.store, "index", unreachable)
+    monkeypatch.setattr(service.store, "versions", unreachable)
+    assert asyncio.run(service.versions_body(ADDRESS)) == first  # the cached read path
+    service.cache.invalidate()  # a commit (here or on another replica): read again
+    with pytest.raises(AssertionError, match="read the database again"):
+        asyncio.run(service.versions_body(ADDRESS))
