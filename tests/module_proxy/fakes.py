@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-import uvicorn
 from dulwich.repo import Repo
 from dulwich.server import DictBackend
 from dulwich.web import make_wsgi_chain
@@ -32,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gitreg.tls import ensure_local_tls
-from tests.support.server import free_port
+from tests.support.fake_upstream import serve_app_tls
 
 
 @dataclass
@@ -108,29 +107,8 @@ class FakeModuleRegistry:
 @contextlib.contextmanager
 def serve_registry(registry: FakeModuleRegistry, tls_dir: Path) -> Iterator[str]:
     """Run the fake registry under uvicorn over TLS; yields its https base URL."""
-    tls = ensure_local_tls(tls_dir, ["127.0.0.1"])
-    port = free_port()
-    config = uvicorn.Config(
-        registry.app(),
-        host="127.0.0.1",
-        port=port,
-        ssl_certfile=str(tls.cert),
-        ssl_keyfile=str(tls.key),
-        log_level="warning",
-        lifespan="off",
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "registry did not start"
-        time.sleep(0.02)
-    try:
+    with serve_app_tls(registry.app(), tls_dir) as (port, _, _):
         yield f"https://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):

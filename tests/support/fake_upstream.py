@@ -38,6 +38,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from gitreg.tls import ensure_local_tls
 from tests.support.provider_dist import key_id, provider_zip, public_armor, publisher_key, sign
@@ -237,12 +238,13 @@ class ServedUpstream:
 
 
 @contextlib.contextmanager
-def serve_tls(upstream: FakeUpstream, tls_dir: Path) -> Iterator[ServedUpstream]:
-    """Run the fake under uvicorn over TLS in a thread until the block ends."""
+def serve_app_tls(app: ASGIApp, tls_dir: Path) -> Iterator[tuple[int, Path, uvicorn.Server]]:
+    """Run an ASGI app under uvicorn over TLS (the project's local CA) in a thread
+    until the block ends: (port, CA certificate, server)."""
     tls = ensure_local_tls(tls_dir, ["127.0.0.1"])
     port = free_port()
     config = uvicorn.Config(
-        upstream.app(),
+        app,
         host="127.0.0.1",
         port=port,
         ssl_certfile=str(tls.cert),
@@ -256,11 +258,18 @@ def serve_tls(upstream: FakeUpstream, tls_dir: Path) -> Iterator[ServedUpstream]
     deadline = time.monotonic() + 20
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise AssertionError("the fake upstream did not start")
+            raise AssertionError(f"{type(app).__name__} did not start under uvicorn")
         time.sleep(0.02)
-    upstream.base = f"https://127.0.0.1:{port}"
     try:
-        yield ServedUpstream(upstream, port, tls.ca_cert, server)
+        yield port, tls.ca_cert, server
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def serve_tls(upstream: FakeUpstream, tls_dir: Path) -> Iterator[ServedUpstream]:
+    """Run the fake under uvicorn over TLS in a thread until the block ends."""
+    with serve_app_tls(upstream.app(), tls_dir) as (port, ca_cert, server):
+        upstream.base = f"https://127.0.0.1:{port}"
+        yield ServedUpstream(upstream, port, ca_cert, server)
