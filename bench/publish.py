@@ -59,8 +59,8 @@ def worker_import() -> dict[str, Any]:
 
 def worker_one(mirror: str) -> dict[str, Any]:
     """One archive (the last tag's) exactly as the publisher builds it, nothing kept."""
+    from gitreg.archive import ArchiveLimits
     from gitreg.git.backend import DulwichBackend
-    from gitreg.modules.archive import ArchiveLimits
 
     backend = DulwichBackend()
     ref = backend.tags(Path(mirror))[0][-1]
@@ -74,8 +74,8 @@ def worker_archives(mirror: str, sample: int) -> dict[str, Any]:
     from dulwich.objects import Blob, ObjectID, Tree
     from dulwich.repo import Repo
 
+    from gitreg.archive import ArchiveLimits, build_archive
     from gitreg.git.backend import DulwichBackend
-    from gitreg.modules.archive import ArchiveLimits, build_archive
 
     tags, _ = DulwichBackend().tags(Path(mirror))
     step = max(1, len(tags) // sample)

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gitreg.errors import ConfigError
+from gitreg.numbers import plain_int
 
 ENV_PREFIX = "GITREG_"
 
@@ -324,9 +325,10 @@ _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 def metrics_address(listen: str) -> tuple[str, int]:
     """`metrics_listen` as (host, port): `HOST:PORT`, `[IPV6]:PORT` or `:PORT` (all interfaces)."""
     host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    number = plain_int(port, max_digits=5)
+    if not sep or number is None or not 0 < number < 65536:
         raise ConfigError(f"metrics_listen must be HOST:PORT, got {listen!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 (the operator's choice)
+    return host.strip("[]") or "0.0.0.0", number  # noqa: S104 (the operator's choice)
 
 
 def s3_location(blob_store: str) -> tuple[str, str]:

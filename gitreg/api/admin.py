@@ -26,6 +26,7 @@ from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound
 from gitreg.modules.publisher import sync_status
+from gitreg.numbers import plain_int
 from gitreg.services import Services, services
 from gitreg.storage.jobs import STATES, JobRecord
 
@@ -42,9 +43,10 @@ def job_json(svc: Services, job: JobRecord) -> dict[str, Any]:
 
 
 def _int(value: str, what: str) -> int:
-    if not (value.isascii() and value.isdigit()) or len(value) > 12:
+    number = plain_int(value)
+    if number is None:
         raise BadRequest(f"{what} must be a positive integer")
-    return int(value)
+    return number
 
 
 async def _authorised(request: Request) -> Services:

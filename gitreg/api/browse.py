@@ -41,6 +41,7 @@ from gitreg.catalog.records import (
     provider_record,
 )
 from gitreg.errors import BadRequest, NotFound
+from gitreg.numbers import plain_int
 from gitreg.services import Services, services
 
 PREFIX = "/v1/modules"
@@ -70,9 +71,10 @@ def _int(request: Request, name: str, default: int, most: int) -> int:
     raw = request.query_params.get(name, "")
     if not raw:
         return default
-    if not raw.isdigit():
+    number = plain_int(raw)
+    if number is None:
         raise BadRequest(f"{name} must be a non-negative integer")
-    return min(int(raw), most)
+    return min(number, most)
 
 
 def _page(request: Request, svc: Services, found: list[Listed]) -> Response:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dulwich.objects import Blob, ObjectID, Tree
 
-from gitreg.modules.archive import ObjectSource
+from gitreg.archive import ObjectSource
 
 MAX_DOC_FILE_BYTES = 1024 * 1024  # a larger .tf or README is reported, not read
 MAX_DOC_FILES = 2000  # bounds the work one hostile tag can cause

@@ -35,10 +35,10 @@ from dulwich.objects import Commit, ObjectID, Tag, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
+from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
 from gitreg.catalog.tree import read_doc_files
 from gitreg.errors import GitError, MirrorLocked, storage_full
 from gitreg.git.leftovers import remove_leftovers
-from gitreg.modules.archive import ArchiveLimits, ArchiveReport, build_archive
 
 TAG_PREFIX = Ref(b"refs/tags/")
 PEELED = b"^{}"

@@ -24,9 +24,9 @@ from typing import IO, BinaryIO, cast
 from dulwich.objects import Blob, ObjectID, Tree
 from dulwich.repo import Repo
 
+from gitreg.archive import build_archive
 from gitreg.errors import ArchiveTooLarge, UpstreamError
 from gitreg.module_proxy.fetch import FetchedArchive, FetchLimits
-from gitreg.modules.archive import build_archive
 from gitreg.storage.blobs import BlobStore
 
 _FILE, _EXEC, _LINK, _DIR = 0o100644, 0o100755, 0o120000, 0o040000

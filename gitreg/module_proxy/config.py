@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gitreg.addresses import check_hostname
+from gitreg.archive import ArchiveLimits
 from gitreg.errors import BadRequest, ConfigError
-from gitreg.modules.archive import ArchiveLimits
 from gitreg.settings import Settings
 
 

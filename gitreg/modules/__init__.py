@@ -1,9 +1,9 @@
-"""Module publishing: which git tags become which module versions, and what
-their archives contain.
+"""Module publishing: which git tags become which module versions.
 
 `publisher` decides, per repository, which tags are new versions, which are
 conflicts with a published version (immutable, G4) and which are ignored, and
-records them; `archive` decides what of a git tree goes into a module's
-`.tar.gz` (checklist A1-A6). The vocabulary shared with providers and the
-mirror (`gitreg.versions`, `gitreg.addresses`) stays at the top level.
+records them. What of a git tree goes into a module's `.tar.gz` (checklist
+A1-A6) is `gitreg.archive`, below this package: git, the catalog and the
+module proxy build or read archives too. The vocabulary shared with providers
+and the mirror (`gitreg.versions`, `gitreg.addresses`) stays at the top level.
 """

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from gitreg import metrics
+from gitreg.archive import ArchiveLimits
 from gitreg.catalog.service import Documenter, Published
 from gitreg.errors import ArchiveTooLarge, GitError, MirrorLocked, NotAVersion, NotFound
 from gitreg.git.backend import GitBackend, TagProblem, TagRef
 from gitreg.locks import file_lock
-from gitreg.modules.archive import ArchiveLimits
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.protocols import ModuleIndex

@@ -46,7 +46,7 @@ def test_metrics_listen_serves_without_a_token_and_hides_the_main_route(tmp_path
 
 
 def test_metrics_listen_must_be_host_and_port(tmp_path: Path) -> None:
-    for bad in ("localhost", "127.0.0.1:http", "127.0.0.1:70000"):
+    for bad in ("localhost", "127.0.0.1:http", "127.0.0.1:70000", "127.0.0.1:²"):
         with pytest.raises(ConfigError, match="HOST:PORT"):
             load_settings({"data_dir": tmp_path, "metrics_listen": bad}, environ={})
 
