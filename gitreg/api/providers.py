@@ -32,6 +32,7 @@ from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
+from gitreg.numbers import declared_length
 from gitreg.providers.collect import collect
 from gitreg.providers.downloads import PREFIX, ProviderDownloads
 from gitreg.providers.ingest import ProviderPublisher
@@ -191,15 +192,15 @@ async def put_file(request: Request) -> Response:
         version,
         svc.settings.max_provider_package_bytes,
     )
-    declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > cap:
+    declared = declared_length(request.headers.get("content-length", ""))
+    if declared is not None and declared > cap:
         raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
     # Staging quotas: refused before a byte is read when Content-Length says so,
     # counted while streaming so a client that lies is cut off, and checked
     # once more before the file is stored (other replicas may have staged meanwhile).
     room = await run_in_threadpool(staging.room, upload)
-    if declared.isascii() and declared.isdigit():
-        room.check(int(declared))
+    if declared is not None:
+        room.check(declared)
     incoming = await run_in_threadpool(staging.receive, upload, filename)
     size = 0
     try:

@@ -44,6 +44,7 @@ import httpx
 from gitreg import __version__
 from gitreg.errors import ConfigError, ForgeError, NotFound
 from gitreg.hosts import refused_address
+from gitreg.numbers import declared_length
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
 
@@ -207,8 +208,8 @@ class _HTTP:
                         raise ForgeError(
                             f"{self.config.name}: {answer.status_code} from {_safe(url)}"
                         )
-                    declared = answer.headers.get("content-length", "")
-                    if declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
+                    declared = declared_length(answer.headers.get("content-length", ""))
+                    if declared is not None and declared > max_bytes:
                         raise ForgeError(f"{_safe(url)} is over the {max_bytes}-byte limit")
                     size = 0
                     for chunk in answer.iter_bytes(1024 * 1024):
