@@ -23,7 +23,6 @@ from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
 from gitreg.auth.signed_urls import RECHECK_EVERY
 from gitreg.errors import GitregError, Unauthorized, storage_full
-from gitreg.jobs.runner import JobRunner
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings
@@ -120,7 +119,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         cleaner = asyncio.create_task(_clean_staging_forever(services))
         keys = asyncio.create_task(_reload_signing_keys_forever(services))
         # Webhook jobs run on threads of this process (gitreg.jobs).
-        runner = JobRunner.for_services(services)
+        runner = services.job_runner()
         if settings.job_workers > 0:
             runner.start()
         try:

@@ -16,6 +16,7 @@ from gitreg.cache import MetadataCache
 from gitreg.catalog.service import Documenter
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
+from gitreg.jobs.runner import JobRunner
 from gitreg.mirror.service import MirrorService, build_mirror
 from gitreg.module_proxy.config import proxy_options
 from gitreg.module_proxy.service import ModuleProxyService
@@ -66,6 +67,11 @@ class Services:
     module_proxy: ModuleProxyService  # pull-through cache of public modules (issue 17)
     catalog: CatalogIndex  # module documentation and search (issue 13)
     docs: Documenter
+
+    def job_runner(self) -> JobRunner:
+        """A runner for this process's jobs (started by `serve`, drained by
+        `jobs run` and the tests)."""
+        return JobRunner(self.settings, self.index, self.jobs, self.sync)
 
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first

@@ -19,7 +19,6 @@ from starlette.types import Message, Receive, Scope, Send
 
 from gitreg import logs
 from gitreg.api.access_log import AccessLog
-from gitreg.jobs.runner import JobRunner
 from gitreg.services import build_services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, simple_module
@@ -136,7 +135,7 @@ def test_job_lines_carry_the_job_and_the_repository(tmp_path: Path) -> None:
     try:
         [record] = svc.index.repos()
         svc.jobs.store.enqueue(record.id, "sync", "test", "because", 0.0, 3)
-        [job] = JobRunner.for_services(svc).drain()
+        [job] = svc.job_runner().drain()
     finally:
         svc.close()
         logs.configure("text", "WARNING")
