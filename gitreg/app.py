@@ -27,6 +27,7 @@ from gitreg.jobs.runner import JobRunner
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings
+from gitreg.ui import routes as ui
 from gitreg.webhooks import routes as webhooks
 
 log = logging.getLogger("gitreg.app")
@@ -48,6 +49,8 @@ async def _gitreg_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 404 and ui.wants_html(request):
+        return await ui.html_not_found(request)  # a browser outside the API: a page
     return json_response(
         error_body(exc.detail), status=exc.status_code, headers=dict(exc.headers or {})
     )
@@ -105,7 +108,8 @@ def all_routes() -> list[BaseRoute]:
         *health.routes(),
         *webhooks.routes(),
         *admin.routes(),
-        *browse.routes(),  # last: its {version} paths must not shadow the ones above
+        *browse.routes(),  # after the API: its {version} paths must not shadow the ones above
+        *ui.routes(),  # last: the web UI's pages shadow no API path (gitreg/ui/routes.py)
     ]
 
 
