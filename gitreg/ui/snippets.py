@@ -76,9 +76,8 @@ def module_snippet(host: str, record: dict[str, Any]) -> str:
         width = max(len(i["name"]) for i in required)
         for item in required:
             about = _comment(item.get("type") or "any")
-            if item.get("description"):
-                about += ": " + _comment(item["description"])
-            lines.append(f"  {item['name']:<{width}} = {_placeholder(item.get('type', ''))} # {about}")
+            value = _placeholder(item.get("type", ""))
+            lines.append(f"  {item['name']:<{width}} = {value} # required, {about}")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
