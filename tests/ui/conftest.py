@@ -120,7 +120,8 @@ def ui(
             full_module(repo)
         else:
             simple_module(repo, f"hidden_{namespace}")
-            repo.write("README.md", f"# {name}\n\nThe {namespace} {name} module, classified.\n")
+            words = "classified" if namespace == "secret" else "open to all"
+            repo.write("README.md", f"# {name}\n\nThe {namespace} {name} module, {words}.\n")
         repo.commit()
         repo.tag("v1.0.0")
         repo.write("extra.tf", "# 1.1.0\n")
