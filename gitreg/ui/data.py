@@ -50,7 +50,9 @@ async def search_hits(svc: Services, query: str) -> list[tuple[int, str]]:
     return hits
 
 
-def _load_module(svc: Services, names: tuple[str, str, str], version: str | None) -> ModuleData | None:
+def _load_module(
+    svc: Services, names: tuple[str, str, str], version: str | None
+) -> ModuleData | None:
     try:
         addr = module_address(*names)
     except BadRequest:
@@ -74,7 +76,9 @@ def _load_module(svc: Services, names: tuple[str, str, str], version: str | None
     return ModuleData(full_record(svc.index, svc.catalog, module, chosen), chosen.yanked, moved)
 
 
-async def module(svc: Services, names: tuple[str, str, str], version: str | None) -> ModuleData | None:
+async def module(
+    svc: Services, names: tuple[str, str, str], version: str | None
+) -> ModuleData | None:
     key = ("ui-module", *(n.lower() for n in names), version)
     found = await svc.cache.get(key, lambda: _load_module(svc, names, version))
     assert found is None or isinstance(found, ModuleData)
@@ -118,9 +122,7 @@ def _load_mirrored(svc: Services) -> tuple[list[Mirrored], list[Mirrored]]:
             versions.setdefault(package.version, set()).add(package.platform)
         ordered = sorted(versions, key=_version_order, reverse=True)
         platforms = sorted({p for found in versions.values() for p in found})
-        providers.append(
-            Mirrored(key.split("/")[1], key, tuple(ordered), ", ".join(platforms))
-        )
+        providers.append(Mirrored(key.split("/")[1], key, tuple(ordered), ", ".join(platforms)))
     modules: dict[str, list[str]] = {}
     namespaces: dict[str, str] = {}
     for proxied in svc.module_proxy.store.versions():

@@ -48,8 +48,12 @@ HTML = "text/html; charset=utf-8"
 PAGE_CACHE_BYTES = 16 * 1024 * 1024
 
 
-def html_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(body, status_code=status, media_type=HTML, headers=SECURITY_HEADERS | (headers or {}))
+def html_response(
+    body: bytes, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(
+        body, status_code=status, media_type=HTML, headers=SECURITY_HEADERS | (headers or {})
+    )
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,9 @@ def ui_state(request: Request) -> UiState:
     return found
 
 
-def render(request: Request, viewer: Viewer | None, template: str, context: dict[str, Any]) -> bytes:
+def render(
+    request: Request, viewer: Viewer | None, template: str, context: dict[str, Any]
+) -> bytes:
     state = ui_state(request)
     common = {
         "viewer": viewer,
@@ -133,8 +139,12 @@ def render(request: Request, viewer: Viewer | None, template: str, context: dict
     return state.renderer.page(template, common | context)
 
 
-def error_page(request: Request, viewer: Viewer | None, status: int, title: str, message: str) -> Response:
-    body = render(request, viewer, "error.html", {"status": status, "title": title, "message": message})
+def error_page(
+    request: Request, viewer: Viewer | None, status: int, title: str, message: str
+) -> Response:
+    body = render(
+        request, viewer, "error.html", {"status": status, "title": title, "message": message}
+    )
     return html_response(body, status)
 
 

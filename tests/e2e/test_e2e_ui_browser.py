@@ -101,7 +101,15 @@ def _publish(root: Path, data: Path) -> None:
     cli(data, "key", "generate", "platform")
     dist = make_dist("dns", "0.4.1", ["linux_amd64", "darwin_arm64"], b"not a real binary")
     del dist.files[dist.shasums_name]
-    cli(data, "provider", "publish", "platform/dns", "0.4.1", str(dist.write(root / "dist")), "--sign")
+    cli(
+        data,
+        "provider",
+        "publish",
+        "platform/dns",
+        "0.4.1",
+        str(dist.write(root / "dist")),
+        "--sign",
+    )
 
 
 @pytest.fixture

@@ -134,8 +134,13 @@ def test_provider_docs_entries_link_to_their_pages() -> None:
     release = {
         "version": "1.0.0",
         "docs": [
-            {"id": "r/zone x", "title": "dns_zone", "category": "resources", "slug": "zone",
-             "path": "docs/r/zone.md"},
+            {
+                "id": "r/zone x",
+                "title": "dns_zone",
+                "category": "resources",
+                "slug": "zone",
+                "path": "docs/r/zone.md",
+            },
         ],
     }
     context = _context(found, release, "registry.example.com")

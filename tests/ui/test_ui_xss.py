@@ -7,8 +7,8 @@ attribute, no `javascript:`/`data:` link."""
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 from collections.abc import Callable
+from html.parser import HTMLParser
 from urllib.parse import quote
 
 from tests.support.gitrepo import GitRepo
@@ -28,7 +28,7 @@ README = "\n\n".join(
         *PAYLOADS,
         "[x](javascript:alert(1)) [y](data:text/html,<script>alert(1)</script>)",
         '<a href="javascript:alert(1)" onclick="alert(1)">hi</a>',
-        "```hcl\nvariable \"x\" { default = \"</code><script>alert(1)</script>\" }\n```",
+        '```hcl\nvariable "x" { default = "</code><script>alert(1)</script>" }\n```',
     ]
 )
 
@@ -78,8 +78,10 @@ def test_the_corpus_renders_inert_on_every_page(
     repo = make_repo("evil")
     repo.write("main.tf", _variables())
     repo.write("README.md", README)
-    repo.write("modules/<b>sub/main.tf", 'variable "x" {\n  description = "<script>alert(2)</script>"\n}\n')
-    repo.write("examples/\"onload=x/main.tf", "# example\n")
+    repo.write(
+        "modules/<b>sub/main.tf", 'variable "x" {\n  description = "<script>alert(2)</script>"\n}\n'
+    )
+    repo.write('examples/"onload=x/main.tf', "# example\n")
     repo.commit()
     repo.tag("v1.0.0-<script>")  # not a version: never shown
     repo.tag("v1.0.0-rc.1+evil")
@@ -87,9 +89,18 @@ def test_the_corpus_renders_inert_on_every_page(
     publish(ui.svc, repo, "acme", "evil", "aws")
     assert ui.client.get("/modules/acme/evil/aws/1.0.0-rc.1+evil").status_code == 200
     pages = ["/", "/modules/acme", "/modules/acme/evil/aws/1.0.0-rc.1+evil"]
-    pages += [f"/modules/acme/evil/aws?tab={t}" for t in ("readme", "inputs", "outputs",
-                                                        "dependencies", "submodules", "examples",
-                                                        "versions")]
+    pages += [
+        f"/modules/acme/evil/aws?tab={t}"
+        for t in (
+            "readme",
+            "inputs",
+            "outputs",
+            "dependencies",
+            "submodules",
+            "examples",
+            "versions",
+        )
+    ]
     pages += [f"/search?q={quote(p)}" for p in PAYLOADS] + ["/search?q=evil"]
     pages += [f"/modules/{quote(p, safe='')}/x/aws" for p in PAYLOADS]
     for path in pages:
