@@ -197,6 +197,9 @@ def test_browse_search_tabs_versions_copy_and_init(
     expect(page.locator("#panel-readme")).to_contain_text("Builds the platform network")
     _assert_nothing_ran(page, dialogs)
     _shots(page, site, "module-readme")
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: one column
+    _shots(page, site, "module-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     page.get_by_role("tab", name="Inputs").click()
     expect(page.locator("#panel-inputs")).to_be_visible()
