@@ -27,7 +27,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gitreg.services import services
 from gitreg.ui.render import Renderer
 from gitreg.ui.viewer import Viewer
 
@@ -131,11 +130,7 @@ def render(
     request: Request, viewer: Viewer | None, template: str, context: dict[str, Any]
 ) -> bytes:
     state = ui_state(request)
-    common = {
-        "viewer": viewer,
-        "path": request.url.path,
-        "read_default": services(request).settings.read_default,
-    }
+    common = {"viewer": viewer, "path": request.url.path}
     return state.renderer.page(template, common | context)
 
 

@@ -5,7 +5,8 @@ A module with a README, inputs, outputs, a submodule and an example is
 published from a real git repository. The browser opens the home page,
 searches, opens the module, switches tabs (mouse and keyboard) and versions,
 and copies the usage snippet; that snippet goes into a main.tf and the real
-`terraform init` installs the module. Every page is screenshotted in light
+`terraform init` installs the module (the pinned 1.0.3, and the newest
+terraform on PATH when there is one). Every page is screenshotted in light
 and dark mode into the artifacts directory printed at the start. The README
 carries `<script>` and `onerror=` payloads: no dialog may open and the flag
 they would set must stay unset.
@@ -17,6 +18,7 @@ Outside CI the test is skipped when /usr/bin/chromium is missing; in CI
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,14 +230,24 @@ def test_browse_search_tabs_versions_copy_and_init(
     snippet = _copy_snippet(page)
     assert f'source  = "{site.server.host}/platform/network/aws"' in snippet
     assert 'version = "~> 1.1"' in snippet and "name =" in snippet
-    workdir = tmp_path / "consumer"
-    workdir.mkdir()
-    (workdir / "main.tf").write_text(snippet)
-    run_terraform(workdir, "init", ca_pem=site.server.ca_pem)
-    assert (workdir / ".terraform/modules/network/modules/subnets/main.tf").is_file()
+    _init_with_every_terraform(snippet, site, tmp_path)
 
     _other_pages(page, site)
     _assert_nothing_ran(page, dialogs)
+
+
+def _init_with_every_terraform(snippet: str, site: Site, tmp_path: Path) -> None:
+    """The pinned Terraform 1.0.3, and the newest one on PATH when there is one."""
+    binaries: list[Path | None] = [None]
+    on_path = shutil.which("terraform")
+    if on_path:
+        binaries.append(Path(on_path))
+    for number, binary in enumerate(binaries):
+        workdir = tmp_path / f"consumer-{number}"
+        workdir.mkdir()
+        (workdir / "main.tf").write_text(snippet)
+        run_terraform(workdir, "init", ca_pem=site.server.ca_pem, binary=binary)
+        assert (workdir / ".terraform/modules/network/modules/subnets/main.tf").is_file()
 
 
 def _copy_snippet(page: Page) -> str:
