@@ -196,3 +196,33 @@ def test_pages_are_cached_and_a_publish_shows_at_once(ui: Ui) -> None:
     after = ui.client.get("/modules/acme/network/aws").text
     assert "1.2.0 (latest)" in after and after != first
     assert "1.2.0" in ui.client.get("/").text
+
+
+def test_a_moved_tag_is_shown_on_its_version(ui: Ui) -> None:
+    module = ui.svc.index.find_module("acme", "network", "aws")
+    assert module is not None
+    repo = GitRepo(ui.svc.settings.data_dir.parent / "acme-network")
+    repo.write("moved.tf", "# the tag moves here\n")
+    moved_to = repo.commit()
+    repo.tag("v1.1.0", force=True)
+    ui.svc.publisher.sync_repo(ui.svc.index.repo(module.repo_id))
+    text = _text(ui.client.get("/modules/acme/network/aws/1.1.0").text)
+    assert f"Tag moved yes later seen at {moved_to[:12]}" in text
+    assert "Tag moved no" in _text(ui.client.get("/modules/acme/network/aws/1.0.0").text)
+
+
+def test_api_paths_answer_as_before_to_a_browser(ui: Ui) -> None:
+    """The UI's routes come last and shadow no API path (gitreg/ui/routes.py)."""
+    for path in (
+        "/.well-known/terraform.json",
+        "/v1/modules",
+        "/v1/modules/acme/vpc/aws",
+        "/v1/modules/acme/vpc/aws/versions",
+        "/v1/providers/acme/null/versions",
+        "/healthz",
+    ):
+        answer = ui.client.get(path)
+        assert answer.status_code == 200, path
+        assert answer.headers["content-type"].startswith("application/json"), path
+    mirror = ui.client.get("/mirror/registry.example.com/acme/null/index.json")
+    assert mirror.status_code == 200 and "1.0.0" in mirror.json()["versions"]
