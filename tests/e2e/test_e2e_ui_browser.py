@@ -251,9 +251,12 @@ def _init_with_every_terraform(snippet: str, site: Site, tmp_path: Path) -> None
 
 
 def _copy_snippet(page: Page) -> str:
-    """Click Copy, then read the clipboard: what the button really copied."""
-    page.get_by_role("button", name="Copy").click()
-    expect(page.locator("button.copy")).to_have_text("Copied")
+    """Press Copy from the keyboard, then read the clipboard: what the button
+    really copied."""
+    page.get_by_role("button", name="Copy").focus()
+    page.keyboard.press("Enter")
+    # Set once the clipboard accepted the text (the label itself resets after 2.5 s).
+    expect(page.locator("button.copy")).to_have_attribute("data-copied", "true")
     copied = page.evaluate("() => navigator.clipboard.readText()")
     assert isinstance(copied, str)
     assert copied == page.locator("#usage").text_content()

@@ -71,20 +71,28 @@
   function setupCopy() {
     document.querySelectorAll("button[data-copy]").forEach(function (button) {
       var label = button.textContent;
-      button.hidden = false;
+      var live = document.getElementById(button.dataset.copy + "-live");
+      var timer = null;
+      function show(text, copied) {
+        button.textContent = text;
+        button.classList.toggle("done", copied);
+        if (live) live.textContent = copied ? "Copied to the clipboard" : "";
+        if (copied) button.dataset.copied = "true";
+        window.clearTimeout(timer);
+        timer = window.setTimeout(function () {
+          button.textContent = label;
+          button.classList.remove("done");
+          if (live) live.textContent = "";
+        }, 2500);
+      }
       button.addEventListener("click", function () {
         var source = document.getElementById(button.dataset.copy);
         if (!source) return;
         copyText(source.textContent).then(function () {
-          button.textContent = "Copied";
-          button.classList.add("done");
+          show("Copied", true);
         }, function () {
-          button.textContent = "Select and copy";
+          show("Select and copy", false);
         });
-        window.setTimeout(function () {
-          button.textContent = label;
-          button.classList.remove("done");
-        }, 2000);
       });
     });
   }
