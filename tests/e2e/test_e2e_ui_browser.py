@@ -85,6 +85,7 @@ output "subnets" {
 class Site:
     server: RunningServer
     artifacts: Path
+    token: str  # a read token for the private namespace `team`
 
 
 def _publish(root: Path, data: Path) -> None:
@@ -112,6 +113,18 @@ def _publish(root: Path, data: Path) -> None:
         str(dist.write(root / "dist")),
         "--sign",
     )
+    private = GitRepo(root / "terraform-aws-vault")
+    private.write("main.tf", 'output "x" {\n  value = 1\n}\n')
+    private.write("README.md", "# Vault\n\nThe team's classified vault.\n")
+    private.commit("private")
+    private.tag("v0.1.0")
+    cli(data, "repo", "add", str(private.path), "--module", "team/vault/aws")
+    cli(data, "namespace", "set", "team", "--private")
+
+
+def _read_token(data: Path) -> str:
+    out = cli(data, "token", "create", "--scope", "read", "--namespace", "team").stdout
+    return out.strip().splitlines()[-1]
 
 
 @pytest.fixture
@@ -122,12 +135,13 @@ def site(tmp_path: Path) -> Iterator[Site]:
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
     data = tmp_path / "data"
     _publish(tmp_path, data)
+    token = _read_token(data)
     server = start_server(data, "--reconcile-interval", "0")
     artifacts = tmp_path / "artifacts"
     artifacts.mkdir()
     print(f"\nscreenshots: {artifacts}")
     try:
-        yield Site(server, artifacts)
+        yield Site(server, artifacts, token)
     finally:
         server.stop()
 
@@ -234,6 +248,31 @@ def test_browse_search_tabs_versions_copy_and_init(
 
     _other_pages(page, site)
     _assert_nothing_ran(page, dialogs)
+    _private_with_a_token(page, site, browser)
+
+
+def _private_with_a_token(page: Page, site: Site, browser: BrowserContext) -> None:
+    """Hidden until the form presents a read token; the cookie is out of
+    scripts' reach and strict; forgetting it hides the namespace again."""
+    page.goto(site.server.url + "/")
+    assert "team/vault" not in page.content()
+    assert page.goto(site.server.url + "/modules/team/vault/aws").status == 404  # type: ignore[union-attr]
+    page.goto(site.server.url + "/ui/token")
+    page.get_by_label("Token").fill("gitreg_" + "x" * 43)
+    page.get_by_role("button", name="Use this token").click()
+    expect(page.get_by_role("alert")).to_contain_text("That token is not valid")
+    page.get_by_label("Token").fill(site.token)
+    page.get_by_role("button", name="Use this token").click()
+    page.wait_for_url(site.server.url + "/")
+    expect(page.get_by_role("link", name="team/vault/aws")).to_be_visible()
+    _shots(page, site, "home-with-token")
+    cookie = next(c for c in browser.cookies() if c["name"] == "gitreg_ui_token")
+    assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Strict"
+    assert "gitreg_ui_token" not in page.evaluate("() => document.cookie")
+    page.goto(site.server.url + "/ui/token")
+    page.get_by_role("button", name="Forget the token").click()
+    page.wait_for_url(site.server.url + "/")
+    assert "team/vault" not in page.content()
 
 
 def _init_with_every_terraform(snippet: str, site: Site, tmp_path: Path) -> None:
