@@ -77,7 +77,9 @@ def test_a_read_token_for_the_namespace_sees_it_everywhere(ui: Ui, namespaces: l
     assert 'href="/modules/secret/vault/aws"' in home and "3 modules published" in home
     assert 'href="/providers/secret/vault"' in home
     assert "secret/vault" in ui.client.get("/search?q=classified").text
-    assert ui.client.get("/modules/secret/vault/aws").status_code == 200
+    page = ui.client.get("/modules/secret/vault/aws")
+    assert page.status_code == 200 and 'class="badge private"' in page.text
+    assert 'class="badge private"' not in ui.client.get("/modules/acme/vpc/aws").text
     assert "hidden_secret" in ui.client.get("/modules/secret/vault/aws?tab=inputs").text
     assert ui.client.get("/providers/secret/vault").status_code == 200
     assert "registry.terraform.io/secret/random" in ui.client.get("/mirror").text
