@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import BrowserContext, Dialog, Page, expect, sync_playwright
 
 from tests.support.gitrepo import GitRepo
 from tests.support.provider_dist import make_dist
@@ -171,9 +171,9 @@ def _trap(page: Page) -> list[str]:
     """Every dialog a page opens is recorded (and dismissed)."""
     opened: list[str] = []
 
-    def on_dialog(dialog: object) -> None:
-        opened.append(getattr(dialog, "message", "?"))
-        dialog.dismiss()  # type: ignore[attr-defined]
+    def on_dialog(dialog: Dialog) -> None:
+        opened.append(dialog.message)
+        dialog.dismiss()
 
     page.on("dialog", on_dialog)
     return opened
@@ -199,6 +199,9 @@ def test_browse_search_tabs_versions_copy_and_init(
     url = site.server.url
 
     page.goto(url + "/")
+    page.evaluate("() => alert('probe')")  # the trap itself works
+    assert dialogs == ["probe"]
+    dialogs.clear()
     expect(page.get_by_role("heading", name="Terraform modules and providers")).to_be_visible()
     expect(page.get_by_role("link", name="platform/network/aws")).to_be_visible()
     _shots(page, site, "home")
