@@ -67,7 +67,8 @@ async def module_page(request: Request) -> Response:
     if picked:
         if picked not in found.record["versions"]:
             return not_found_page(request, viewer)
-        return RedirectResponse(module_path(found.record, picked), status_code=303)
+        keep = f"?tab={tab}" if tab != "readme" else ""  # the reader stays on their tab
+        return RedirectResponse(module_path(found.record, picked) + keep, status_code=303)
     page = Page(render(request, viewer, "module.html", _context(found, tab, host_of(base))))
     state.pages.put(key, page, generation)
     return page.response()

@@ -104,6 +104,8 @@ def test_version_pages_and_the_picker(ui: Ui) -> None:
     picked = ui.client.get("/modules/acme/vpc/aws?version=1.0.0")
     assert picked.status_code == 303
     assert picked.headers["location"] == "/modules/acme/vpc/aws/1.0.0"
+    on_tab = ui.client.get("/modules/acme/vpc/aws?version=1.0.0&tab=inputs")
+    assert on_tab.headers["location"] == "/modules/acme/vpc/aws/1.0.0?tab=inputs"
     assert ui.client.get("/modules/acme/vpc/aws?version=9.9.9").status_code == 404
     assert ui.client.get("/modules/acme/vpc/aws/9.9.9").status_code == 404
     assert ui.client.get("/modules/acme/nope/aws").status_code == 404

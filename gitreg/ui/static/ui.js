@@ -46,7 +46,10 @@
       if (form) form.classList.add("js");
       select.addEventListener("change", function () {
         var option = select.options[select.selectedIndex];
-        if (option && option.dataset.href) window.location.assign(option.dataset.href);
+        if (!option || !option.dataset.href) return;
+        var tab = new URL(window.location.href).searchParams.get("tab");
+        var query = tab ? "?tab=" + encodeURIComponent(tab) : "";
+        window.location.assign(option.dataset.href + query);
       });
     });
   }
