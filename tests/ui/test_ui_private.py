@@ -99,3 +99,24 @@ def test_cached_pages_are_never_served_to_another_reader(ui: Ui) -> None:
 def test_a_publish_token_reads_too_and_an_admin_token_everywhere(ui: Ui) -> None:
     ui.sign_in(ui.token(["secret"], scope="publish"))
     assert ui.client.get("/modules/secret/vault/aws").status_code == 200
+
+
+def test_a_locked_down_registry_shows_nothing_anonymously(ui: Ui) -> None:
+    """`read_default = "token"`: every namespace not set public is private."""
+    from starlette.testclient import TestClient
+
+    from gitreg.app import create_app
+    from gitreg.settings import load_settings
+    from tests.ui.conftest import BASE, HTML
+
+    settings = load_settings(
+        {"data_dir": ui.svc.settings.data_dir, "public_url": BASE, "read_default": "token"},
+        environ={},
+    )
+    with TestClient(create_app(settings), base_url="https://testserver") as client:
+        client.headers.update(HTML)
+        home = client.get("/").text
+        assert "0 modules published" in home and "acme" not in home
+        assert "registry.terraform.io" not in client.get("/mirror").text
+        assert client.get("/modules/acme/vpc/aws").status_code == 404
+        assert "0 results" in client.get("/search?q=vpc").text
