@@ -108,8 +108,8 @@ def all_routes() -> list[BaseRoute]:
         *health.routes(),
         *webhooks.routes(),
         *admin.routes(),
-        *browse.routes(),  # after the API: its {version} paths must not shadow the ones above
-        *ui.routes(),  # last: the web UI's pages shadow no API path (gitreg/ui/routes.py)
+        *browse.routes(),  # last: its {version} paths must not shadow the ones above
+        *ui.routes(),  # after every API route: the web UI shadows none (gitreg/ui/routes.py)
     ]
 
 
