@@ -26,6 +26,7 @@ from gitreg.errors import GitregError, Unauthorized, storage_full
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings
+from gitreg.ui import routes as ui
 from gitreg.webhooks import routes as webhooks
 
 log = logging.getLogger("gitreg.app")
@@ -47,6 +48,8 @@ async def _gitreg_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 404 and ui.wants_html(request):
+        return await ui.html_not_found(request)  # a browser outside the API: a page
     return json_response(
         error_body(exc.detail), status=exc.status_code, headers=dict(exc.headers or {})
     )
@@ -105,6 +108,7 @@ def all_routes() -> list[BaseRoute]:
         *webhooks.routes(),
         *admin.routes(),
         *browse.routes(),  # last: its {version} paths must not shadow the ones above
+        *ui.routes(),  # after every API route: the web UI shadows none (gitreg/ui/routes.py)
     ]
 
 
