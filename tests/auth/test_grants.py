@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitreg.auth.grants import Grant, effective, parse_grants
-from gitreg.auth.tokens import Scope
+from gitreg.auth.tokens import Principal, Scope
 from gitreg.errors import ConfigError
 from tests.support.server import cli
 
@@ -102,3 +102,22 @@ def test_the_grants_command_names_a_bad_entry(tmp_path: Path, entry: str, messag
     result = cli(tmp_path / "data", "grants", "--config", str(config), check=False)
     assert result.returncode != 0
     assert result.stderr.startswith(f"gitreg: error: [[grants]] {message}")
+
+
+def test_a_sign_in_principal_acts_only_where_its_groups_allow() -> None:
+    principal = Principal(
+        token_id=1,
+        scope=Scope.publish,
+        namespaces=frozenset(),
+        expires_at=None,
+        grants={"platform": Scope.publish, "*": Scope.read},
+    )
+    assert principal.allows(Scope.publish, "Platform")
+    assert principal.allows(Scope.read, "anything")
+    assert not principal.allows(Scope.publish, "other")
+    assert not principal.allows(Scope.admin, "platform")
+    assert not principal.allows(Scope.publish, None)  # registry-wide needs "*"
+    narrow = Principal(1, Scope.read, frozenset(), None, grants={"platform": Scope.read})
+    assert narrow.allows(Scope.read, "platform")
+    assert not narrow.allows(Scope.read, "other")
+    assert not narrow.allows(Scope.read, None)
