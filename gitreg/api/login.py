@@ -1,0 +1,118 @@
+"""HTTP for `terraform login` (login.v1; the flow is gitreg/auth/login.py).
+
+`/oauth/authorization` and `/oauth/callback` are visited by the browser and
+answer redirects: to the identity provider, then to Terraform's loopback
+listener. An error that cannot go back to a trusted redirect_uri is a JSON
+`{"errors": [...]}` 400, never a redirect to an untrusted address.
+`/oauth/token` is called by Terraform and answers RFC 6749 5.1/5.2 JSON.
+Without `oidc_issuer` all three are 404, and discovery does not list login.v1.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from gitreg.api.responses import json_response
+from gitreg.api.urls import base_url
+from gitreg.auth.login import CLIENT_ID, PORTS, LoginFlow, OAuthError
+from gitreg.auth.oidc import OidcClient
+from gitreg.canonical_json import json_bytes
+from gitreg.errors import NotFound, PayloadTooLarge
+from gitreg.services import services
+from gitreg.settings import Settings
+
+AUTHZ = "/oauth/authorization"
+TOKEN = "/oauth/token"  # noqa: S105 - a path, not a secret
+CALLBACK = "/oauth/callback"
+MAX_FORM_BYTES = 16 * 1024
+# RFC 6749 5.1: token answers must not be cached.
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
+def login_service(settings: Settings) -> dict[str, object]:
+    """The login.v1 entry of service discovery, when an issuer is configured."""
+    if not settings.oidc_issuer:
+        return {}
+    return {
+        "login.v1": {
+            "client": CLIENT_ID,
+            "grant_types": ["authz_code"],
+            "authz": AUTHZ,
+            "token": TOKEN,
+            "ports": list(PORTS),
+        }
+    }
+
+
+def _flow(request: Request) -> LoginFlow:
+    """One flow per app, built on first use: its OIDC client caches the
+    issuer's discovery document and keys."""
+    svc = services(request)
+    if not svc.settings.oidc_issuer:
+        raise NotFound("sign-in is not configured on this registry (oidc_issuer)")
+    flow = getattr(request.app.state, "login_flow", None)
+    if flow is None:
+        flow = LoginFlow(svc.settings, svc.auth, OidcClient(svc.settings))
+        request.app.state.login_flow = flow
+    assert isinstance(flow, LoginFlow)
+    return flow
+
+
+def _redirect(url: str) -> Response:
+    return RedirectResponse(url, status_code=302, headers=NO_STORE)
+
+
+def _single(request: Request) -> dict[str, str]:
+    # A repeated parameter is refused by taking none of it: RFC 6749 3.1 says
+    # parameters must not be included more than once.
+    pairs = request.query_params.multi_items()
+    names = [name for name, _ in pairs]
+    return {name: value for name, value in pairs if names.count(name) == 1}
+
+
+async def authorization(request: Request) -> Response:
+    flow = _flow(request)
+    callback = base_url(request, services(request).settings) + CALLBACK
+    return _redirect((await flow.begin(_single(request), callback)).url)
+
+
+async def callback(request: Request) -> Response:
+    return _redirect((await _flow(request).finish(_single(request))).url)
+
+
+async def token(request: Request) -> Response:
+    flow = _flow(request)
+    try:
+        body = await _form_body(request)
+        form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        answer = await flow.token(form)
+    except OAuthError as exc:
+        error = {"error": exc.error, "error_description": exc.description}
+        status = 401 if exc.error == "invalid_client" else 400
+        return json_response(json_bytes(error), status=status, headers=NO_STORE)
+    return json_response(json_bytes(answer), headers=NO_STORE)
+
+
+async def _form_body(request: Request) -> bytes:
+    if request.headers.get("content-type", "").split(";")[0].strip() != (
+        "application/x-www-form-urlencoded"
+    ):
+        raise OAuthError("invalid_request", "the body must be application/x-www-form-urlencoded")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise PayloadTooLarge("token request body too large")
+    return bytes(body)
+
+
+def routes() -> list[Route]:
+    return [
+        Route(AUTHZ, authorization, methods=["GET"]),
+        Route(CALLBACK, callback, methods=["GET"]),
+        Route(TOKEN, token, methods=["POST"]),
+    ]
