@@ -10,7 +10,8 @@ Without `oidc_issuer` all three are 404, and discovery does not list login.v1.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
+import base64
+from urllib.parse import parse_qsl, unquote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -89,6 +90,7 @@ async def token(request: Request) -> Response:
     try:
         body = await _form_body(request)
         form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        form.setdefault("client_id", _basic_client_id(request))
         answer = await flow.token(form)
     except OAuthError as exc:
         error = {"error": exc.error, "error_description": exc.description}
@@ -108,6 +110,19 @@ async def _form_body(request: Request) -> bytes:
         if len(body) > MAX_FORM_BYTES:
             raise PayloadTooLarge("token request body too large")
     return bytes(body)
+
+
+def _basic_client_id(request: Request) -> str:
+    """Go's x/oauth2 (Terraform's client) may send the client id as HTTP Basic
+    credentials with an empty secret instead of in the form (RFC 6749 2.3.1)."""
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "basic":
+        return ""
+    try:
+        user = base64.b64decode(value.strip(), validate=True).decode().partition(":")[0]
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    return unquote(user)
 
 
 def routes() -> list[Route]:
