@@ -3,7 +3,8 @@
 `/oauth/authorization` and `/oauth/callback` are visited by the browser and
 answer redirects: to the identity provider, then to Terraform's loopback
 listener. An error that cannot go back to a trusted redirect_uri is a JSON
-`{"errors": [...]}` 400, never a redirect to an untrusted address.
+`{"errors": [...]}` 400, never a redirect to an untrusted address; a person
+refused a token gets a page saying why (gitreg.auth.login.Refusal).
 `/oauth/token` is called by Terraform and answers RFC 6749 5.1/5.2 JSON.
 Without `oidc_issuer` all three are 404, and discovery does not list login.v1.
 """
@@ -11,15 +12,16 @@ Without `oidc_issuer` all three are 404, and discovery does not list login.v1.
 from __future__ import annotations
 
 import base64
+import html
 from urllib.parse import parse_qsl, unquote
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from gitreg.api.responses import json_response
 from gitreg.api.urls import base_url
-from gitreg.auth.login import CLIENT_ID, PORTS, LoginFlow, OAuthError
+from gitreg.auth.login import CLIENT_ID, PORTS, LoginFlow, OAuthError, Redirect, Refusal
 from gitreg.auth.oidc import OidcClient
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound, PayloadTooLarge
@@ -57,7 +59,7 @@ def _flow(request: Request) -> LoginFlow:
         raise NotFound("sign-in is not configured on this registry (oidc_issuer)")
     flow = getattr(request.app.state, "login_flow", None)
     if flow is None:
-        flow = LoginFlow(svc.settings, svc.auth, OidcClient(svc.settings))
+        flow = LoginFlow(svc.settings, svc.auth, OidcClient(svc.settings), svc.cache.invalidate)
         request.app.state.login_flow = flow
     assert isinstance(flow, LoginFlow)
     return flow
@@ -82,7 +84,24 @@ async def authorization(request: Request) -> Response:
 
 
 async def callback(request: Request) -> Response:
-    return _redirect((await _flow(request).finish(_single(request))).url)
+    answer = await _flow(request).finish(_single(request))
+    if isinstance(answer, Redirect):
+        return _redirect(answer.url)
+    return _refusal_page(answer)
+
+
+def _refusal_page(refusal: Refusal) -> Response:
+    # A page for a person, not JSON: they are looking at a browser tab.
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        "<title>Sign-in refused</title></head><body><h1>Sign-in refused</h1>"
+        f"<p>{html.escape(refusal.description)}</p>"
+        "<p>Stop <code>terraform login</code> with Ctrl-C; it cannot tell on its own."
+        f' <a href="{html.escape(refusal.back_url)}">Return to Terraform</a></p></body></html>'
+    )
+    unavailable = refusal.error == "temporarily_unavailable"
+    headers = {**NO_STORE, **({"Retry-After": "30"} if unavailable else {})}
+    return HTMLResponse(page, status_code=503 if unavailable else 403, headers=headers)
 
 
 async def token(request: Request) -> Response:

@@ -71,6 +71,19 @@ class Redirect:
     url: str
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """No token for this person. Shown to them in the browser rather than sent
+    to Terraform's listener as RFC 6749 4.1.2.1 would: Terraform (1.0 to 1.11)
+    answers a callback without `code` with a bare 400 and keeps waiting, so
+    the person would see an empty page and never the reason. The page links
+    the RFC error redirect (`back_url`) for clients that do read it."""
+
+    error: str
+    description: str
+    back_url: str
+
+
 def check_redirect_uri(uri: str) -> str:
     match = _REDIRECT_RE.fullmatch(uri)
     if match is None or not PORTS[0] <= int(match.group(1)) <= PORTS[1]:
@@ -98,6 +111,7 @@ class LoginFlow:
         settings: Settings,
         store: AuthIndex,
         oidc: OidcClient,
+        on_change: Callable[[], None],
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._settings = settings
@@ -105,6 +119,10 @@ class LoginFlow:
         self._oidc = oidc
         self._grants = parse_grants(settings.extra.get("grants"))
         self._clock = clock
+        # A token added in this process is not a commit by another one, which
+        # is all the access snapshot's watcher sees: say so, or the new token
+        # would be refused until some other write (gitreg.auth.access).
+        self._on_change = on_change
 
     async def _put(self, key: str, payload: dict[str, Any], ttl: float) -> None:
         now = self._clock()
@@ -150,39 +168,40 @@ class LoginFlow:
         await self._put(_key("login", idp_state), pending, PENDING_TTL)
         return Redirect(url)
 
-    async def finish(self, params: Mapping[str, str]) -> Redirect:
+    async def finish(self, params: Mapping[str, str]) -> Redirect | Refusal:
         """Step 2, the issuer's answer. OAuthError when there is no pending
-        sign-in to answer (unknown, used or expired state)."""
+        sign-in to answer (unknown, used or expired state); a Refusal when the
+        person may not have a token."""
         pending = await self._take(_key("login", params.get("state", "")))
         if pending is None:
             raise OAuthError(
                 "invalid_request", "this sign-in is unknown, expired or already finished"
             )
 
-        def back(fields: dict[str, str]) -> Redirect:
-            fields["state"] = pending["state"]
-            return Redirect(_with_query(pending["redirect_uri"], fields))
+        def refuse(error: str, description: str) -> Refusal:
+            fields = {"error": error, "error_description": description, "state": pending["state"]}
+            return Refusal(error, description, _with_query(pending["redirect_uri"], fields))
 
         if "error" in params or "code" not in params:
             # The issuer refused (the person cancelled, or is not assigned to the app).
-            return back({"error": "access_denied", "error_description": "sign-in was refused"})
+            return refuse("access_denied", "the identity provider did not sign you in")
         try:
             id_token = await self._oidc.exchange(
                 params["code"], pending["callback"], pending["verifier"]
             )
             who = await self._oidc.validate(id_token, pending["nonce"])
         except IdTokenInvalid as exc:
-            return back({"error": "access_denied", "error_description": str(exc)})
+            return refuse("access_denied", str(exc))
         except UpstreamError:
-            description = "the identity provider cannot be reached; try again"
-            return back({"error": "temporarily_unavailable", "error_description": description})
+            return refuse("temporarily_unavailable", "the identity provider cannot be reached")
         grants = effective(self._grants, who.groups)
         if not grants:
-            description = (
-                f"{who.email or who.subject} has no access to this registry:"
-                " none of your groups is granted any namespace"
+            groups = ", ".join(who.groups) or "none"
+            return refuse(
+                "access_denied",
+                f"{who.email or who.subject} has no access to this registry: no [[grants]]"
+                f" entry names any of your groups ({groups}); ask its operator",
             )
-            return back({"error": "access_denied", "error_description": description})
         code = new_secret()
         granted = {
             "redirect_uri": pending["redirect_uri"],
@@ -193,7 +212,8 @@ class LoginFlow:
             "groups": list(who.groups),
         }
         await self._put(_key("code", code), granted, CODE_TTL)
-        return back({"code": code})
+        fields = {"code": code, "state": pending["state"]}
+        return Redirect(_with_query(pending["redirect_uri"], fields))
 
     async def token(self, form: Mapping[str, str]) -> dict[str, object]:
         """Step 3 (RFC 6749 4.1.3, RFC 7636 4.6). The code is spent by any
@@ -224,4 +244,5 @@ class LoginFlow:
             f"terraform login: {who.email or who.subject}",
             self._clock() + lifetime,
         )
+        self._on_change()
         return {"access_token": token, "token_type": "bearer", "expires_in": int(lifetime)}

@@ -7,6 +7,8 @@ tests/e2e/test_terraform_login.py runs the real `terraform login`.
 from __future__ import annotations
 
 import hashlib
+import html
+import re
 import secrets
 import time
 from collections.abc import Iterator
@@ -20,7 +22,7 @@ import pytest
 from gitreg.auth.oidc import pkce_challenge
 from gitreg.services import build_services
 from gitreg.settings import load_settings
-from tests.support.oidc_browser import sign_in
+from tests.support.oidc_browser import browse, sign_in
 from tests.support.oidc_provider import RunningProvider, oidc_provider
 from tests.support.server import RunningServer, cli, free_port, start_server
 
@@ -294,13 +296,19 @@ def test_token_errors_are_rfc6749_json(
     assert answer.json()["error"] == error
 
 
-def test_bob_outside_every_granted_group_is_refused(registry: Registry) -> None:
-    back = _code(registry, secrets.token_urlsafe(40), login="bob")
-    answer = _query(back)
-    assert back.startswith(LOOPBACK + "?")
-    assert answer["error"] == "access_denied"
-    assert answer["state"] == "tf-state-1"
-    assert "bob@example.com has no access" in answer["error_description"]
+def test_bob_outside_every_granted_group_is_refused_with_a_page(registry: Registry) -> None:
+    query = urlencode(_authorize_params(secrets.token_urlsafe(40)))
+    url = f"{registry.server.url}/oauth/authorization?{query}"
+    page = browse(url, "bob", registry.server.ca_pem)
+    assert urlsplit(page.url).path == "/oauth/callback"
+    assert page.status == 403
+    assert "bob@example.com has no access to this registry" in page.text
+    assert "(other)" in page.text  # the groups the IdP sent, to ask the operator about
+    # The RFC 6749 4.1.2.1 answer is offered as a link, never followed on its own.
+    [link] = re.findall(r'href="([^"]+)"', page.text)
+    answer = _query(html.unescape(link))
+    assert html.unescape(link).startswith(LOOPBACK + "?")
+    assert (answer["error"], answer["state"]) == ("access_denied", "tf-state-1")
     assert "code" not in answer
 
 

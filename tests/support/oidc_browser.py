@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import ssl
 import sys
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -47,9 +48,19 @@ def is_loopback_login(url: str) -> bool:
     return local and parts.path == "/login" and 10000 <= (parts.port or 0) <= 10010
 
 
-def sign_in(url: str, login: str, ca_pem: Path, deliver: bool = False) -> str:
-    """The URL the browser is finally sent to (Terraform's loopback listener, or
-    an error page's URL); with `deliver`, that URL is visited too."""
+@dataclass(frozen=True)
+class Visit:
+    """Where the browser ended: the loopback URL it was sent to (status 0), or
+    the page it stopped at."""
+
+    url: str
+    status: int = 0
+    text: str = ""
+
+
+def browse(url: str, login: str, ca_pem: Path, deliver: bool = False) -> Visit:
+    """Follow `url` through the sign-in; with `deliver`, the final loopback URL
+    is visited too (Terraform's listener)."""
     context = ssl.create_default_context(cafile=str(ca_pem))
     with httpx.Client(verify=context, trust_env=False, timeout=30) as client:
         response = client.get(url)
@@ -59,24 +70,31 @@ def sign_in(url: str, login: str, ca_pem: Path, deliver: bool = False) -> str:
                 if is_loopback_login(target):
                     if deliver:
                         client.get(target)
-                    return target
+                    return Visit(target)
                 response = client.get(target)
                 continue
             form = _Form()
             form.feed(response.text)
             if response.status_code != 200 or form.action is None:
-                return str(response.url) + "#status=" + str(response.status_code)
+                return Visit(str(response.url), response.status_code, response.text)
             if "login" in form.fields:
                 form.fields.update(login=login, password="any")  # devInteractions: any password
             response = client.post(urljoin(str(response.url), form.action), data=form.fields)
     raise AssertionError(f"sign-in at {url} did not finish")
 
 
+def sign_in(url: str, login: str, ca_pem: Path) -> str:
+    """The loopback URL the sign-in ends at; fails when it stops at a page."""
+    visit = browse(url, login, ca_pem)
+    assert visit.status == 0, f"stopped at {visit.url} ({visit.status}): {visit.text[:500]}"
+    return visit.url
+
+
 def main() -> int:
     url = sys.argv[-1]
     ca = Path(os.environ["GITREG_TEST_CA"])
-    final = sign_in(url, os.environ.get("GITREG_TEST_LOGIN", "alice"), ca, deliver=True)
-    print(final)
+    visit = browse(url, os.environ.get("GITREG_TEST_LOGIN", "alice"), ca, deliver=True)
+    print(f"ended at {visit.url} status={visit.status}\n{visit.text}", flush=True)
     return 0
 
 
