@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -40,6 +41,8 @@ from gitreg.errors import BadRequest, UpstreamError
 from gitreg.settings import Settings
 from gitreg.storage.auth import Identity
 from gitreg.storage.protocols import AuthIndex
+
+log = logging.getLogger("gitreg.auth.login")
 
 CLIENT_ID = "terraform-cli"
 PORTS = (10000, 10010)
@@ -191,8 +194,10 @@ class LoginFlow:
             )
             who = await self._oidc.validate(id_token, pending["nonce"])
         except IdTokenInvalid as exc:
+            log.warning("sign-in refused: %s", exc)  # names the check, never the token
             return refuse("access_denied", str(exc))
-        except UpstreamError:
+        except UpstreamError as exc:
+            log.warning("sign-in failed: %s", exc)
             return refuse("temporarily_unavailable", "the identity provider cannot be reached")
         grants = effective(self._grants, who.groups)
         if not grants:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import re
 import secrets
 import time
@@ -53,7 +54,11 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     with oidc_provider(f"https://127.0.0.1:{port}/oauth/callback") as idp:
         data = root / "data"
         cli(data, "namespace", "set", "platform", "--private")
-        server = start_server(data, "--config", str(config), port=port, env=idp.gitreg_env())
+        # The client secret by reference, as an operator would keep it.
+        secret_file = root / "oidc-secret"
+        secret_file.write_text(idp.client_secret + "\n")
+        env = {**idp.gitreg_env(), "GITREG_OIDC_CLIENT_SECRET": f"file:{secret_file}"}
+        server = start_server(data, "--config", str(config), port=port, env=env)
         try:
             yield Registry(server, idp)
         finally:
@@ -227,6 +232,12 @@ def test_alice_signs_in_and_gets_a_token_for_her_groups(registry: Registry) -> N
         ("platform-team",),
     )
     assert record.expires_at is not None and record.expires_at > time.time() + 29 * 86400
+    [listed] = [
+        t
+        for t in json.loads(cli(registry.server.data_dir, "token", "list", "--json").stdout)
+        if t["prefix"] == token[:12]
+    ]
+    assert (listed["owner"], listed["grants"]) == ("alice@example.com", {"platform": "publish"})
 
 
 def test_a_code_is_single_use(registry: Registry) -> None:
@@ -317,6 +328,11 @@ def test_a_callback_without_a_pending_sign_in_is_an_error_page(registry: Registr
         answer = client.get("/oauth/callback", params={"state": "forged", "code": "x"})
     assert answer.status_code == 400
     assert "location" not in answer.headers
+
+
+def test_the_client_secret_is_never_logged(registry: Registry) -> None:
+    _code(registry, secrets.token_urlsafe(40))  # at least one exchange used it
+    assert registry.idp.client_secret not in registry.server.log()
 
 
 def test_without_an_issuer_there_is_no_login(tmp_path: Path) -> None:
