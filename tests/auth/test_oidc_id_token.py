@@ -12,6 +12,8 @@ import base64
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -214,3 +216,15 @@ def test_a_discovery_document_for_another_issuer_is_refused(issuer: Issuer) -> N
     client = OidcClient(Settings(oidc_issuer=issuer.url + "/other", oidc_client_id=CLIENT))
     with pytest.raises(Exception, match="identity provider"):
         _validate(client, issuer.sign(issuer.keys[0]))
+
+
+def test_a_server_without_sign_in_never_loads_joserfc() -> None:
+    """joserfc costs ~8 MiB per process (pyproject.toml): only a sign-in loads it."""
+    probe = (
+        "import sys, gitreg.app, gitreg.api.login, gitreg.auth.oidc, gitreg.auth.login\n"
+        "print(sorted(m for m in sys.modules if m.startswith('joserfc')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "[]"
