@@ -106,12 +106,19 @@ def _refusal_page(refusal: Refusal) -> Response:
 
 async def token(request: Request) -> Response:
     flow = _flow(request)
+    # A code is a credential: refused ones count as failed authentications,
+    # limited per client like bad tokens (429 with Retry-After; checklist R).
+    limiter = services(request).access.limiter
+    client = request.client.host if request.client else "unknown"
+    limiter.check(client)
     try:
         body = await _form_body(request)
         form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
         form.setdefault("client_id", _basic_client_id(request))
         answer = await flow.token(form)
     except OAuthError as exc:
+        if exc.error == "invalid_grant":
+            limiter.failed(client)
         error = {"error": exc.error, "error_description": exc.description}
         status = 401 if exc.error == "invalid_client" else 400
         return json_response(json_bytes(error), status=status, headers=NO_STORE)

@@ -335,6 +335,24 @@ def test_the_client_secret_is_never_logged(registry: Registry) -> None:
     assert registry.idp.client_secret not in registry.server.log()
 
 
+def test_refused_codes_count_as_failed_authentications(tmp_path: Path) -> None:
+    # The token endpoint never calls the issuer, so none needs to listen here.
+    env = {
+        "GITREG_OIDC_ISSUER": "http://127.0.0.1:9",
+        "GITREG_OIDC_CLIENT_ID": "gitreg",
+        "GITREG_AUTH_FAIL_LIMIT": "2",
+    }
+    server = start_server(tmp_path / "data", env=env)
+    try:
+        with httpx.Client(base_url=server.url, verify=server.ssl_context()) as client:
+            form = _exchange("guessed", secrets.token_urlsafe(40))
+            statuses = [client.post("/oauth/token", data=form).status_code for _ in range(3)]
+            assert statuses == [400, 400, 429]
+            assert client.post("/oauth/token", data=form).headers["retry-after"].isdigit()
+    finally:
+        server.stop()
+
+
 def test_without_an_issuer_there_is_no_login(tmp_path: Path) -> None:
     server = start_server(tmp_path / "data")
     try:
