@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from gitreg import logs, metrics
-from gitreg.api import admin, blobs, browse, discovery, health, mirror, modules, providers
+from gitreg.api import admin, blobs, browse, discovery, health, login, mirror, modules, providers
 from gitreg.api import metrics as metrics_api
 from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
@@ -97,9 +97,12 @@ async def _reload_signing_keys_forever(svc: Services) -> None:
             log.exception("cannot reload the URL-signing keys")
 
 
-def all_routes() -> list[BaseRoute]:
+def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
+    # login.v1 is advertised only when sign-in is configured (gitreg/api/login.py).
+    services = {**discovery.SERVICES, **(login.login_service(settings) if settings else {})}
     return [
-        *discovery.routes(),
+        *discovery.routes(services),
+        *login.routes(),
         *modules.routes(),
         *providers.routes(),
         *mirror.routes(),
@@ -140,7 +143,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             metrics.process_exiting()
 
     app = Starlette(
-        routes=[*all_routes(), *metrics_api.routes(settings)],
+        routes=[*all_routes(settings), *metrics_api.routes(settings)],
         lifespan=lifespan,
         # Outermost of ours: every answer, errors included, gets a request id.
         middleware=[Middleware(AccessLog, enabled=settings.access_log)],

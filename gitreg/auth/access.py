@@ -113,6 +113,11 @@ class Access:
                 scope=Scope.parse(t.scope),
                 namespaces=frozenset(n.lower() for n in t.namespaces),
                 expires_at=t.expires_at,
+                grants=(
+                    {ns: Scope.parse(scope) for ns, scope in t.grants.items()}
+                    if t.grants is not None
+                    else None
+                ),
             )
             for t in self._store.tokens()
         }

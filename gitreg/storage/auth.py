@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 from gitreg.errors import NotFound
+from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, from_row, utcnow
 
 
@@ -25,6 +26,21 @@ class TokenRecord:
     created_at: str
     expires_at: float | None
     revoked_at: str | None
+    # Sign-in tokens only (migration 0019): who signed in, and the scope per
+    # namespace ("*" for all) their groups gave; None for operator tokens.
+    subject: str = ""
+    email: str = ""
+    groups: tuple[str, ...] = ()
+    grants: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A person as their identity provider named them at sign-in."""
+
+    subject: str
+    email: str
+    groups: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -70,10 +86,62 @@ class AuthStore(IndexBackedStore):
         sql = "SELECT * FROM api_tokens"
         if not include_revoked:
             sql += " WHERE revoked_at IS NULL"
-        return [
-            from_row(TokenRecord, r, namespaces=tuple(json.loads(r["namespaces"])))
-            for r in self._rows(sql + " ORDER BY id")
-        ]
+        return [_token(r) for r in self._rows(sql + " ORDER BY id")]
+
+    def add_login_token(
+        self,
+        token_hash: str,
+        prefix: str,
+        grants: dict[str, str],
+        who: Identity,
+        description: str,
+        expires_at: float,
+    ) -> int:
+        """A token from `terraform login`: scopes per namespace, and whose it is.
+        `scope` holds the highest of them, so a check of scope alone (which
+        runs before the namespace is known) never lets it do more."""
+        highest = max(grants.values(), key=("read", "publish", "admin").index)
+        with self._write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO api_tokens (token_hash, prefix, scope, namespaces, description,"
+                " created_at, expires_at, subject, email, groups, grants)"
+                " VALUES (?, ?, ?, '[]', ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    token_hash,
+                    prefix,
+                    highest,
+                    description,
+                    utcnow(),
+                    expires_at,
+                    who.subject,
+                    who.email,
+                    json.dumps(list(who.groups)),
+                    json.dumps(grants, sort_keys=True),
+                ),
+            )
+            return int(cursor.fetchone()[0])
+
+    def put_login_state(self, key: str, payload: str, expires_at: float, now: float) -> None:
+        """Keep a sign-in step under a random key; expired steps are swept here,
+        so the table holds only sign-ins in flight."""
+        with self._write(notify=False) as conn:
+            conn.execute("DELETE FROM login_states WHERE expires_at <= ?", (now,))
+            conn.execute(
+                "INSERT INTO login_states (key, payload, expires_at) VALUES (?, ?, ?)",
+                (key, payload, expires_at),
+            )
+
+    def take_login_state(self, key: str, now: float) -> str | None:
+        """The payload under `key`, deleted in the same statement so that of two
+        concurrent takers (on any replica) only one gets it; None when unknown,
+        already taken or expired."""
+        with self._write(notify=False) as conn:
+            row = conn.execute(
+                "DELETE FROM login_states WHERE key = ? RETURNING payload, expires_at", (key,)
+            ).fetchone()
+        if row is None or float(row[1]) <= now:
+            return None
+        return str(row[0])
 
     def revoke(self, token_id: int) -> None:
         with self._write() as conn:
@@ -129,3 +197,14 @@ class AuthStore(IndexBackedStore):
             " JOIN modules m ON m.id = v.module_id"
         )
         return [(r[0], r[1]) for r in rows]
+
+
+def _token(row: Row) -> TokenRecord:
+    grants = row["grants"]
+    return from_row(
+        TokenRecord,
+        row,
+        namespaces=tuple(json.loads(row["namespaces"])),
+        groups=tuple(json.loads(row["groups"])),
+        grants=json.loads(grants) if grants is not None else None,
+    )

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from gitreg.storage.auth import AccessSignature, TokenRecord
+from gitreg.storage.auth import AccessSignature, Identity, TokenRecord
 from gitreg.storage.catalog import MissingDocs, SearchEntry
 from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, JobState, Submission
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
@@ -375,6 +375,28 @@ class AuthIndex(Protocol):
 
     def module_archives(self) -> list[tuple[str, str]]:
         """(lower-cased namespace, archive sha256) of every module version."""
+        ...
+
+    def add_login_token(
+        self,
+        token_hash: str,
+        prefix: str,
+        grants: dict[str, str],
+        who: Identity,
+        description: str,
+        expires_at: float,
+    ) -> int:
+        """Store a sign-in token (only its hash) with its scope per namespace
+        ("*" for all, `grants` not empty) and whose it is; its id."""
+        ...
+
+    def put_login_state(self, key: str, payload: str, expires_at: float, now: float) -> None:
+        """Keep one step of a sign-in in flight, shared by every replica."""
+        ...
+
+    def take_login_state(self, key: str, now: float) -> str | None:
+        """The payload under `key`, removed atomically: a second take (here or on
+        another replica) gets None, as does a take after `expires_at`."""
         ...
 
 

@@ -343,4 +343,26 @@ MIGRATIONS: list[tuple[str, str]] = [
     );
     """,
     ),
+    (
+        # Sign-in (issue 14; SQL in storage/auth.py, docs/sign-in.md). A token
+        # from `terraform login` records whose it is (the IdP's subject, email
+        # and groups at sign-in) and its per-namespace scopes as JSON
+        # {"namespace" or "*": scope}; NULL keeps an operator token's single
+        # scope. `login_states` holds a sign-in in flight (the IdP round trip,
+        # then the one-time code) in the database, so any replica can finish
+        # it; a row is deleted when used, making it single-use on both engines.
+        "0019-login",
+        """
+    ALTER TABLE api_tokens ADD COLUMN subject TEXT NOT NULL DEFAULT '';
+    ALTER TABLE api_tokens ADD COLUMN email TEXT NOT NULL DEFAULT '';
+    ALTER TABLE api_tokens ADD COLUMN groups TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE api_tokens ADD COLUMN grants TEXT;
+    CREATE TABLE login_states (
+        key TEXT PRIMARY KEY,
+        payload TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    CREATE INDEX login_states_expires_at ON login_states(expires_at);
+    """,
+    ),
 ]

@@ -38,6 +38,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("modules", "import"): ["/tmp/export"],
     ("token", "create"): ["--scope", "read", "--namespace", "acme"],
     ("token", "list"): [],
+    ("grants",): ["--groups", "a,b"],
     ("token", "revoke"): ["1"],
     ("namespace", "set"): ["acme", "--private"],
     ("namespace", "list"): [],
