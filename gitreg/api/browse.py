@@ -8,6 +8,7 @@
     GET /v1/modules/:namespace/:name/:system/download   302 to the latest's download
     GET /v1/modules/:namespace/:name/:system/:version
     GET /v1/providers/:namespace/:type      (and /:version)
+    GET /v1/providers/:namespace/:type/:version/docs/:id   one documentation page
 
 Lists carry `meta` (`limit`, `current_offset`, `next_offset`, `next_url`,
 `prev_offset`) as registry.terraform.io does. Data comes from the metadata
@@ -38,6 +39,7 @@ from gitreg.catalog.records import (
     all_listed,
     full_record,
     listed_versions,
+    provider_doc,
     provider_record,
 )
 from gitreg.errors import BadRequest, NotFound
@@ -207,7 +209,8 @@ async def _provider(request: Request, version: str | None) -> Response:
     await svc.access.require_read(request, p["namespace"], not_found)
     key = ("browse-provider", p["namespace"].lower(), p["type"].lower())
     found = await svc.cache.get(
-        key, lambda: provider_record(svc.providers.store, p["namespace"], p["type"])
+        key,
+        lambda: provider_record(svc.providers.store, p["namespace"], p["type"], svc.provider_docs),
     )
     releases = found["releases"] if isinstance(found, dict) else []
     if version is None:
@@ -231,6 +234,29 @@ async def provider_version(request: Request) -> Response:
     return await _provider(request, request.path_params["version"])
 
 
+async def provider_doc_page(request: Request) -> Response:
+    """One page of a provider version's docs, as rendered at ingest (issue 13)."""
+    svc = services(request)
+    p = request.path_params
+    where = f"provider {p['namespace']}/{p['type']} {p['version']}"
+    not_found = f"{where} has no documentation page {p['id'][:100]}"
+    await svc.access.require_read(
+        request, p["namespace"], f"provider {p['namespace']}/{p['type']} not found"
+    )
+    key = ("browse-provider-doc", p["namespace"].lower(), p["type"].lower(), p["version"], p["id"])
+    found = await svc.cache.get(
+        key,
+        lambda: provider_doc(
+            svc.providers.store, svc.provider_docs, p["namespace"], p["type"], p["version"], p["id"]
+        ),
+    )
+    if not isinstance(found, dict):
+        raise NotFound(not_found)
+    fields = ("id", "title", "path", "category", "slug", "subcategory")
+    body = {k: found[k] for k in fields} | {"content_html": found["html"]}
+    return CachedJson.of(body).response(request)
+
+
 def routes() -> list[Route]:
     """After modules.routes() and providers.routes() in app.py, so their
     `/versions` and `/download` paths match before `{version}` here."""
@@ -245,4 +271,9 @@ def routes() -> list[Route]:
         Route(three + "/{version}", one_version, methods=["GET"]),
         Route("/v1/providers/{namespace}/{type}", provider_latest, methods=["GET"]),
         Route("/v1/providers/{namespace}/{type}/{version}", provider_version, methods=["GET"]),
+        Route(
+            "/v1/providers/{namespace}/{type}/{version}/docs/{id}",
+            provider_doc_page,
+            methods=["GET"],
+        ),
     ]

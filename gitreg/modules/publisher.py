@@ -171,6 +171,14 @@ class Publisher:
         log.info("sync %s", result.summary())
         return result
 
+    def fetch_mirror(self, repo: RepoRecord) -> Path:
+        """Fetch the repository into its mirror and return it: a provider's
+        documentation is read from its release tag (gitreg/catalog/provider_docs.py)."""
+        with file_lock(self._lock_path(repo)):
+            mirror = self.mirror_path(repo)
+            self._fetch(repo, mirror)
+        return mirror
+
     def _fetch(self, repo: RepoRecord, mirror: Path) -> None:
         """Fetch, first removing what a killed fetch left in the mirror (issue 10).
 

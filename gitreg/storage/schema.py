@@ -343,4 +343,47 @@ MIGRATIONS: list[tuple[str, str]] = [
     );
     """,
     ),
+    (
+        # Provider documentation (issue 13; SQL in storage/provider_docs.py): a
+        # version's listing of pages and each page's HTML, written once at
+        # ingest. Download counts (SQL in storage/download_counts.py): per
+        # version and UTC day, and per token when the request carried one
+        # (token_id 0 otherwise). Flushes add to a row (upsert), so several
+        # workers and replicas count into the same rows. The key is a unique
+        # index, not a primary key, so issue 14's per-person and per-group
+        # counts are an added column and a rebuilt index.
+        "0016-provider-docs-downloads",
+        """
+    CREATE TABLE provider_doc_sets (
+        version_id INTEGER NOT NULL REFERENCES provider_versions(id),
+        format INTEGER NOT NULL,
+        listing TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (version_id)
+    );
+    CREATE TABLE provider_doc_pages (
+        version_id INTEGER NOT NULL REFERENCES provider_versions(id),
+        doc_id TEXT NOT NULL,
+        html TEXT NOT NULL,
+        PRIMARY KEY (version_id, doc_id)
+    );
+    CREATE TABLE download_counts (
+        kind TEXT NOT NULL,
+        object_id INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        day TEXT NOT NULL,
+        token_id INTEGER NOT NULL,
+        downloads INTEGER NOT NULL
+    );
+    CREATE UNIQUE INDEX download_counts_key
+        ON download_counts (kind, object_id, version, day, token_id);
+    CREATE TABLE download_totals (
+        kind TEXT NOT NULL,
+        object_id INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        downloads INTEGER NOT NULL,
+        PRIMARY KEY (kind, object_id, version)
+    );
+    """,
+    ),
 ]
