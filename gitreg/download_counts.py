@@ -31,8 +31,9 @@ from gitreg.versions import parse_tag_version
 
 log = logging.getLogger("gitreg.downloads")
 
-# (kind, namespace, name, system or "", version as sent, token id); names lower-cased.
+# (kind, namespace, name, system or "", version, token id), all as sent in the path.
 Key = tuple[str, str, str, str, str, int]
+FLUSH_SECONDS = 5.0  # at most this much counting is lost when a process is killed
 MAX_PENDING = 50_000  # distinct keys before an early flush (build metadata makes many)
 
 
@@ -40,7 +41,7 @@ class DownloadCounter:
     def __init__(
         self, store: DownloadCountIndex, index: ModuleIndex, providers: ProviderIndex
     ) -> None:
-        self._store = store
+        self.store = store  # per-day and per-token reads (issue 14) go straight to it
         self._index = index
         self._providers = providers
         self._pending: dict[Key, int] = {}
@@ -82,24 +83,28 @@ class DownloadCounter:
 
     def flush(self) -> None:
         """Write what is pending now (shutdown, with the loop no longer counting)."""
-        self.write(self.take())
+        batch = self.take()
+        try:
+            self.write(batch)
+        except Exception:  # shutting down: report the loss, do not hide other errors
+            log.exception("lost %d download counts at shutdown", len(batch))
 
     def write(self, batch: dict[Key, int]) -> None:
         """Blocking: resolve and store a batch, then re-read the totals."""
         day = time.strftime("%Y-%m-%d", time.gmtime())
         rows: dict[tuple[str, int, str, int], int] = {}
         for (kind, namespace, name, system, version, token), count in batch.items():
-            found = self._resolve(kind, namespace, name, system, version)
+            found = self._resolve(kind, namespace.lower(), name.lower(), system.lower(), version)
             if found is not None:
                 key = (kind, found[0], found[1], token)
                 rows[key] = rows.get(key, 0) + count
-        self._store.add_downloads(
+        self.store.add_downloads(
             [DownloadRow(k, i, v, day, t, n) for (k, i, v, t), n in rows.items()]
         )
         self.refresh()
 
     def refresh(self) -> None:
-        self._totals = self._store.download_totals()
+        self._totals = self.store.download_totals()
 
     def _resolve(
         self, kind: str, namespace: str, name: str, system: str, version: str

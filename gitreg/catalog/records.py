@@ -64,7 +64,9 @@ def short_record(
         "source": doc.get("source", ""),
         "tag": version.tag,
         "published_at": version.published_at,
-        "downloads": 0,  # gitreg does not count downloads
+        # The module's total over every version: set when answering, from the
+        # download counter's totals (gitreg/download_counts.py, api/browse.py).
+        "downloads": 0,
         "verified": False,  # no verification programme in a private registry
     }
 
@@ -144,6 +146,7 @@ def provider_record(
         for v in versions
     ]
     return {
+        "provider_id": provider.id,  # for its download total; not in the answer
         "namespace": provider.namespace,
         "name": provider.type,
         "versions": [e["version"] for e in entries if not e["yanked"]],

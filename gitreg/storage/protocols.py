@@ -487,3 +487,9 @@ class DownloadCountIndex(Protocol):
     def version_downloads(self, kind: str, object_id: int) -> dict[str, int]:
         """{version: downloads over every day} of one module or provider."""
         ...
+
+    def downloads_by_token(
+        self, kind: str, object_id: int, since_day: str
+    ) -> dict[tuple[str, int], int]:
+        """{(version, token_id): downloads} since `since_day` (YYYY-MM-DD)."""
+        ...

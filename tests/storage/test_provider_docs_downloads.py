@@ -60,3 +60,8 @@ def test_download_counts_add_up_across_flushes(implementation: Backend) -> None:
     assert counts.download_totals() == {("module", 1): 7, ("provider", 1): 4}
     assert counts.version_downloads("module", 1) == {"1.0.0": 6, "1.1.0": 1}
     assert counts.version_downloads("module", 2) == {}
+    assert counts.downloads_by_token("module", 1, "2026-01-01") == {
+        ("1.0.0", 0): 6,
+        ("1.1.0", 7): 1,
+    }
+    assert counts.downloads_by_token("module", 1, "2026-01-02") == {("1.0.0", 0): 1}
