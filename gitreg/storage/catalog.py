@@ -5,7 +5,8 @@ A version's document is written once and never replaced, like its archive
 search row of a module holds its latest documented version's words and is
 replaced when a newer version is documented. SQLite searches with FTS5
 (bm25), PostgreSQL with a generated tsvector under a GIN index (ts_rank);
-both put an exact module-name match first.
+both rank by namespace, name, system and description (migration 0016) and
+put an exact module-name match first.
 """
 
 from __future__ import annotations
@@ -13,11 +14,50 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, utcnow
 
 # Letters and digits only, as both engines' tokenisers split words ("zone_name"
 # is "zone" and "name"), so each query word is one token matched as a prefix.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+# Which modules match: every word in any column (module_search_fts, no
+# ranking: cheap even when all 10,000 rows match). Their order: bm25 over the
+# short columns (module_search_head: namespace, name, system, description,
+# weights set in migration 0016), then matches found only in README text and
+# input/output names, by id. Ranking the long body of every match was what
+# cost 15-28 ms per search (docs/performance.md, "Documentation and search").
+# With few matches the head is asked about those rows only (rowid IN);
+# with many, it ranks its own matches once and they are joined.
+_FEW = 200
+_SQLITE_COUNT = (
+    "SELECT count(*) FROM (SELECT rowid FROM module_search_fts"
+    " WHERE module_search_fts MATCH ? LIMIT ?)"
+)
+_SQLITE_FEW = """
+WITH members AS (
+    SELECT rowid AS id FROM module_search_fts WHERE module_search_fts MATCH ?
+), ranked AS (
+    SELECT rowid AS id, rank AS score FROM module_search_head
+    WHERE module_search_head MATCH ? AND rowid IN (SELECT id FROM members)
+)
+SELECT m.id, s.namespace FROM members m LEFT JOIN ranked r ON r.id = m.id
+JOIN module_search s ON s.module_id = m.id
+ORDER BY r.score IS NULL, r.score, m.id LIMIT ?
+"""
+_SQLITE_MANY = """
+WITH ranked AS (
+    SELECT rowid AS id, rank AS score FROM module_search_head WHERE module_search_head MATCH ?
+), hits AS (
+    SELECT f.rowid AS id, ranked.score AS score FROM module_search_fts f
+    LEFT JOIN ranked ON ranked.id = f.rowid
+    WHERE module_search_fts MATCH ?
+    ORDER BY ranked.score IS NULL, ranked.score, f.rowid LIMIT ?
+)
+SELECT hits.id, s.namespace FROM hits JOIN module_search s ON s.module_id = hits.id
+ORDER BY hits.score IS NULL, hits.score, hits.id
+"""
 
 
 @dataclass(frozen=True)
@@ -107,6 +147,22 @@ class CatalogStore(IndexBackedStore):
                     " body) VALUES (?, ?, ?, ?, ?, ?)",
                     values,
                 )
+                conn.execute("DELETE FROM module_search_head WHERE rowid = ?", (entry.module_id,))
+                conn.execute(
+                    "INSERT INTO module_search_head (rowid, namespace, name, system, description)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    values[:5],
+                )
+
+    def _sqlite_search(self, words: list[str], limit: int) -> list[Row]:
+        # Each word quoted (no FTS5 syntax from users) and matched as a prefix:
+        # every word must match somewhere; ranking looks for any of them.
+        quoted = ['"' + w.replace('"', "") + '"*' for w in words]
+        every, some = " ".join(quoted), " OR ".join(quoted)
+        found = self._rows(_SQLITE_COUNT, (every, _FEW + 1))
+        if int(found[0][0]) <= _FEW:
+            return self._rows(_SQLITE_FEW, (every, some, limit))
+        return self._rows(_SQLITE_MANY, (some, every, limit))
 
     def searchable_modules(self) -> set[int]:
         """Ids of modules that have a search row."""
@@ -125,22 +181,15 @@ class CatalogStore(IndexBackedStore):
             (query.strip().lower(),),
         )
         if self._dialect == "sqlite":
-            # Each word quoted (no FTS5 syntax from users) and matched as a prefix;
-            # `rank` is bm25 with the column weights set in migration 0014, and
-            # FTS5 ranks inside its own scan (no join per match).
-            match = " ".join('"' + w.replace('"', "") + '"*' for w in words)
-            rows = self._rows(
-                "SELECT rowid, namespace FROM module_search_fts WHERE module_search_fts MATCH ?"
-                " ORDER BY rank LIMIT ?",
-                (match, limit),
-            )
+            rows = self._sqlite_search(words, limit)
         else:
-            tsquery = " & ".join(w + ":*" for w in words)
+            every = " & ".join(w + ":*" for w in words)
+            some = " | ".join(w + ":*" for w in words)
             rows = self._rows(
                 "SELECT module_id, namespace FROM module_search"
                 " WHERE terms @@ to_tsquery('simple', ?)"
-                " ORDER BY ts_rank(terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
-                (tsquery, tsquery, limit),
+                " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+                (every, some, limit),
             )
         # An exact name match ranks first (issue 13), whatever its relevance.
         first = [(int(r[0]), str(r[1])) for r in exact]

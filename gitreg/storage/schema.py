@@ -352,6 +352,9 @@ MIGRATIONS: list[tuple[str, str]] = [
         # workers and replicas count into the same rows. The key is a unique
         # index, not a primary key, so issue 14's per-person and per-group
         # counts are an added column and a rebuilt index.
+        # Search ranks by the short columns only (module_search_head on
+        # SQLite, head_terms on PostgreSQL): ranking the README text of every
+        # match cost 15-28 ms at 10,000 modules (docs/performance.md).
         "0016-provider-docs-downloads",
         """
     CREATE TABLE provider_doc_sets (
@@ -384,6 +387,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         downloads INTEGER NOT NULL,
         PRIMARY KEY (kind, object_id, version)
     );
+    /*sqlite*/ CREATE VIRTUAL TABLE module_search_head USING fts5(
+        namespace, name, system, description, tokenize = 'unicode61'
+    );
+    /*sqlite*/ INSERT INTO module_search_head (module_search_head, rank)
+        VALUES ('rank', 'bm25(4.0, 10.0, 4.0, 2.0)');
+    /*sqlite*/ INSERT INTO module_search_head (rowid, namespace, name, system, description)
+        SELECT module_id, namespace, name, system, description FROM module_search;
+    /*postgresql*/ ALTER TABLE module_search ADD COLUMN head_terms tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('simple', namespace || ' ' || name || ' ' || system), 'A')
+        || setweight(to_tsvector('simple', description), 'B')
+    ) STORED;
     """,
     ),
 ]
