@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -81,7 +82,22 @@ def fill_search(catalog: Any, index: Any, count: int, rng: random.Random) -> Non
         catalog.put_search(SearchEntry(module.id, ns, name, system, description, f"{body} {names}"))
 
 
-def time_search(catalog: Any, queries: int, rng: random.Random) -> dict[str, float]:
+def before_search(catalog: Any, query: str, limit: int) -> list[tuple[int, str]]:
+    """The SQLite search before migration 0016, for a baseline in the same run:
+    one FTS5 query ranked by bm25 over every column, README text included."""
+    words = [w.lower() for w in re.findall(r"[^\W_]+", query)][:16]
+    match = " ".join('"' + w + '"*' for w in words)
+    rows = catalog._rows(
+        "SELECT rowid, namespace FROM module_search_fts WHERE module_search_fts MATCH ?"
+        " ORDER BY rank LIMIT ?",
+        (match, limit),
+    )
+    return [(int(r[0]), str(r[1])) for r in rows]
+
+
+def time_search(
+    catalog: Any, queries: int, rng: random.Random, before: bool = False
+) -> dict[str, float]:
     asked = []
     for i in range(queries):
         kind = i % 4
@@ -94,9 +110,10 @@ def time_search(catalog: Any, queries: int, rng: random.Random) -> dict[str, flo
         else:
             asked.append(f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{rng.randrange(10000)}")
     times = []
+    search = (lambda q, n: before_search(catalog, q, n)) if before else catalog.search
     for query in asked:
         start = time.perf_counter()
-        catalog.search(query, SEARCH_CANDIDATES)
+        search(query, SEARCH_CANDIDATES)
         times.append((time.perf_counter() - start) * 1000)
     times.sort()
     return {
@@ -118,12 +135,14 @@ def search_bench(args: argparse.Namespace) -> list[list[object]]:
             catalog = CatalogStore(index)
             b.progress(f"filling {args.modules} search rows ({engine})")
             fill_search(catalog, index, args.modules, random.Random(1))
-            b.progress(f"timing {args.queries} searches ({engine})")
-            result = time_search(catalog, args.queries, random.Random(2))
-            rows.append(
-                [engine, args.modules, args.queries]
-                + [f"{result[k]:.2f}" for k in ("p50", "p99", "max")]
-            )
+            variants = [("before", True), ("after", False)] if engine == "sqlite" else []
+            for label, before in variants or [("after", False)]:
+                b.progress(f"timing {args.queries} searches ({engine}, {label})")
+                result = time_search(catalog, args.queries, random.Random(2), before)
+                rows.append(
+                    [f"{engine} {label}", args.modules, args.queries]
+                    + [f"{result[k]:.2f}" for k in ("p50", "p99", "max")]
+                )
             index.close()
     return rows
 
@@ -160,13 +179,14 @@ def module_repo(root: Path, tags: int) -> Path:
 
 
 def publish_once(source: Path, data: Path, with_docs: bool) -> float:
-    from gitreg.catalog import hcl
+    from gitreg.catalog import hcl, readme
     from gitreg.git.backend import DulwichBackend
     from gitreg.modules.publisher import Publisher
     from gitreg.services import build_services
     from gitreg.settings import load_settings
 
     hcl._parse_cached.cache_clear()  # each run as a fresh process would: nothing parsed yet
+    readme._render_cached.cache_clear()
     svc = build_services(load_settings({"data_dir": data}, environ={}))
     record = svc.index.add_repo(str(source), "")
     svc.index.add_module(record.id, "acme", "bench", "aws", "", "")

@@ -51,24 +51,36 @@ class Documenter:
         self._on_change = on_change
 
     def document(
-        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
+        self,
+        mirror: Path,
+        repo: RepoRecord,
+        module: ModuleRecord,
+        version: Published,
+        search: bool = True,
     ) -> bool:
         """Extract and store one version's document; False if it could not be
-        made now (logged: `gitreg reindex` retries) or was already stored."""
+        made now (logged: `gitreg reindex` retries) or was already stored.
+        With `search` False the caller refreshes the module's search row
+        itself (`refresh_search`), once after publishing several versions."""
         try:
-            return self._document(mirror, repo, module, version)
+            return self._document(mirror, repo, module, version, search)
         except (GitError, GitregError, OSError, KeyError, ValueError) as exc:
             log.warning("no documentation for %s %s: %s", module.address, version.version, exc)
             return False
 
     def _document(
-        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
+        self,
+        mirror: Path,
+        repo: RepoRecord,
+        module: ModuleRecord,
+        version: Published,
+        search: bool,
     ) -> bool:
         doc = self.build(mirror, repo, module, version)
         stored = self._catalog.put_docs(
             module.id, version.version_key, DOCS_FORMAT, json.dumps(doc, sort_keys=True)
         )
-        if self._is_latest(module, version.version_key):
+        if search and self._is_latest(module, version.version_key):
             self._put_search(module, doc)
         if stored:
             self._on_change()
@@ -97,6 +109,13 @@ class Documenter:
             search_text(doc),
         )
         self._catalog.put_search(entry)
+
+    def update_search(self, module: ModuleRecord) -> None:
+        """`refresh_search` for the publisher: a failure is logged, never raised."""
+        try:
+            self.refresh_search(module)
+        except (GitregError, OSError, KeyError, ValueError) as exc:
+            log.warning("search row of %s not updated: %s", module.address, exc)
 
     def refresh_search(self, module: ModuleRecord) -> bool:
         """Rebuild a module's search row from its latest stored document (after
