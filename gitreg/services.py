@@ -14,6 +14,7 @@ from gitreg.auth.access import Access
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.cache import MetadataCache
 from gitreg.catalog.provider_docs import ProviderDocumenter
+from gitreg.catalog.search_cache import SearchCache
 from gitreg.catalog.service import Documenter
 from gitreg.download_counts import DownloadCounter
 from gitreg.git.backend import DulwichBackend
@@ -74,6 +75,7 @@ class Services:
     docs: Documenter
     provider_docs: ProviderDocsIndex  # provider documentation pages (issue 13)
     downloads: DownloadCounter  # download counts, flushed in batches (issues 13, 14)
+    searches: SearchCache  # search answers, in an LRU of their own (issue 13)
 
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first
@@ -134,6 +136,7 @@ def build_services(settings: Settings) -> Services:
         docs,
         provider_docs,
         DownloadCounter(counts, index, provider_store),
+        SearchCache(cache),
     )
 
 

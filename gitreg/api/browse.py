@@ -125,11 +125,9 @@ async def search(request: Request) -> Response:
     if len(query) > 200:
         raise BadRequest("q is longer than 200 characters")
     visible = await _visible(request)
-    hits = await svc.cache.get(
-        ("browse-search", query.lower()),
-        lambda: svc.catalog.search(query, SEARCH_CANDIDATES),
+    hits = await svc.searches.get(
+        query.lower(), lambda: svc.catalog.search(query, SEARCH_CANDIDATES)
     )
-    assert isinstance(hits, list)
     by_id = {m.module_id: m for m in await _listed(svc)}
     found = [by_id[i] for i, ns in hits if visible(ns) and i in by_id]
     return _page(request, svc, found)
