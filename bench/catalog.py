@@ -109,17 +109,22 @@ def time_search(
             asked.append(rng.choice(WORDS)[:3])  # prefix
         else:
             asked.append(f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{rng.randrange(10000)}")
-    times = []
+    times, cpu = [], []
     search = (lambda q, n: before_search(catalog, q, n)) if before else catalog.search
     for query in asked:
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         search(query, SEARCH_CANDIDATES)
         times.append((time.perf_counter() - start) * 1000)
+        # CPU time of this thread: what a shared machine disturbs least.
+        cpu.append((time.thread_time() - start_cpu) * 1000)
     times.sort()
+    cpu.sort()
     return {
         "p50": statistics.median(times),
         "p99": times[int(len(times) * 0.99) - 1],
         "max": times[-1],
+        "cpu p50": statistics.median(cpu),
+        "cpu p99": cpu[int(len(cpu) * 0.99) - 1],
     }
 
 
@@ -141,7 +146,7 @@ def search_bench(args: argparse.Namespace) -> list[list[object]]:
                 result = time_search(catalog, args.queries, random.Random(2), before)
                 rows.append(
                     [f"{engine} {label}", args.modules, args.queries]
-                    + [f"{result[k]:.2f}" for k in ("p50", "p99", "max")]
+                    + [f"{result[k]:.2f}" for k in ("p50", "p99", "max", "cpu p50", "cpu p99")]
                 )
             index.close()
     return rows
@@ -232,7 +237,10 @@ def main() -> int:
     args = parser.parse_args()
     print(b.machine_line())
     print(
-        b.table(["index", "modules", "queries", "p50 ms", "p99 ms", "max ms"], search_bench(args))
+        b.table(
+            ["index", "modules", "queries", "p50 ms", "p99 ms", "max ms", "cpu p50", "cpu p99"],
+            search_bench(args),
+        )
     )
     print()
     headers = ["tags", "sync without docs s", "sync with docs s", "extraction adds"]

@@ -23,14 +23,21 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 # Which modules match: every word in any column (module_search_fts, no
-# ranking: cheap even when all 10,000 rows match). Their order: bm25 over the
-# short columns (module_search_head: namespace, name, system, description,
-# weights set in migration 0016), then matches found only in README text and
-# input/output names, by id. Ranking the long body of every match was what
-# cost 15-28 ms per search (docs/performance.md, "Documentation and search").
-# With few matches the head is asked about those rows only (rowid IN);
-# with many, it ranks its own matches once and they are joined.
+# ranking: cheap even when all 10,000 rows match). Their order, in tiers:
+# modules whose namespace, name, system and description hold every word, by
+# bm25 over those short columns (module_search_head, weights set in
+# migration 0016); then those holding some of the words there, by the same
+# bm25; then matches found only in README text and input/output names, by
+# id. Ranking the long body of every match was what cost 15-28 ms per search
+# (docs/performance.md, "Documentation and search"). When the first tier
+# fills the list nothing else is asked; with few matches the head is asked
+# about those rows only (rowid IN); with many, it ranks its own matches once.
 _FEW = 200
+_SQLITE_HEAD = (
+    "SELECT h.rowid, s.namespace FROM module_search_head h"
+    " JOIN module_search s ON s.module_id = h.rowid"
+    " WHERE module_search_head MATCH ? ORDER BY h.rank LIMIT ?"
+)
 _SQLITE_COUNT = (
     "SELECT count(*) FROM (SELECT rowid FROM module_search_fts"
     " WHERE module_search_fts MATCH ? LIMIT ?)"
@@ -155,14 +162,19 @@ class CatalogStore(IndexBackedStore):
                 )
 
     def _sqlite_search(self, words: list[str], limit: int) -> list[Row]:
-        # Each word quoted (no FTS5 syntax from users) and matched as a prefix:
-        # every word must match somewhere; ranking looks for any of them.
+        # Each word quoted (no FTS5 syntax from users) and matched as a prefix.
         quoted = ['"' + w.replace('"', "") + '"*' for w in words]
         every, some = " ".join(quoted), " OR ".join(quoted)
+        first = self._rows(_SQLITE_HEAD, (every, limit))
+        if len(first) >= limit:  # a common word: the head alone fills the list
+            return first
         found = self._rows(_SQLITE_COUNT, (every, _FEW + 1))
         if int(found[0][0]) <= _FEW:
-            return self._rows(_SQLITE_FEW, (every, some, limit))
-        return self._rows(_SQLITE_MANY, (some, every, limit))
+            rest = self._rows(_SQLITE_FEW, (every, some, limit))
+        else:
+            rest = self._rows(_SQLITE_MANY, (some, every, limit))
+        seen = {int(r[0]) for r in first}
+        return first + [r for r in rest if int(r[0]) not in seen]
 
     def searchable_modules(self) -> set[int]:
         """Ids of modules that have a search row."""
@@ -188,8 +200,9 @@ class CatalogStore(IndexBackedStore):
             rows = self._rows(
                 "SELECT module_id, namespace FROM module_search"
                 " WHERE terms @@ to_tsquery('simple', ?)"
-                " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
-                (every, some, limit),
+                " ORDER BY head_terms @@ to_tsquery('simple', ?) DESC,"
+                " ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+                (every, every, some, limit),
             )
         # An exact name match ranks first (issue 13), whatever its relevance.
         first = [(int(r[0]), str(r[1])) for r in exact]
