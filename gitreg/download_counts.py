@@ -80,6 +80,8 @@ class DownloadCounter:
                 log.exception("cannot write %d download counts; retrying", len(batch))
                 for key, count in batch.items():
                     self._pending[key] = self._pending.get(key, 0) + count
+                continue
+            await run_in_threadpool(self.refresh)
 
     def flush(self) -> None:
         """Write what is pending now (shutdown, with the loop no longer counting)."""
@@ -88,9 +90,11 @@ class DownloadCounter:
             self.write(batch)
         except Exception:  # shutting down: report the loss, do not hide other errors
             log.exception("lost %d download counts at shutdown", len(batch))
+        self.refresh()
 
     def write(self, batch: dict[Key, int]) -> None:
-        """Blocking: resolve and store a batch, then re-read the totals."""
+        """Blocking: resolve and store a batch (one transaction); raises if the
+        database refuses it, and then nothing of it was stored."""
         day = time.strftime("%Y-%m-%d", time.gmtime())
         rows: dict[tuple[str, int, str, int], int] = {}
         for (kind, namespace, name, system, version, token), count in batch.items():
@@ -101,10 +105,13 @@ class DownloadCounter:
         self.store.add_downloads(
             [DownloadRow(k, i, v, day, t, n) for (k, i, v, t), n in rows.items()]
         )
-        self.refresh()
 
     def refresh(self) -> None:
-        self._totals = self.store.download_totals()
+        """Re-read the totals (every replica's counts); a failure keeps the old ones."""
+        try:
+            self._totals = self.store.download_totals()
+        except Exception:  # the database is away: stale totals, not a dead task
+            log.exception("cannot read download totals")
 
     def _resolve(
         self, kind: str, namespace: str, name: str, system: str, version: str

@@ -93,23 +93,32 @@ class CatalogStore(IndexBackedStore):
         """Store a version's document; False when one of this format is already
         stored (immutable). An older format is replaced, which is how
         `gitreg reindex` upgrades documents after their shape changes."""
+        return self.put_docs_many([(module_id, version_key, fmt, document)]) == 1
+
+    def put_docs_many(self, documents: list[tuple[int, str, int, str]]) -> int:
+        """`put_docs` for (module_id, version_key, format, document) items, in
+        one transaction (one fsync for a repository's 40 new tags); returns
+        how many were stored."""
+        stored = 0
         with self._write() as conn:
-            row = conn.execute(
-                "SELECT format FROM module_docs WHERE module_id = ? AND version_key = ?",
-                (module_id, version_key),
-            ).fetchone()
-            if row is not None and int(row[0]) >= fmt:
-                return False
-            conn.execute(
-                "DELETE FROM module_docs WHERE module_id = ? AND version_key = ?",
-                (module_id, version_key),
-            )
-            conn.execute(
-                "INSERT INTO module_docs (module_id, version_key, format, document, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (module_id, version_key, fmt, document, utcnow()),
-            )
-        return True
+            for module_id, version_key, fmt, document in documents:
+                row = conn.execute(
+                    "SELECT format FROM module_docs WHERE module_id = ? AND version_key = ?",
+                    (module_id, version_key),
+                ).fetchone()
+                if row is not None and int(row[0]) >= fmt:
+                    continue
+                conn.execute(
+                    "DELETE FROM module_docs WHERE module_id = ? AND version_key = ?",
+                    (module_id, version_key),
+                )
+                conn.execute(
+                    "INSERT INTO module_docs (module_id, version_key, format, document,"
+                    " created_at) VALUES (?, ?, ?, ?, ?)",
+                    (module_id, version_key, fmt, document, utcnow()),
+                )
+                stored += 1
+        return stored
 
     def docs(self, module_id: int, version_key: str) -> str | None:
         rows = self._rows(

@@ -437,6 +437,10 @@ class CatalogIndex(Protocol):
         """Store a version's document once; False when one of this format exists."""
         ...
 
+    def put_docs_many(self, documents: list[tuple[int, str, int, str]]) -> int:
+        """`put_docs` of many in one transaction; how many were stored."""
+        ...
+
     def docs(self, module_id: int, version_key: str) -> str | None: ...
 
     def missing_docs(self, fmt: int, after_version_id: int, limit: int) -> list[MissingDocs]:

@@ -42,6 +42,17 @@ def test_a_document_is_stored_once_and_upgraded_only_by_a_newer_format(
     assert catalog.docs(module_id, "1.0.0") == '{"a": 3}'
 
 
+def test_many_documents_in_one_transaction_keep_the_same_rules(implementation: Backend) -> None:
+    catalog = catalog_of(implementation)
+    module_id = add_module(implementation, "acme", "vpc", "aws")
+    catalog.put_docs(module_id, "1.0.0", 1, '{"a": 1}')
+    items = [(module_id, "1.0.0", 1, '{"a": 2}'), (module_id, "1.1.0", 1, '{"b": 1}')]
+    assert catalog.put_docs_many(items) == 1
+    assert catalog.docs(module_id, "1.0.0") == '{"a": 1}'
+    assert catalog.docs(module_id, "1.1.0") == '{"b": 1}'
+    assert catalog.put_docs_many([]) == 0
+
+
 def test_missing_docs_pages_through_undocumented_versions(implementation: Backend) -> None:
     catalog = catalog_of(implementation)
     module_id = add_module(implementation, "acme", "vpc", "aws")
