@@ -185,6 +185,29 @@ class CatalogStore(IndexBackedStore):
         seen = {int(r[0]) for r in first}
         return first + [r for r in rest if int(r[0]) not in seen]
 
+    def _postgres_search(self, words: list[str], limit: int) -> list[Row]:
+        # The same tiers as on SQLite; `head_terms` has a GIN index of its own
+        # (migration 0016), so the first tier never reads the long `terms`.
+        every = " & ".join(w + ":*" for w in words)
+        some = " | ".join(w + ":*" for w in words)
+        first = self._rows(
+            "SELECT module_id, namespace FROM module_search"
+            " WHERE head_terms @@ to_tsquery('simple', ?)"
+            " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+            (every, every, limit),
+        )
+        if len(first) >= limit:
+            return first
+        rest = self._rows(
+            "SELECT module_id, namespace FROM module_search"
+            " WHERE terms @@ to_tsquery('simple', ?)"
+            " ORDER BY head_terms @@ to_tsquery('simple', ?) DESC,"
+            " ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+            (every, every, some, limit),
+        )
+        seen = {int(r[0]) for r in first}
+        return first + [r for r in rest if int(r[0]) not in seen]
+
     def searchable_modules(self) -> set[int]:
         """Ids of modules that have a search row."""
         return {int(r[0]) for r in self._rows("SELECT module_id FROM module_search")}
@@ -204,15 +227,7 @@ class CatalogStore(IndexBackedStore):
         if self._dialect == "sqlite":
             rows = self._sqlite_search(words, limit)
         else:
-            every = " & ".join(w + ":*" for w in words)
-            some = " | ".join(w + ":*" for w in words)
-            rows = self._rows(
-                "SELECT module_id, namespace FROM module_search"
-                " WHERE terms @@ to_tsquery('simple', ?)"
-                " ORDER BY head_terms @@ to_tsquery('simple', ?) DESC,"
-                " ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
-                (every, every, some, limit),
-            )
+            rows = self._postgres_search(words, limit)
         # An exact name match ranks first (issue 13), whatever its relevance.
         first = [(int(r[0]), str(r[1])) for r in exact]
         seen = {m for m, _ in first}

@@ -398,6 +398,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         setweight(to_tsvector('simple', namespace || ' ' || name || ' ' || system), 'A')
         || setweight(to_tsvector('simple', description), 'B')
     ) STORED;
+    /*postgresql*/ CREATE INDEX module_search_head_terms ON module_search USING GIN (head_terms);
     """,
     ),
 ]
