@@ -19,6 +19,7 @@ from gitreg.auth.tokens import new_token, token_hash
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.download_counts import DownloadRow
+from tests.cli.test_yank import _publish_providers, _registry
 from tests.support.gitrepo import GitRepo, released_module
 from tests.support.server import RunningServer, cli, start_server
 from tests.support.terraform import run_terraform
@@ -160,3 +161,15 @@ def test_counts_wait_in_memory_while_the_database_is_away(
     counter.flush()  # the database is back: nothing was lost
     module = svc.index.find_module("acme", "hello", "null")
     assert module is not None and counter.total("module", module.id) == 2
+
+
+def test_provider_downloads_are_counted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _publish_providers(capsys, tmp_path, ["--data-dir", str(data)], ["1.0.0"])
+    with _registry(data) as client:
+        for _ in range(2):
+            answer = client.get("/v1/providers/acme/null/1.0.0/download/linux/amd64")
+            assert answer.status_code == 200
+        assert client.get("/v1/providers/acme/null/1.0.0/download/linux/arm64").status_code == 404
+    with _registry(data) as client:  # the first app's shutdown flushed its counts
+        assert client.get("/v1/providers/acme/null").json()["downloads"] == 2
