@@ -39,6 +39,7 @@ log = logging.getLogger("gitreg.catalog")
 
 PROVIDER_DOCS_FORMAT = 1
 MAX_HTML_BYTES = 2 * 1024 * 1024  # rendered HTML is bounded too (it grows from Markdown)
+MAX_RELEASE_HTML_BYTES = 32 * 1024 * 1024  # and so is a release's total
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _FIELD = re.compile(r"^([A-Za-z_]+)[ \t]*:[ \t]*(.*?)[ \t]*$", re.MULTILINE)
 _SUFFIX = re.compile(r"(\.html)?\.(md|markdown)$", re.IGNORECASE)
@@ -83,6 +84,7 @@ def build_pages(
     web = web_url(release.remote)
     entries: list[dict[str, Any]] = []
     pages: list[DocPage] = []
+    total = 0
     for path, category, raw in files:
         slug = slug_of(path)
         doc_id = f"{category}-{slug}"
@@ -91,9 +93,16 @@ def build_pages(
             continue
         fields, body = front_matter(raw.decode("utf-8", "replace"))
         html = render(body, web, release.commit, posixpath.dirname(path))
-        if len(html.encode()) > MAX_HTML_BYTES:
+        size = len(html.encode())
+        if size > MAX_HTML_BYTES:
             problems.append(f"{path}: left out, its HTML is larger than {MAX_HTML_BYTES} bytes")
             continue
+        if total + size > MAX_RELEASE_HTML_BYTES:
+            problems.append(
+                f"{path} and later pages: left out, over {MAX_RELEASE_HTML_BYTES} bytes"
+            )
+            break
+        total += size
         title = fields.get("page_title", "") if category in ("overview", "guides") else ""
         entries.append(
             {

@@ -133,6 +133,28 @@ def test_a_hostile_release_is_bounded(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert sum("more than 3 pages" in n for n in notes) == 1
 
 
+def test_rendered_pages_are_bounded_per_page_and_per_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gitreg.catalog import provider_docs
+
+    monkeypatch.setattr(provider_docs, "MAX_HTML_BYTES", 200)
+    monkeypatch.setattr(provider_docs, "MAX_RELEASE_HTML_BYTES", 100)
+    files = [
+        ("docs/resources/big.md", "resources", b"*a* " * 100),
+        ("docs/resources/a.md", "resources", b"# a\n"),
+        ("docs/resources/b.md", "resources", b"x" * 90),
+        ("docs/resources/c.md", "resources", b"# c\n"),
+    ]
+    problems: list[str] = []
+    entries, _ = build_pages(files, Release("/srv/git/p", "c0ffee"), problems)
+    assert [e["slug"] for e in entries] == ["a"]
+    assert problems == [
+        "docs/resources/big.md: left out, its HTML is larger than 200 bytes",
+        "docs/resources/b.md and later pages: left out, over 100 bytes",
+    ]
+
+
 def test_ingest_stores_pages_and_the_api_serves_them(svc: Services, tmp_path: Path) -> None:
     _ingest(svc, tmp_path)
     with TestClient(create_app(svc.settings, svc), base_url=BASE) as client:
