@@ -25,8 +25,9 @@ import time
 from starlette.concurrency import run_in_threadpool
 
 from gitreg.errors import GitregError, NotAVersion
+from gitreg.storage.catalog_protocols import DownloadCountIndex
 from gitreg.storage.download_counts import DownloadRow
-from gitreg.storage.protocols import DownloadCountIndex, ModuleIndex, ProviderIndex
+from gitreg.storage.protocols import ModuleIndex, ProviderIndex
 from gitreg.versions import parse_tag_version
 
 log = logging.getLogger("gitreg.downloads")

@@ -29,6 +29,7 @@ from gitreg.settings import Settings
 from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.catalog import CatalogStore
+from gitreg.storage.catalog_protocols import CatalogIndex, DownloadCountIndex, ProviderDocsIndex
 from gitreg.storage.download_counts import DownloadCountStore
 from gitreg.storage.index import open_index
 from gitreg.storage.jobs import JobStore
@@ -36,12 +37,9 @@ from gitreg.storage.mirror import MirrorStore
 from gitreg.storage.module_proxy import ModuleProxyIndex, ModuleProxyStore
 from gitreg.storage.protocols import (
     AuthIndex,
-    CatalogIndex,
-    DownloadCountIndex,
     JobIndex,
     MirrorIndex,
     ModuleIndex,
-    ProviderDocsIndex,
     ProviderIndex,
     RegistrationIndex,
     SecretStore,

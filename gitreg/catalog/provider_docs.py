@@ -30,7 +30,8 @@ from typing import Any
 from gitreg.catalog.readme import render, web_url
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
-from gitreg.storage.protocols import ProviderDocsIndex, ProviderIndex
+from gitreg.storage.catalog_protocols import ProviderDocsIndex
+from gitreg.storage.protocols import ProviderIndex
 from gitreg.storage.provider_docs import DocPage
 from gitreg.storage.providers import ProviderRecord, ProviderVersionRecord
 from gitreg.storage.records import RepoRecord

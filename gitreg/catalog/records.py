@@ -18,7 +18,8 @@ from typing import Any
 
 from gitreg.catalog.extract import description
 from gitreg.catalog.hcl import empty_module
-from gitreg.storage.protocols import CatalogIndex, ModuleIndex, ProviderDocsIndex, ProviderIndex
+from gitreg.storage.catalog_protocols import CatalogIndex, ProviderDocsIndex
+from gitreg.storage.protocols import ModuleIndex, ProviderIndex
 from gitreg.storage.records import ModuleRecord, VersionRecord
 from gitreg.versions import parse_version, sort_key
 

@@ -21,7 +21,8 @@ from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, extract, se
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
 from gitreg.storage.catalog import SearchEntry
-from gitreg.storage.protocols import CatalogIndex, ModuleIndex
+from gitreg.storage.catalog_protocols import CatalogIndex
+from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, RepoRecord
 from gitreg.versions import parse_version, sort_key
 

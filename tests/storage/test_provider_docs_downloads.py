@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import cast
 
+from gitreg.storage.catalog_protocols import DownloadCountIndex, ProviderDocsIndex
 from gitreg.storage.download_counts import DownloadCountStore, DownloadRow
 from gitreg.storage.index import Index
-from gitreg.storage.protocols import DownloadCountIndex, ProviderDocsIndex
 from gitreg.storage.provider_docs import DocPage, ProviderDocsStore
 from tests.storage.conftest import Backend
 from tests.storage.test_provider_index import _key_row, _version
