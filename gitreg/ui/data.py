@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gitreg.addresses import module_address
 from starlette.concurrency import run_in_threadpool
 
+from gitreg.addresses import module_address
 from gitreg.catalog.records import (
     Listed,
     all_listed,
@@ -96,7 +96,8 @@ async def module(
 
 async def provider(svc: Services, namespace: str, type_: str) -> dict[str, Any] | None:
     key = ("ui-provider", namespace.lower(), type_.lower())
-    found = await svc.cache.get(key, lambda: provider_record(svc.providers.store, namespace, type_, svc.provider_docs)
+    found = await svc.cache.get(
+        key, lambda: provider_record(svc.providers.store, namespace, type_, svc.provider_docs)
     )
     assert found is None or isinstance(found, dict)
     return found
