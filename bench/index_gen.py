@@ -115,12 +115,9 @@ def generate(
     from gitreg.storage.index import Index, open_index
     from gitreg.storage.providers import ProviderStore
 
-    flags: dict[str, object] = {"data_dir": data_dir}
-    if database_url:
-        flags["database_url"] = database_url
-    settings = load_settings(flags)
+    db_path = load_settings({"data_dir": data_dir}).db_path
     start = time.perf_counter()
-    index = open_index(settings.database_url, settings.db_path)
+    index = open_index(database_url, db_path)
     assert isinstance(index, Index)
     try:
         loader = BulkLoader(index)
@@ -144,8 +141,7 @@ def generate(
     finally:
         index.close()
     seconds = time.perf_counter() - start
-    db = settings.db_path
-    size = db.stat().st_size if not database_url and db.exists() else 0
+    size = db_path.stat().st_size if not database_url and db_path.exists() else 0
     return Generated(
         modules, modules * versions, providers, providers * provider_versions, seconds, size
     )

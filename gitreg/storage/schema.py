@@ -343,4 +343,12 @@ MIGRATIONS: list[tuple[str, str]] = [
     );
     """,
     ),
+    (
+        # Issue 16, target 5: a repository's modules are read on every sync and
+        # publish; with 10,000 modules that was a scan of the whole table.
+        "0018-modules-repo-index",
+        """
+    CREATE INDEX modules_repo ON modules(repo_id);
+    """,
+    ),
 ]
