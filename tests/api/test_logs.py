@@ -228,4 +228,4 @@ def test_the_fast_text_access_line_is_the_line_the_text_formatter_writes() -> No
     assert fast_rest == slow_rest
     assert re.fullmatch(stamp, fast[:23]) and re.fullmatch(stamp, slow[:23])
     assert "request_id=req-fast job_id=3 repo_id=4 method=GET" in fast
-    assert fast.endswith("client=fe80::1\"\\é token_id=7]")
+    assert fast.endswith('client=fe80::1"\\é token_id=7]')
