@@ -35,8 +35,9 @@ log = logging.getLogger("gitreg.cache")
 # target 2: one worker <= 60 MiB). The bound is in approximate bytes, since an
 # entry is a 100-byte download location or a module list of thousands of
 # versions; when it is reached the oldest entries go first, which costs only
-# rebuilds. 6 MiB: docs/performance.md, "Memory of one worker".
-MAX_BYTES = 6 * 1024 * 1024
+# rebuilds. 3 MiB of estimate, 6-9 MiB of a worker's RSS with malloc's
+# overhead: docs/performance.md, "Memory of one worker".
+MAX_BYTES = 3 * 1024 * 1024
 # What an entry holds besides its body: the key tuple of path strings, the dict
 # slot, and a small value (tracemalloc: a module download's entry is ~450 B, a
 # 50-version `versions` answer ~1.6 KiB plus its body, with its two responses).

@@ -8,6 +8,8 @@ tests exercise those)."""
 from __future__ import annotations
 
 import json
+import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +73,15 @@ def test_serving_worker_does_not_import_lazy_packages(tmp_path: Path) -> None:
     lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
     assert lines, done.stdout + done.stderr
     assert json.loads(lines[-1]) == []
+
+
+def test_malloc_arenas_are_limited_unless_the_environment_says(tmp_path: Path) -> None:
+    """gitreg.server_limits.limit_malloc_arenas, in fresh processes: on glibc it
+    sets the arena limit; an operator's MALLOC_ARENA_MAX is left in force."""
+    code = "from gitreg.server_limits import limit_malloc_arenas as f; print(f())"
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert plain.stdout.strip() == str(platform.libc_ver()[0] == "glibc")
+    env["MALLOC_ARENA_MAX"] = "4"
+    told = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert told.stdout.strip() == "False"
