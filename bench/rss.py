@@ -30,8 +30,6 @@ import time
 from pathlib import Path
 
 import benchlib as b
-import index_gen
-import index_scale
 import metadata
 
 MODULE = "acme/rss/aws"
@@ -146,6 +144,11 @@ def gitreg_and_bare(args: argparse.Namespace, ws: Path, tls: b.Tls) -> dict[str,
 
 
 def large_index(args: argparse.Namespace, ws: Path, tls: b.Tls) -> list[Stage]:
+    if args.modules == 0:  # e.g. for an older gitreg without gitreg/storage/bulk.py
+        return []
+    import index_gen
+    import index_scale
+
     data = ws / "large"
     made = index_gen.generate(data, args.modules, 50, args.providers)
     stages: list[Stage] = []
@@ -220,7 +223,7 @@ def run(args: argparse.Namespace, ws: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10)
-    parser.add_argument("--modules", type=int, default=10_000)
+    parser.add_argument("--modules", type=int, default=10_000, help="0: no large index")
     parser.add_argument("--providers", type=int, default=1_000)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
