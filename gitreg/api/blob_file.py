@@ -5,8 +5,8 @@ Memory (issue 16, target 2): every piece handed to the server is held, while it
 is sent, as plaintext, as TLS records in OpenSSL's memory BIO and as the copy
 queued on the socket, and the BIO keeps its largest size for the connection's
 life. With Starlette's file reads of 1 MiB, 8 concurrent archive downloads over
-TLS took one worker from 66 to 105 MiB; with 128 KiB pieces the growth is a few
-MiB (docs/performance.md, "Memory of one worker").
+TLS took one worker from 66 to 105 MiB; with 64 KiB pieces from 50 to 58 MiB
+(docs/performance.md, "Memory of one worker (issue 16, target 2)").
 
 Small pieces cost event-loop turns instead: a thread-pool trip per piece (about
 50 us) would cost more than the send. So a piece is read with `preadv2(...,
@@ -18,6 +18,7 @@ Starlette does.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import AsyncIterator
 from typing import Any, cast
@@ -29,6 +30,9 @@ from starlette.responses import FileResponse
 # 0 where the platform has no non-blocking file read (macOS): every piece is
 # then read on a worker thread.
 _NOWAIT: int = getattr(os, "RWF_NOWAIT", 0)
+_nowait = [_NOWAIT]
+# What a kernel or file system without non-blocking reads answers RWF_NOWAIT with.
+_UNSUPPORTED = {errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS}
 PIECE = 64 * 1024
 
 
@@ -57,10 +61,15 @@ class PageCacheFile:
         # A fresh buffer per piece: the transport may still hold the last one.
         buffer = bytearray(size)
         got = 0
-        if _NOWAIT:
+        if _nowait[0]:
             try:
-                got = os.preadv(self.fd, [buffer], self.offset, _NOWAIT)
+                got = os.preadv(self.fd, [buffer], self.offset, _nowait[0])
             except BlockingIOError:  # nothing of it cached
+                got = 0
+            except OSError as exc:
+                if exc.errno not in _UNSUPPORTED:
+                    raise
+                _nowait[0] = 0  # this kernel or file system has no RWF_NOWAIT: threads only
                 got = 0
         if got < size:  # not cached (or EOF): the rest off the event loop
             got = await run_in_threadpool(_read_blocking, self.fd, buffer, self.offset, got)

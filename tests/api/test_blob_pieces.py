@@ -6,6 +6,7 @@ against the piece size."""
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 from collections.abc import Callable
@@ -34,7 +35,7 @@ def test_reads_return_every_byte(
     """With the non-blocking read and without it (a platform lacking it, or
     pages not cached), pieces are full until EOF and seeks are honoured."""
     if not nowait:
-        monkeypatch.setattr(blob_file, "_NOWAIT", 0)
+        monkeypatch.setattr(blob_file, "_nowait", [0])
     data = random.Random(1).randbytes(3 * PIECE + 17)
     path = tmp_path / "blob"
     path.write_bytes(data)
@@ -98,3 +99,35 @@ def test_server_sends_exact_bytes(data_dir: Path, servers: Callable[..., Running
         assert multi.status_code == 206
         assert big[:10] in multi.content
         assert big[PIECE : 2 * PIECE + 10] in multi.content
+
+
+def test_a_file_system_without_nowait_reads_falls_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel or file system that refuses RWF_NOWAIT (EOPNOTSUPP) gets every
+    byte through the worker thread, and is not asked again."""
+    data = random.Random(4).randbytes(2 * PIECE + 5)
+    path = tmp_path / "blob"
+    path.write_bytes(data)
+    real = os.preadv
+    asked: list[int] = []
+
+    def refusing(fd: int, buffers: list[bytearray], offset: int, flags: int = 0) -> int:
+        if flags:
+            asked.append(flags)
+            raise OSError(errno.EOPNOTSUPP, "not supported")
+        return real(fd, buffers, offset)
+
+    monkeypatch.setattr(os, "preadv", refusing)
+    monkeypatch.setattr(blob_file, "_nowait", [os.RWF_NOWAIT])
+
+    async def read_all() -> bytes:
+        file = PageCacheFile(os.open(path, os.O_RDONLY))
+        out = b""
+        while piece := await file.read(PIECE):
+            out += piece
+        await file.aclose()
+        return out
+
+    assert anyio.run(read_all) == data
+    assert len(asked) == 1
