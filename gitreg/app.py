@@ -25,6 +25,7 @@ from gitreg.auth.signed_urls import RECHECK_EVERY
 from gitreg.download_counts import FLUSH_SECONDS
 from gitreg.errors import GitregError, Unauthorized, storage_full
 from gitreg.providers.uploads import UploadStaging
+from gitreg.server_limits import limit_malloc_arenas
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings
 from gitreg.ui import routes as ui
@@ -169,4 +170,5 @@ def app_from_environment() -> Starlette:
     """Factory for `uvicorn --factory gitreg.app:app_from_environment` (several workers)."""
     settings = load_settings()
     logs.configure(settings.log_format, settings.log_level)  # each worker is a new process
+    limit_malloc_arenas()
     return create_app(settings)

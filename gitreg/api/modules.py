@@ -20,7 +20,7 @@ from starlette.routing import Route
 from gitreg.addresses import ModuleAddress, module_address
 from gitreg.api.counting import count_module_download
 from gitreg.api.responses import CachedJson, json_response
-from gitreg.api.urls import base_url
+from gitreg.api.urls import base_url, header
 from gitreg.cache import MISSING
 from gitreg.canonical_json import json_bytes
 from gitreg.downloads import ModuleDownloads
@@ -81,8 +81,8 @@ async def download(request: Request) -> Response:
     p = request.path_params
     asked = (p["namespace"], p["name"], p["system"], p["version"])
     base = base_url(request, svc.settings)
-    who = functools.partial(svc.access.principal, request)
     if svc.module_proxy.handles(p["namespace"]):
+        who = functools.partial(svc.access.principal, request)
         proxied = await svc.module_proxy.location(
             _address(request), p["version"], base, svc.access, who
         )
@@ -90,16 +90,22 @@ async def download(request: Request) -> Response:
     downloads = ModuleDownloads(svc.index, svc.cache, svc.access)
     location = downloads.cached_location(*asked, base)
     if location is None:
+        who = functools.partial(svc.access.principal, request)
         location = await downloads.location(*asked, base, who)
     count_module_download(request)
     return _download_response(request, location)
 
 
 def _download_response(request: Request, location: str) -> Response:
-    headers = {"X-Terraform-Get": location}
-    if "application/json" in request.headers.get("accept", ""):
+    accept = header(request.scope, b"accept")
+    if accept is not None and b"application/json" in accept:
+        headers = {"X-Terraform-Get": location}
         return json_response(json_bytes({"location": location}), headers=headers)
-    return Response(status_code=204, headers=headers)
+    # The one header appended to the raw list: what `Response(headers=...)`
+    # would build, without its per-request header bookkeeping (issue 16).
+    response = Response(status_code=204)
+    response.raw_headers.append((b"x-terraform-get", location.encode("latin-1")))
+    return response
 
 
 async def _proxied_versions(request: Request) -> Response:

@@ -22,11 +22,14 @@ packages is recorded in one transaction (S2), under a per-provider lock.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import httpx
+
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-
-import httpx
 
 from gitreg import metrics
 from gitreg.catalog.provider_docs import ProviderDocumenter

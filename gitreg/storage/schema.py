@@ -402,6 +402,14 @@ MIGRATIONS: list[tuple[str, str]] = [
     """,
     ),
     (
+        # Issue 16, target 5: a repository's modules are read on every sync and
+        # publish; with 10,000 modules that was a scan of the whole table.
+        "0018-modules-repo-index",
+        """
+    CREATE INDEX modules_repo ON modules(repo_id);
+    """,
+    ),
+    (
         # Sign-in (issue 14; SQL in storage/auth.py, docs/sign-in.md). A token
         # from `terraform login` records whose it is (the IdP's subject, email
         # and groups at sign-in) and its per-namespace scopes as JSON
