@@ -109,7 +109,7 @@ def test_deprecate_keeps_the_version_listed_and_installable(
         (["deprecate", "acme/vpc/aws", "1.0.0", "--reason", "a\x1b[2Jb"], 2, "control char"),
         (["deprecate", "acme/vpc/aws", "1.0.0", "--reason", "x" * 1001], 2, "longer than"),
         (
-            ["deprecate", "acme/vpc/aws", "1.0.0", "--reason", "x", "--link", "javascript:alert(1)"],
+            ["deprecate", "acme/vpc/aws", "1.0.0", "--reason", "x", "--link", "javascript:x()"],
             2,
             "--link must be an absolute https://",
         ),
@@ -144,7 +144,9 @@ def _get(server: RunningServer, path: str) -> Any:
         return json.loads(answer.read())
 
 
-def test_deprecation_reaches_a_running_server(module_data: Path, servers: Callable[..., Any]) -> None:
+def test_deprecation_reaches_a_running_server(
+    module_data: Path, servers: Callable[..., RunningServer]
+) -> None:
     server = servers(module_data)
 
     def first() -> Any:

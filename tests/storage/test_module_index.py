@@ -74,7 +74,7 @@ def test_deprecation_round_trip_keeps_the_version_listed(implementation: Backend
     index.publish_version(_version(module.id))
     fresh = index.version_by_key(module.id, "1.0.0")
     assert fresh is not None and not fresh.deprecated and fresh.deprecation_link == ""
-    reason = "Use 2.x: <b>1.x</b> loses state & \"quotes\" \u2014 see the guide"
+    reason = 'Use 2.x: <b>1.x</b> loses state & "quotes" \u2014 see the guide'
     index.set_deprecation(module.id, "1.0.0", reason, "https://example.com/upgrade?a=1&b=2")
     (stored,) = index.versions(module.id)
     assert stored.deprecated and not stored.yanked

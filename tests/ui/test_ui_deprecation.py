@@ -34,7 +34,8 @@ def test_a_deprecated_version_shows_a_banner_and_is_marked(ui: Ui) -> None:
     assert "Version 1.0.0 is deprecated." in banner
     assert unescape(re.sub(r"<a .*?</a>|<[^>]+>", "", banner)).strip().endswith(REASON)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in banner  # shown as text
-    (href,) = re.findall(r'<a href="([^"]*)" rel="noopener noreferrer">More information</a>', banner)
+    more = r'<a href="([^"]*)" rel="noopener noreferrer">More information</a>'
+    (href,) = re.findall(more, banner)
     assert unescape(href) == LINK
     assert '<option value="1.0.0" data-href="/modules/acme/vpc/aws/1.0.0" selected>' in old
     assert "1.0.0 (deprecated)</option>" in old and "1.1.0 (latest)</option>" in old
