@@ -84,6 +84,10 @@ def test_deprecate_keeps_the_version_listed_and_installable(
         assert client.get("/v1/modules/acme/vpc/aws/1.1.0").json()["deprecation"] is None
     code, out, _ = _run(capsys, *args, "--link", LINK, *flags)
     assert code == 0 and out.endswith("already deprecated with this reason; nothing changed\n")
+    code, out, _ = _run(capsys, "modules", "--json", *flags)
+    shown = {v["version"]: v["deprecation"] for v in json.loads(out)[0]["versions"]}
+    assert shown == {"1.0.0": {"reason": REASON, "link": LINK}, "1.1.0": None}
+    assert "1.0.0 (deprecated), 1.1.0" in _run(capsys, "modules", *flags)[1]
     code, out, _ = _run(capsys, *args, *flags)  # the same reason, the link dropped
     assert code == 0 and out.startswith("deprecation updated for module acme/vpc/aws 1.0.0")
     with _registry(module_data) as client:
