@@ -16,7 +16,7 @@ LINK = 'https://docs.example.com/vpc?a=1&b="><svg/onload=alert(1)>'
 
 
 def _banner(html: str) -> str:
-    found = re.search(r'<div class="notice deprecation" role="status">(.*?)</div>', html, re.S)
+    found = re.search(r'<p class="notice deprecation" role="status">(.*?)</p>', html, re.S)
     assert found, html
     return found.group(1)
 
