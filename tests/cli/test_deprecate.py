@@ -5,6 +5,7 @@ module page carry the reason and link."""
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from gitreg.app import create_app
 from gitreg.cli import main
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, simple_module
+from tests.support.postgres import Database
 from tests.support.server import RunningServer, cli
 
 BASE = "https://registry.example.com"
@@ -50,8 +52,8 @@ def module_data(
 
 
 @contextmanager
-def _registry(data: Path) -> Iterator[TestClient]:
-    loaded = load_settings({"data_dir": data, "public_url": BASE}, environ={})
+def _registry(data: Path, **settings: object) -> Iterator[TestClient]:
+    loaded = load_settings({"data_dir": data, "public_url": BASE, **settings}, environ={})
     with TestClient(create_app(loaded), base_url=BASE) as client:
         yield client
 
@@ -164,3 +166,36 @@ def test_deprecation_reaches_a_running_server(
         time.sleep(0.05)
     assert seen == expected
     assert _get(server, "/v1/modules/acme/vpc/aws/1.0.0")["deprecation"]["reason"] == REASON
+
+
+def test_deprecation_on_postgresql_reaches_another_replica(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    make_repo: Callable[[str], GitRepo],
+    postgres_database: Database,
+) -> None:
+    key = tmp_path / "secret.key"
+    key.write_text(os.urandom(32).hex())
+    key.chmod(0o600)
+    repo = make_repo("vpc")
+    simple_module(repo)
+    repo.commit()
+    repo.tag("v1.0.0")
+    flags = ["--data-dir", str(tmp_path / "cli"), "--database-url", postgres_database.url]
+    flags += ["--secret-key-file", str(key)]
+    assert _run(capsys, "repo", "add", str(repo.path), "--module", "acme/vpc/aws", *flags)[0] == 0
+    replica = {"database_url": postgres_database.url, "secret_key_file": key}
+    with _registry(tmp_path / "replica", **replica) as client:
+        assert _entries(client) == [{"version": "1.0.0"}]  # cached by the replica
+        args = ("module", "deprecate", "acme/vpc/aws", "1.0.0", "--reason", REASON)
+        assert _run(capsys, *args, *flags)[0] == 0
+        expected = [{"version": "1.0.0", "deprecation": {"reason": REASON, "link": ""}}]
+        deadline = time.monotonic() + NOTICE_DEADLINE
+        while (seen := _entries(client)) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert seen == expected
+        assert _run(capsys, "module", "undeprecate", "acme/vpc/aws", "1.0.0", *flags)[0] == 0
+        deadline = time.monotonic() + NOTICE_DEADLINE
+        while (seen := _entries(client)) != [{"version": "1.0.0"}] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert seen == [{"version": "1.0.0"}]
