@@ -27,6 +27,7 @@ from gitreg.downloads import ModuleDownloads
 from gitreg.errors import NotFound
 from gitreg.services import services
 from gitreg.storage.protocols import ModuleIndex
+from gitreg.storage.records import VersionRecord
 from gitreg.versions import sort_key
 
 PREFIX = "/v1/modules"
@@ -41,9 +42,22 @@ def _versions_body(index: ModuleIndex, addr: ModuleAddress) -> CachedJson | None
     module = index.find_module(addr.namespace, addr.name, addr.system)
     if module is None:
         return None
-    listed = sorted((v.version for v in index.versions(module.id) if not v.yanked), key=sort_key)
+    listed = sorted(
+        (v for v in index.versions(module.id) if not v.yanked), key=lambda v: sort_key(v.version)
+    )
     # One-element `modules` list, as the spec asks for forward compatibility.
-    return CachedJson.of({"modules": [{"versions": [{"version": v} for v in listed]}]})
+    return CachedJson.of({"modules": [{"versions": [_entry(v) for v in listed]}]})
+
+
+def _entry(version: VersionRecord) -> dict[str, object]:
+    """A deprecated version (`gitreg module deprecate`, issue 14) stays listed
+    and adds `deprecation: {reason, link}`, the per-version field of
+    HashiCorp's registry clients (go-slug sourcebundle's
+    ModulePackageVersionDeprecation); clients that do not know it ignore it."""
+    if not version.deprecated:
+        return {"version": version.version}
+    notice = {"reason": version.deprecation_reason, "link": version.deprecation_link}
+    return {"version": version.version, "deprecation": notice}
 
 
 def _versions_key(request: Request) -> tuple[str, ...]:

@@ -69,7 +69,16 @@ def short_record(
         # download counter's totals (gitreg/download_counts.py, api/browse.py).
         "downloads": 0,
         "verified": False,  # no verification programme in a private registry
+        "deprecation": deprecation(version),
     }
+
+
+def deprecation(version: VersionRecord) -> dict[str, str] | None:
+    """`gitreg module deprecate` (issue 14): the same `{reason, link}` the
+    version list carries, or None."""
+    if version.deprecation_reason is None:
+        return None
+    return {"reason": version.deprecation_reason, "link": version.deprecation_link}
 
 
 def full_record(
@@ -77,6 +86,7 @@ def full_record(
 ) -> dict[str, Any]:
     doc = _document(catalog, module, version_key(version))
     record = short_record(module, version, doc)
+    listed = listed_versions(index, module)
     record.update(
         {
             "commit": version.commit_sha,
@@ -86,7 +96,8 @@ def full_record(
             "changelog_html": doc.get("changelog_html", ""),
             "problems": doc.get("problems", []),
             "providers": [module.system],
-            "versions": [v.version for v in listed_versions(index, module)],
+            "versions": [v.version for v in listed],
+            "deprecated_versions": [v.version for v in listed if v.deprecated],
         }
     )
     return record

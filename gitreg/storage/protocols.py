@@ -110,6 +110,14 @@ class ModuleIndex(Protocol):
 
     def set_yanked(self, module_id: int, version_key: str, yanked: bool) -> None: ...
 
+    def set_deprecation(
+        self, module_id: int, version_key: str, reason: str | None, link: str = ""
+    ) -> None:
+        """Deprecate one version with a reason and optional link, or lift its
+        deprecation (reason None); `NotFound` for an unknown version. A
+        deprecated version stays listed and installable (issue 14)."""
+        ...
+
     def archive_for_tree(self, tree_sha: str, mtime: int) -> tuple[str, int] | None:
         """(sha256, size) of an archive already built from this tree and mtime
         (A5: build once), or None."""

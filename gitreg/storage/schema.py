@@ -431,4 +431,17 @@ MIGRATIONS: list[tuple[str, str]] = [
     CREATE INDEX login_states_expires_at ON login_states(expires_at);
     """,
     ),
+    (
+        # `gitreg module deprecate|undeprecate` (issue 14; SQL in storage/index.py,
+        # docs/modules.md). A deprecated version stays listed and installable; its
+        # reason (NULL: not deprecated) and optional link ride on its entry in
+        # `/v1/modules/.../versions` as `deprecation: {reason, link}`, the shape
+        # HashiCorp's registry clients read (go-slug sourcebundle's
+        # ModulePackageVersionDeprecation).
+        "0021-module-deprecation",
+        """
+    ALTER TABLE module_versions ADD COLUMN deprecation_reason TEXT;
+    ALTER TABLE module_versions ADD COLUMN deprecation_link TEXT NOT NULL DEFAULT '';
+    """,
+    ),
 ]
