@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gitreg.storage.auth import AccessSignature, Identity, TokenRecord
+from gitreg.storage.sessions import SessionRecord
 from gitreg.storage.catalog import MissingDocs, SearchEntry
 from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, JobState, Submission
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
@@ -397,6 +398,18 @@ class AuthIndex(Protocol):
     def take_login_state(self, key: str, now: float) -> str | None:
         """The payload under `key`, removed atomically: a second take (here or on
         another replica) gets None, as does a take after `expires_at`."""
+        ...
+
+    def create_session(self, id_hash: str, session: SessionRecord) -> None:
+        """Store a web UI session under the sha256 of its id (sweeping expired ones)."""
+        ...
+
+    def session(self, id_hash: str, now: float) -> SessionRecord | None:
+        """The session under `id_hash`, unless unknown, deleted or expired at `now`."""
+        ...
+
+    def delete_session(self, id_hash: str) -> bool:
+        """Sign-out: whether there was such a session."""
         ...
 
 

@@ -365,4 +365,22 @@ MIGRATIONS: list[tuple[str, str]] = [
     CREATE INDEX login_states_expires_at ON login_states(expires_at);
     """,
     ),
+    (
+        "0020-ui-sessions",
+        # Web UI sessions (gitreg/ui/session.py): keyed by the sha256 of the
+        # cookie's value, so the table never holds a usable session id.
+        """
+    CREATE TABLE ui_sessions (
+        id_hash TEXT PRIMARY KEY,
+        subject TEXT NOT NULL,
+        email TEXT NOT NULL,
+        groups TEXT NOT NULL,
+        grants TEXT NOT NULL,
+        csrf TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    CREATE INDEX ui_sessions_expires_at ON ui_sessions(expires_at);
+    """,
+    ),
 ]
