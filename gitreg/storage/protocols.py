@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Protocol
 
 from gitreg.storage.auth import AccessSignature, Identity, TokenRecord
-from gitreg.storage.sessions import SessionRecord
 from gitreg.storage.catalog import MissingDocs, SearchEntry
 from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, JobState, Submission
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
@@ -35,6 +34,7 @@ from gitreg.storage.records import (
     VersionRecord,
 )
 from gitreg.storage.registration import ModuleLink, ProviderLink, RepoRow
+from gitreg.storage.sessions import SessionRecord
 
 
 class ModuleIndex(Protocol):

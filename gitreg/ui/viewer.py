@@ -1,25 +1,36 @@
 """Who is looking at a page, and what they may see.
 
-Until sign-in (issue 14), a browser shows private content only when it
-presents a read token, kept in an HttpOnly cookie set by the `/ui/token`
-form (gitreg/ui/token.py). The token is checked exactly as a Bearer token
-is (gitreg/auth/access.py): same snapshot, same expiry. A cookie whose token
-is unknown, revoked or expired counts as no token at all, and the page says
-so: private namespaces are then answered as if they did not exist.
+A person signed in through the identity provider (gitreg/ui/sign_in.py) sees
+what the grants of their session allow: the session is read from the index
+at each request, so a sign-out on any replica ends it everywhere at once.
+Without a session, a browser shows private content only when it presents a
+read token, kept in an HttpOnly cookie set by the `/ui/token` form
+(gitreg/ui/token.py). The token is checked exactly as a Bearer token is
+(gitreg/auth/access.py): same snapshot, same expiry. A cookie whose token is
+unknown, revoked or expired counts as no token at all, and the page says so:
+private namespaces are then answered as if they did not exist. A session
+wins over a token cookie.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from gitreg.auth.access import AccessSnapshot
 from gitreg.auth.tokens import Principal, Scope, token_hash
+from gitreg.auth.web_sign_in import hashed
 from gitreg.services import services
+from gitreg.storage.sessions import SessionRecord
 
 TOKEN_COOKIE = "gitreg_ui_token"  # noqa: S105 - a cookie name, not a secret
+# `__Host-`: browsers keep it only when Secure, Path=/ and without Domain, so
+# no sibling host can set or shadow it (RFC 6265bis 4.1.3.2).
+SESSION_COOKIE = "__Host-gitreg_session"
 
 
 @dataclass(frozen=True)
@@ -27,6 +38,7 @@ class Viewer:
     principal: Principal | None
     snapshot: AccessSnapshot
     token_rejected: bool = False  # a cookie came with a token that no longer works
+    session: SessionRecord | None = None  # signed in through the identity provider
 
     def may_read(self, namespace: str) -> bool:
         if not self.snapshot.is_private(namespace):
@@ -44,8 +56,14 @@ class Viewer:
         return tuple(sorted(self.principal.namespaces))
 
     @property
-    def signed_in(self) -> bool:
-        return self.principal is not None
+    def has_token(self) -> bool:
+        """A read token is presented (and no session)."""
+        return self.principal is not None and self.session is None
+
+    @property
+    def is_admin(self) -> bool:
+        """Signed in with admin on every namespace: may see and revoke every token."""
+        return self.session is not None and self.session.grants.get("*") == Scope.admin.name
 
 
 def principal_for(snapshot: AccessSnapshot, token: str) -> Principal | None:
@@ -55,8 +73,33 @@ def principal_for(snapshot: AccessSnapshot, token: str) -> Principal | None:
     return found
 
 
+def session_principal(session: SessionRecord) -> Principal | None:
+    """What the session's grants allow, as a token's principal; None without grants."""
+    if not session.grants:
+        return None
+    grants = {ns: Scope.parse(scope) for ns, scope in session.grants.items()}
+    return Principal(0, max(grants.values()), frozenset(), session.expires_at, grants)
+
+
+async def current_session(request: Request) -> SessionRecord | None:
+    """The live session the request's cookie names, read once per request."""
+    if hasattr(request.state, "ui_session"):
+        found: SessionRecord | None = request.state.ui_session
+        return found
+    session_id = request.cookies.get(SESSION_COOKIE, "")
+    found = None
+    if 20 <= len(session_id) <= 100:
+        store = services(request).auth
+        found = await run_in_threadpool(store.session, hashed(session_id), time.time())
+    request.state.ui_session = found
+    return found
+
+
 async def current_viewer(request: Request) -> Viewer:
     snapshot = await services(request).access.snapshot()
+    session = await current_session(request)
+    if session is not None:
+        return Viewer(session_principal(session), snapshot, session=session)
     token = request.cookies.get(TOKEN_COOKIE, "")
     if not token:
         return Viewer(None, snapshot)
