@@ -31,6 +31,7 @@ TOKEN_COOKIE = "gitreg_ui_token"  # noqa: S105 - a cookie name, not a secret
 # `__Host-`: browsers keep it only when Secure, Path=/ and without Domain, so
 # no sibling host can set or shadow it (RFC 6265bis 4.1.3.2).
 SESSION_COOKIE = "__Host-gitreg_session"
+_SESSION_KEY = "gitreg.ui_session"
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,15 @@ class Viewer:
     @property
     def key(self) -> Hashable:
         """What decides which private namespaces this viewer sees: the part of
-        a cached page's key that keeps one reader's page from another's."""
+        a cached page's key that keeps one reader's page from another's. Pages
+        name a signed-in person, so their pages are theirs alone."""
+        if self.session is not None:
+            grants = tuple(sorted(self.session.grants.items()))
+            return ("session", self.session.subject, self.session.email, grants)
         if self.principal is None:
             return ("anonymous", self.token_rejected)
+        if self.principal.grants is not None:  # a `terraform login` token
+            return ("grants", tuple(sorted((n, int(s)) for n, s in self.principal.grants.items())))
         if not self.principal.namespaces:
             return ("every-namespace",)
         return tuple(sorted(self.principal.namespaces))
@@ -83,15 +90,17 @@ def session_principal(session: SessionRecord) -> Principal | None:
 
 async def current_session(request: Request) -> SessionRecord | None:
     """The live session the request's cookie names, read once per request."""
-    if hasattr(request.state, "ui_session"):
-        found: SessionRecord | None = request.state.ui_session
+    # Kept in the request's own scope: `request.state` may be the lifespan
+    # state, shared by every request of the app.
+    if _SESSION_KEY in request.scope:
+        found: SessionRecord | None = request.scope[_SESSION_KEY]
         return found
     session_id = request.cookies.get(SESSION_COOKIE, "")
     found = None
     if 20 <= len(session_id) <= 100:
         store = services(request).auth
         found = await run_in_threadpool(store.session, hashed(session_id), time.time())
-    request.state.ui_session = found
+    request.scope[_SESSION_KEY] = found
     return found
 
 

@@ -1,7 +1,7 @@
 // A real OpenID Provider for gitreg's sign-in tests: the certified `oidc-provider`
 // package, configured for two test people and one client (gitreg).
 //
-//   node provider.mjs REDIRECT_URI CLIENT_SECRET
+//   node provider.mjs REDIRECT_URI[,REDIRECT_URI...] CLIENT_SECRET
 //
 // Listens on 127.0.0.1 on an ephemeral port and prints one JSON line,
 // {"issuer": "http://127.0.0.1:PORT"}, once it accepts connections. The login
@@ -31,7 +31,7 @@ const configuration = {
     {
       client_id: 'gitreg',
       client_secret: clientSecret,
-      redirect_uris: [redirectUri],
+      redirect_uris: redirectUri.split(','),
       grant_types: ['authorization_code'],
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_basic',
