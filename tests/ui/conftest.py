@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from httpx import Response
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
@@ -180,10 +179,14 @@ class SignInSite:
         assert visit.status == 0, visit.text[:300]
         return visit.url.removeprefix(BASE)
 
-    def sign_in(self, client: TestClient, login: str) -> Response:
+    def sign_in(self, client: TestClient, login: str) -> dict[str, list[str]]:
+        """The callback answer's headers (several Set-Cookie among them)."""
         answer = client.get(self.callback_url(client, login))
         assert answer.status_code == 303, answer.text
-        return answer
+        found: dict[str, list[str]] = {}
+        for name, value in answer.headers.multi_items():
+            found.setdefault(name.lower(), []).append(value)
+        return found
 
     def csrf(self, client: TestClient) -> str:
         page = client.get("/ui/tokens")
