@@ -10,7 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from gitreg.auth.tokens import token_hash
 from gitreg.auth.web_sign_in import hashed
+from gitreg.storage.auth import Identity
 from tests.ui.conftest import (
     ALICE_READS_PLATFORM,
     BOB_ADMIN,
@@ -166,3 +168,20 @@ def test_without_an_issuer_there_is_no_sign_in(ui: Ui) -> None:
         assert ui.client.get(path).status_code == 404
     assert "Sign in" not in ui.client.get("/").text
     assert ui.client.get("/ui/admin/tokens").status_code == 404
+
+
+def test_a_terraform_login_token_sees_only_its_grants_cached_pages(ui: Ui) -> None:
+    """A token from `terraform login` has grants per namespace and no namespace
+    list: its pages must not share the cache key of a token for every
+    namespace (which would show it `secret`)."""
+    ui.sign_in(ui.token([]))  # every namespace: the home page cached with secret/vault
+    assert "secret/vault" in ui.client.get("/").text
+    token = "gitreg_" + "g" * 43
+    who = Identity("carol", "carol@example.com", ("acme-team",))
+    ui.svc.auth.add_login_token(token_hash(token), token[:12], {"acme": "read"}, who, "", time.time() + 3600)
+    ui.svc.cache.invalidate()
+    ui.client.get("/")  # the every-namespace page, cached again after the invalidation
+    ui.sign_in(token)
+    home = ui.client.get("/").text
+    assert "acme/vpc" in home and "secret/vault" not in home
+    assert ui.client.get("/modules/secret/vault/aws").status_code == 404
