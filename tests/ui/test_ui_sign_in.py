@@ -178,7 +178,9 @@ def test_a_terraform_login_token_sees_only_its_grants_cached_pages(ui: Ui) -> No
     assert "secret/vault" in ui.client.get("/").text
     token = "gitreg_" + "g" * 43
     who = Identity("carol", "carol@example.com", ("acme-team",))
-    ui.svc.auth.add_login_token(token_hash(token), token[:12], {"acme": "read"}, who, "", time.time() + 3600)
+    ui.svc.auth.add_login_token(
+        token_hash(token), token[:12], {"acme": "read"}, who, "", time.time() + 3600
+    )
     ui.svc.cache.invalidate()
     ui.client.get("/")  # the every-namespace page, cached again after the invalidation
     ui.sign_in(token)
