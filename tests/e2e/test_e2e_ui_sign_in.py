@@ -6,8 +6,9 @@ alice (group platform-team, granted publish on the private namespace `team`)
 signs in, sees the private module, creates a read token on the Tokens page
 and reads its secret once; the real `terraform init` installs the private
 module with that token, and the API answers it. She revokes it: the API then
-answers 401 and `terraform init` fails. bob (group `other`, no grant) signs in
-and sees nothing private, and has no token to make. Screenshots, light and
+answers 401 and `terraform init` fails. carol (admin on every namespace)
+finds alice's other token on the admin page and revokes it. bob (group
+`other`, no grant) signs in and sees nothing private, and has no token to make. Screenshots, light and
 dark, go to the artifacts directory printed at the start.
 """
 
@@ -29,7 +30,17 @@ from tests.support.oidc_provider import oidc_provider
 from tests.support.server import RunningServer, cli, free_port, start_server
 from tests.support.terraform import run_terraform
 
-GRANTS = '[[grants]]\ngroup = "platform-team"\nnamespace = "team"\nscope = "publish"\n'
+GRANTS = """
+[[grants]]
+group = "platform-team"
+namespace = "team"
+scope = "publish"
+
+[[grants]]
+group = "registry-admins"
+namespace = "*"
+scope = "admin"
+"""
 
 
 @dataclass
@@ -144,11 +155,8 @@ def test_alice_signs_in_makes_a_token_uses_it_and_revokes_it(
     page.get_by_role("link", name="Tokens").click()
     expect(page.get_by_role("heading", name="Tokens", exact=True)).to_be_visible()
     _shots(page, site, "tokens-empty")
-    page.get_by_label("Name").fill("ci: vault pipeline")
     page.get_by_label("Expires after").select_option("7")
-    page.get_by_label("team").select_option("read")
-    page.get_by_role("button", name="Create token").click()
-    secret = page.locator("#new-token").text_content() or ""
+    secret = _create(page, "ci: vault pipeline")
     assert re.fullmatch(r"gitreg_[A-Za-z0-9_-]{43}", secret), secret
     _shots(page, site, "tokens-created")
     page.goto(site.server.url + "/ui/tokens")  # shown once: not on the page again
@@ -166,10 +174,35 @@ def test_alice_signs_in_makes_a_token_uses_it_and_revokes_it(
     code, output = _init(site, tmp_path / "revoked", secret)
     assert code != 0, output
 
+    _create(page, "ci: left behind")
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(site.server.url + "/")
     assert "team/vault" not in page.content()
     expect(page.get_by_role("link", name="Sign in")).to_be_visible()
+    _admin_revokes(page, site)
+
+
+def _create(page: Page, name: str) -> str:
+    page.get_by_label("Name").fill(name)
+    page.get_by_label("team").select_option("read")
+    page.get_by_role("button", name="Create token").click()
+    return page.locator("#new-token").text_content() or ""
+
+
+def _admin_revokes(page: Page, site: Site) -> None:
+    """carol (admin on every namespace) sees alice's token under her name and
+    revokes it. gitreg's sign-out does not end alice's session at the
+    provider, so carol uses the browser after forgetting every cookie."""
+    page.context.clear_cookies()
+    _sign_in(page, site, "carol")
+    page.get_by_role("link", name="Tokens").click()
+    page.get_by_role("link", name="Every person's tokens").click()
+    expect(page.get_by_role("heading", name="alice@example.com")).to_be_visible()
+    expect(page.locator("main")).to_contain_text("ci: left behind")
+    _shots(page, site, "admin-tokens")
+    page.get_by_role("button", name="Revoke ci: left behind of alice@example.com").click()
+    page.wait_for_url(site.server.url + "/ui/admin/tokens")
+    expect(page.locator("main")).not_to_contain_text("ci: left behind")
 
 
 def test_bob_sees_no_private_content(site: Site, browser: BrowserContext) -> None:

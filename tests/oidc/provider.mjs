@@ -21,6 +21,7 @@ if (!redirectUri || !clientSecret) {
 const people = {
   alice: { email: 'alice@example.com', groups: ['platform-team'] },
   bob: { email: 'bob@example.com', groups: ['other'] },
+  carol: { email: 'carol@example.com', groups: ['registry-admins'] },
 };
 
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
