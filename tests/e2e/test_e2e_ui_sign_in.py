@@ -8,8 +8,9 @@ and reads its secret once; the real `terraform init` installs the private
 module with that token, and the API answers it. She revokes it: the API then
 answers 401 and `terraform init` fails. carol (admin on every namespace)
 finds alice's other token on the admin page and revokes it. bob (group
-`other`, no grant) signs in and sees nothing private, and has no token to make. Screenshots, light and
-dark, go to the artifacts directory printed at the start.
+`other`, no grant) signs in and sees nothing private, and has no token to
+make. Screenshots, light and dark, go to the artifacts directory printed at
+the start.
 """
 
 from __future__ import annotations
