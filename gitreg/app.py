@@ -22,6 +22,7 @@ from gitreg.api import metrics as metrics_api
 from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
 from gitreg.auth.signed_urls import RECHECK_EVERY
+from gitreg.download_counts import FLUSH_SECONDS
 from gitreg.errors import GitregError, Unauthorized, storage_full
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, build_services
@@ -125,6 +126,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         watcher = asyncio.create_task(services.cache.watch(settings.refresh_interval))
         cleaner = asyncio.create_task(_clean_staging_forever(services))
         keys = asyncio.create_task(_reload_signing_keys_forever(services))
+        counts = asyncio.create_task(services.downloads.run(FLUSH_SECONDS))
         # Webhook jobs run on threads of this process (gitreg.jobs).
         runner = services.job_runner()
         if settings.job_workers > 0:
@@ -134,10 +136,11 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         finally:
             await run_in_threadpool(runner.stop)
             await services.mirror.upstream.aclose()
-            for task in (watcher, cleaner, keys):
+            for task in (watcher, cleaner, keys, counts):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await run_in_threadpool(services.downloads.flush)  # the last seconds' counts
             if svc is None:
                 services.close()
             metrics.process_exiting()

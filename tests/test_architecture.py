@@ -41,6 +41,8 @@ CONCRETE_STORAGE = (
     "S3BlobStore",
     "LocalUploadStore",
     "S3UploadStore",
+    "ProviderDocsStore",
+    "DownloadCountStore",
 )
 STORAGE_BUILDERS = ("gitreg.services",)
 

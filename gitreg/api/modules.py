@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import ModuleAddress, module_address
+from gitreg.api.counting import count_module_download
 from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import base_url
 from gitreg.cache import MISSING
@@ -90,6 +91,7 @@ async def download(request: Request) -> Response:
     location = downloads.cached_location(*asked, base)
     if location is None:
         location = await downloads.location(*asked, base, who)
+    count_module_download(request)
     return _download_response(request, location)
 
 

@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from gitreg.addresses import ProviderAddress, local_provider_address
 from gitreg.api.blobs import blob_response
+from gitreg.api.counting import count_provider_download
 from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
@@ -107,6 +108,7 @@ async def download(request: Request) -> Response:
         base_url(request, svc.settings),
         lambda: svc.access.principal(request),
     )
+    count_provider_download(request)
     return json_response(body)
 
 

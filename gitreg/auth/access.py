@@ -183,6 +183,17 @@ class Access:
         snapshot = self._current()
         return snapshot is not None and not snapshot.is_private(namespace)
 
+    def known_token_id(self, authorization: str) -> int:
+        """The id of the valid token in an Authorization value, 0 when there is
+        none or no snapshot is cached; never raises and never counts a failure
+        (download counting, gitreg/api/counting.py, asks after answering)."""
+        snapshot = self._current()
+        scheme, _, token = authorization.partition(" ")
+        if snapshot is None or scheme.lower() != "bearer":
+            return 0
+        found = snapshot.tokens.get(token_hash(token.strip()))
+        return found.token_id if found is not None and not found.expired() else 0
+
     def _client(self, request: Request) -> str:
         return request.client.host if request.client else "unknown"
 

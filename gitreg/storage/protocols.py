@@ -6,7 +6,8 @@ protocol lists only the methods code outside storage calls; each docstring
 states the contract an implementation must keep: what is one transaction, what
 is idempotent, what raises. Unless said otherwise, a missing row asked for by
 id raises `NotFound`, and `find_*` / `*_by_*` lookups answer None instead.
-The blob store's protocol is `BlobStore` in blobs.py.
+The blob store's protocol is `BlobStore` in blobs.py; the catalog's
+(documentation, search, download counts) are in catalog_protocols.py.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from pathlib import Path
 from typing import Protocol
 
 from gitreg.storage.auth import AccessSignature, Identity, TokenRecord
-from gitreg.storage.catalog import MissingDocs, SearchEntry
 from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, JobState, Submission
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
 from gitreg.storage.providers import (
@@ -460,30 +460,4 @@ class SecretStore(Protocol):
     def open_webhook_secret(self, stored: str) -> str:
         """The plaintext of a `seal_webhook_secret` result, or of plaintext kept
         before a key was configured. Raises `ConfigError` when it cannot be opened."""
-        ...
-
-
-class CatalogIndex(Protocol):
-    """Module documentation and search (issue 13; SQL in storage/catalog.py)."""
-
-    def put_docs(self, module_id: int, version_key: str, fmt: int, document: str) -> bool:
-        """Store a version's document once; False when one of this format exists."""
-        ...
-
-    def docs(self, module_id: int, version_key: str) -> str | None: ...
-
-    def missing_docs(self, fmt: int, after_version_id: int, limit: int) -> list[MissingDocs]:
-        """The next batch of versions without a document of format `fmt`."""
-        ...
-
-    def put_search(self, entry: SearchEntry) -> None:
-        """Replace a module's search row with its latest version's words."""
-        ...
-
-    def search(self, query: str, limit: int) -> list[tuple[int, str]]:
-        """(module_id, namespace) best first; exact name matches first."""
-        ...
-
-    def searchable_modules(self) -> set[int]:
-        """Ids of modules that have a search row."""
         ...

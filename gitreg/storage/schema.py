@@ -344,6 +344,64 @@ MIGRATIONS: list[tuple[str, str]] = [
     """,
     ),
     (
+        # Provider documentation (issue 13; SQL in storage/provider_docs.py): a
+        # version's listing of pages and each page's HTML, written once at
+        # ingest. Download counts (SQL in storage/download_counts.py): per
+        # version and UTC day, and per token when the request carried one
+        # (token_id 0 otherwise). Flushes add to a row (upsert), so several
+        # workers and replicas count into the same rows. The key is a unique
+        # index, not a primary key, so issue 14's per-person and per-group
+        # counts are an added column and a rebuilt index.
+        # Search ranks by the short columns only (module_search_head on
+        # SQLite, head_terms on PostgreSQL): ranking the README text of every
+        # match cost 15-28 ms at 10,000 modules (docs/performance.md).
+        "0016-provider-docs-downloads",
+        """
+    CREATE TABLE provider_doc_sets (
+        version_id INTEGER NOT NULL REFERENCES provider_versions(id),
+        format INTEGER NOT NULL,
+        listing TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (version_id)
+    );
+    CREATE TABLE provider_doc_pages (
+        version_id INTEGER NOT NULL REFERENCES provider_versions(id),
+        doc_id TEXT NOT NULL,
+        html TEXT NOT NULL,
+        PRIMARY KEY (version_id, doc_id)
+    );
+    CREATE TABLE download_counts (
+        kind TEXT NOT NULL,
+        object_id INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        day TEXT NOT NULL,
+        token_id INTEGER NOT NULL,
+        downloads INTEGER NOT NULL
+    );
+    CREATE UNIQUE INDEX download_counts_key
+        ON download_counts (kind, object_id, version, day, token_id);
+    CREATE TABLE download_totals (
+        kind TEXT NOT NULL,
+        object_id INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        downloads INTEGER NOT NULL,
+        PRIMARY KEY (kind, object_id, version)
+    );
+    /*sqlite*/ CREATE VIRTUAL TABLE module_search_head USING fts5(
+        namespace, name, system, description, tokenize = 'unicode61'
+    );
+    /*sqlite*/ INSERT INTO module_search_head (module_search_head, rank)
+        VALUES ('rank', 'bm25(4.0, 10.0, 4.0, 2.0)');
+    /*sqlite*/ INSERT INTO module_search_head (rowid, namespace, name, system, description)
+        SELECT module_id, namespace, name, system, description FROM module_search;
+    /*postgresql*/ ALTER TABLE module_search ADD COLUMN head_terms tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('simple', namespace || ' ' || name || ' ' || system), 'A')
+        || setweight(to_tsvector('simple', description), 'B')
+    ) STORED;
+    /*postgresql*/ CREATE INDEX module_search_head_terms ON module_search USING GIN (head_terms);
+    """,
+    ),
+    (
         # Sign-in (issue 14; SQL in storage/auth.py, docs/sign-in.md). A token
         # from `terraform login` records whose it is (the IdP's subject, email
         # and groups at sign-in) and its per-namespace scopes as JSON

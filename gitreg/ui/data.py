@@ -10,8 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
+
 from gitreg.addresses import module_address
-from gitreg.catalog.records import Listed, all_listed, full_record, listed_versions, provider_record
+from gitreg.catalog.records import (
+    Listed,
+    all_listed,
+    full_record,
+    listed_versions,
+    provider_doc,
+    provider_record,
+)
 from gitreg.errors import BadRequest
 from gitreg.services import Services
 from gitreg.versions import Version, sort_key
@@ -87,9 +96,22 @@ async def module(
 
 async def provider(svc: Services, namespace: str, type_: str) -> dict[str, Any] | None:
     key = ("ui-provider", namespace.lower(), type_.lower())
-    found = await svc.cache.get(key, lambda: provider_record(svc.providers.store, namespace, type_))
+    found = await svc.cache.get(
+        key, lambda: provider_record(svc.providers.store, namespace, type_, svc.provider_docs)
+    )
     assert found is None or isinstance(found, dict)
     return found
+
+
+async def provider_page_doc(
+    svc: Services, namespace: str, type_: str, version: str, doc_id: str
+) -> dict[str, Any] | None:
+    """One documentation page of a provider version, with its sanitised `html`.
+    Not kept in the metadata cache (a page may be up to 2 MiB): the rendered
+    page is cached instead, like every other page."""
+    return await run_in_threadpool(
+        provider_doc, svc.providers.store, svc.provider_docs, namespace, type_, version, doc_id
+    )
 
 
 async def providers(svc: Services) -> list[tuple[str, str]]:

@@ -51,6 +51,36 @@ async def provider_page(request: Request) -> Response:
     return page.response()
 
 
+async def provider_doc_page(request: Request) -> Response:
+    """`/providers/NS/TYPE/VERSION/docs/ID`: one page of the release's docs/
+    folder, rendered and sanitised at ingest like a README (issue 13)."""
+    svc = services(request)
+    viewer = await current_viewer(request)
+    p = request.path_params
+    if not viewer.may_read(p["namespace"]):
+        return not_found_page(request, viewer)
+    names = (p["namespace"], p["type"], p["version"], p["doc_id"])
+    key = ("provider-doc", *(n.lower() for n in names[:2]), *names[2:], viewer.key)
+    state, generation = ui_state(request), svc.cache.generation
+    if (cached := state.pages.get(key, generation)) is not None:
+        return cached.response()
+    found = await data.provider(svc, p["namespace"], p["type"])
+    doc = await data.provider_page_doc(svc, *names)
+    if found is None or doc is None:
+        return not_found_page(request, viewer)
+    ns, type_, version = found["namespace"], found["name"], p["version"]
+    context = {
+        "title": f"{doc.get('title') or doc['id']} - {ns}/{type_}",
+        "provider": found,
+        "version": version,
+        "doc": doc,
+        "provider_url": provider_path(ns, type_, version),
+    }
+    page = Page(render(request, viewer, "provider_doc.html", context))
+    state.pages.put(key, page, generation)
+    return page.response()
+
+
 def _context(found: dict[str, Any], chosen: dict[str, Any], host: str) -> dict[str, Any]:
     ns, type_, version = found["namespace"], found["name"], chosen["version"]
     docs = [

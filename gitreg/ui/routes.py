@@ -31,7 +31,7 @@ from starlette.routing import Route
 from gitreg.ui import browse_pages, sign_in, token, tokens_page
 from gitreg.ui.module_page import module_page
 from gitreg.ui.pages import not_found_page, ui_state
-from gitreg.ui.provider_page import provider_page
+from gitreg.ui.provider_page import provider_doc_page, provider_page
 from gitreg.ui.viewer import current_viewer
 
 # API paths: their errors stay JSON whatever the client accepts.
@@ -82,6 +82,7 @@ def routes() -> list[Route]:
         Route(module + "/{version}", module_page, methods=["GET"]),
         Route(provider, provider_page, methods=["GET"]),
         Route(provider + "/{version}", provider_page, methods=["GET"]),
+        Route(provider + "/{version}/docs/{doc_id}", provider_doc_page, methods=["GET"]),
         Route("/ui/token", token.token_form, methods=["GET"]),
         Route("/ui/token", token.token_submit, methods=["POST"]),
         Route("/ui/sign-out", token.sign_out, methods=["POST"]),
