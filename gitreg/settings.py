@@ -162,6 +162,9 @@ class Settings:
     oidc_scopes: str = "openid profile email"
     oidc_groups_claim: str = "groups"
     login_token_ttl: float = 30 * 86400.0
+    # A web UI session (docs/ui.md, "Sign-in") ends `session_ttl` seconds after
+    # sign-in, whatever the person does meanwhile.
+    session_ttl: float = 8 * 3600.0
 
     @property
     def scheme(self) -> str:
@@ -382,6 +385,8 @@ def _validate_sign_in(settings: Settings) -> None:
     parse_grants(settings.extra.get("grants"))
     if not 3600 <= settings.login_token_ttl <= 400 * 86400:
         raise ConfigError("login_token_ttl must be between 3600 s and 400 days")
+    if not 300 <= settings.session_ttl <= 30 * 86400:
+        raise ConfigError("session_ttl must be between 300 s and 30 days")
     if not settings.oidc_issuer:
         return
     parts = urlsplit(settings.oidc_issuer)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from gitreg.errors import NotFound
 from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, from_row, utcnow
+from gitreg.storage.sessions import SessionStoreMixin
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class AccessSignature:
     blobs: tuple[object, ...]
 
 
-class AuthStore(IndexBackedStore):
+class AuthStore(SessionStoreMixin, IndexBackedStore):
     def add_token(
         self,
         token_hash: str,

@@ -34,6 +34,7 @@ from gitreg.storage.records import (
     VersionRecord,
 )
 from gitreg.storage.registration import ModuleLink, ProviderLink, RepoRow
+from gitreg.storage.sessions import SessionRecord
 
 
 class ModuleIndex(Protocol):
@@ -405,6 +406,18 @@ class AuthIndex(Protocol):
     def take_login_state(self, key: str, now: float) -> str | None:
         """The payload under `key`, removed atomically: a second take (here or on
         another replica) gets None, as does a take after `expires_at`."""
+        ...
+
+    def create_session(self, id_hash: str, session: SessionRecord) -> None:
+        """Store a web UI session under the sha256 of its id (sweeping expired ones)."""
+        ...
+
+    def session(self, id_hash: str, now: float) -> SessionRecord | None:
+        """The session under `id_hash`, unless unknown, deleted or expired at `now`."""
+        ...
+
+    def delete_session(self, id_hash: str) -> bool:
+        """Sign-out: whether there was such a session."""
         ...
 
 

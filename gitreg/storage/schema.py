@@ -432,6 +432,24 @@ MIGRATIONS: list[tuple[str, str]] = [
     """,
     ),
     (
+        "0020-ui-sessions",
+        # Web UI sessions (gitreg/ui/session.py): keyed by the sha256 of the
+        # cookie's value, so the table never holds a usable session id.
+        """
+    CREATE TABLE ui_sessions (
+        id_hash TEXT PRIMARY KEY,
+        subject TEXT NOT NULL,
+        email TEXT NOT NULL,
+        groups TEXT NOT NULL,
+        grants TEXT NOT NULL,
+        csrf TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    CREATE INDEX ui_sessions_expires_at ON ui_sessions(expires_at);
+    """,
+    ),
+    (
         # `gitreg module deprecate|undeprecate` (issue 14; SQL in storage/index.py,
         # docs/modules.md). A deprecated version stays listed and installable; its
         # reason (NULL: not deprecated) and optional link ride on its entry in

@@ -27,6 +27,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gitreg.services import services
 from gitreg.ui.render import Renderer
 from gitreg.ui.viewer import Viewer
 
@@ -130,7 +131,9 @@ def render(
     request: Request, viewer: Viewer | None, template: str, context: dict[str, Any]
 ) -> bytes:
     state = ui_state(request)
-    common = {"viewer": viewer, "path": request.url.path}
+    # Whether to offer "Sign in": a setting, the same for every page of the process.
+    sign_in = bool(services(request).settings.oidc_issuer)
+    common = {"viewer": viewer, "path": request.url.path, "sign_in": sign_in}
     return state.renderer.page(template, common | context)
 
 

@@ -8,7 +8,11 @@
     GET  /providers/:namespace/:type         the latest version
     GET  /providers/:namespace/:type/:version
     GET  /mirror                             what the mirror and the module proxy hold
-    GET  /ui/token, POST /ui/token, POST /ui/sign-out   the read-token cookie
+    GET  /ui/token, POST /ui/token           the read-token cookie
+    GET  /ui/sign-in, GET /ui/sign-in/callback   sign-in at the identity provider
+    POST /ui/sign-out                        ends the session, forgets the token
+    GET  /ui/tokens, POST /ui/tokens, POST /ui/tokens/revoke   a person's own tokens
+    GET  /ui/admin/tokens, POST /ui/admin/tokens/revoke       every token (admins)
     GET  /ui/static/:hash/:file              CSS and JS, cached for a year
 
 None of these paths is a prefix of an API path (`/v1/`, `/.well-known/`,
@@ -24,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gitreg.ui import browse_pages, token
+from gitreg.ui import browse_pages, sign_in, token, tokens_page
 from gitreg.ui.module_page import module_page
 from gitreg.ui.pages import not_found_page, ui_state
 from gitreg.ui.provider_page import provider_doc_page, provider_page
@@ -82,5 +86,12 @@ def routes() -> list[Route]:
         Route("/ui/token", token.token_form, methods=["GET"]),
         Route("/ui/token", token.token_submit, methods=["POST"]),
         Route("/ui/sign-out", token.sign_out, methods=["POST"]),
+        Route("/ui/sign-in", sign_in.sign_in, methods=["GET"]),
+        Route(sign_in.CALLBACK, sign_in.callback, methods=["GET"]),
+        Route("/ui/tokens", tokens_page.tokens_page, methods=["GET"]),
+        Route("/ui/tokens", tokens_page.create_token, methods=["POST"]),
+        Route("/ui/tokens/revoke", tokens_page.revoke_own, methods=["POST"]),
+        Route("/ui/admin/tokens", tokens_page.admin_page, methods=["GET"]),
+        Route("/ui/admin/tokens/revoke", tokens_page.admin_revoke, methods=["POST"]),
         Route("/ui/static/{hash}/{file}", static_file, methods=["GET"]),
     ]

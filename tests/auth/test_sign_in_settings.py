@@ -34,6 +34,12 @@ def test_defaults_ask_only_for_scopes_every_issuer_knows(tmp_path: Path) -> None
     assert settings.oidc_scopes == "openid profile email"
     assert settings.oidc_groups_claim == "groups"
     assert settings.login_token_ttl == 30 * 86400
+    assert settings.session_ttl == 8 * 3600  # a working day: docs/ui.md, "Sign-in and tokens"
+
+
+def test_session_ttl_comes_from_its_variable(tmp_path: Path) -> None:
+    settings = load_settings({"data_dir": tmp_path}, environ={"GITREG_SESSION_TTL": "3600"})
+    assert settings.session_ttl == 3600
 
 
 @pytest.mark.parametrize(
@@ -52,6 +58,8 @@ def test_defaults_ask_only_for_scopes_every_issuer_knows(tmp_path: Path) -> None
             "must include openid",
         ),
         ({"GITREG_LOGIN_TOKEN_TTL": "60"}, "login_token_ttl"),
+        ({"GITREG_SESSION_TTL": "60"}, "session_ttl must be between 300 s and 30 days"),
+        ({"GITREG_SESSION_TTL": str(31 * 86400)}, "session_ttl must be between"),
     ],
 )
 def test_bad_sign_in_settings_stop_at_start(

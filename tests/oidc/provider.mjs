@@ -1,7 +1,7 @@
 // A real OpenID Provider for gitreg's sign-in tests: the certified `oidc-provider`
 // package, configured for two test people and one client (gitreg).
 //
-//   node provider.mjs REDIRECT_URI CLIENT_SECRET
+//   node provider.mjs REDIRECT_URI[,REDIRECT_URI...] CLIENT_SECRET
 //
 // Listens on 127.0.0.1 on an ephemeral port and prints one JSON line,
 // {"issuer": "http://127.0.0.1:PORT"}, once it accepts connections. The login
@@ -21,6 +21,7 @@ if (!redirectUri || !clientSecret) {
 const people = {
   alice: { email: 'alice@example.com', groups: ['platform-team'] },
   bob: { email: 'bob@example.com', groups: ['other'] },
+  carol: { email: 'carol@example.com', groups: ['registry-admins'] },
 };
 
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -31,7 +32,7 @@ const configuration = {
     {
       client_id: 'gitreg',
       client_secret: clientSecret,
-      redirect_uris: [redirectUri],
+      redirect_uris: redirectUri.split(','),
       grant_types: ['authorization_code'],
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_basic',

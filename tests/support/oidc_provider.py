@@ -1,7 +1,8 @@
 """The real OpenID Provider of the sign-in tests: the npm package `oidc-provider`
 (pinned in tests/oidc/package-lock.json) run by the machine's Node.js, with
-tests/oidc/provider.mjs's people (alice in platform-team, bob in other) and a
-client `gitreg`. Like Terraform, it is never skipped: missing, it fails loudly.
+tests/oidc/provider.mjs's people (alice in platform-team, bob in other, carol
+in registry-admins) and a client `gitreg`. Like Terraform, it is never
+skipped: missing, it fails loudly.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from gitreg.app import create_app
@@ -20,6 +21,8 @@ from gitreg.storage.mirror import MirrorPackage
 from gitreg.storage.module_proxy import ProxiedVersion
 from tests.catalog.test_extraction import full_module
 from tests.support.gitrepo import GitRepo, simple_module
+from tests.support.oidc_browser import browse
+from tests.support.oidc_provider import RunningProvider, oidc_provider
 from tests.support.provider_dist import make_dist, public_armor, publisher_key
 
 BASE = "https://registry.example.com"
@@ -134,3 +137,91 @@ def ui(
     with TestClient(app, base_url="https://testserver", follow_redirects=False) as client:
         client.headers.update(HTML)
         yield Ui(client, svc)
+
+
+# Sign-in (issue 14): a registry configured with the real test identity
+# provider (tests/support/oidc_provider.py), whose people are alice
+# (platform-team) and bob (other). The provider runs once per test module.
+SESSION_COOKIE = "__Host-gitreg_session"
+ALICE_READS_PLATFORM = (
+    '[[grants]]\ngroup = "platform-team"\nnamespace = "platform"\nscope = "publish"\n'
+)
+BOB_ADMIN = '[[grants]]\ngroup = "other"\nnamespace = "*"\nscope = "admin"\n'
+
+
+@pytest.fixture(scope="module")
+def idp() -> Iterator[RunningProvider]:
+    with oidc_provider(BASE + "/ui/sign-in/callback") as running:
+        yield running
+
+
+@dataclass
+class SignInSite:
+    """A registry with sign-in, and clients for the people of the test."""
+
+    app: Starlette
+    svc: Services
+
+    def browser(self) -> TestClient:
+        client = TestClient(self.app, base_url="https://testserver", follow_redirects=False)
+        client.headers.update(HTML)
+        return client  # requests need no lifespan; the fixture's client runs the one
+
+    def callback_url(self, client: TestClient, login: str) -> str:
+        """Start a sign-in in `client` and complete it at the provider; the
+        callback URL the provider sends the browser to (not visited yet)."""
+        start = client.get("/ui/sign-in")
+        assert start.status_code == 302, start.text
+        callback = BASE + "/ui/sign-in/callback"
+        visit = browse(
+            start.headers["location"], login, None, until=lambda u: u.startswith(callback)
+        )
+        assert visit.status == 0, visit.text[:300]
+        return visit.url.removeprefix(BASE)
+
+    def sign_in(self, client: TestClient, login: str) -> dict[str, list[str]]:
+        """The callback answer's headers (several Set-Cookie among them)."""
+        answer = client.get(self.callback_url(client, login))
+        assert answer.status_code == 303, answer.text
+        found: dict[str, list[str]] = {}
+        for name, value in answer.headers.multi_items():
+            found.setdefault(name.lower(), []).append(value)
+        return found
+
+    def csrf(self, client: TestClient) -> str:
+        page = client.get("/ui/tokens")
+        assert page.status_code == 200, page.text
+        marker = 'name="csrf" value="'
+        start = page.text.index(marker) + len(marker)
+        return page.text[start : page.text.index('"', start)]
+
+
+@pytest.fixture
+def make_site(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo], idp: RunningProvider
+) -> Iterator[Callable[[str], SignInSite]]:
+    apps: list[TestClient] = []
+
+    def make(grants: str) -> SignInSite:
+        data = tmp_path / f"data-{len(apps)}"
+        config = tmp_path / f"gitreg-{len(apps)}.toml"
+        config.write_text(grants)
+        env = idp.gitreg_env()
+        settings = load_settings({"data_dir": data, "public_url": BASE}, env, config)
+        app = create_app(settings)
+        svc: Services = app.state.services
+        for namespace in ("acme", "platform"):
+            repo = make_repo(f"{namespace}-{len(apps)}")
+            simple_module(repo, f"hello_{namespace}")
+            repo.commit()
+            repo.tag("v1.0.0")
+            publish(svc, repo, namespace, "vpc", "aws")
+        svc.auth.set_namespace_private("platform", True)
+        svc.cache.invalidate()
+        lifespan = TestClient(app, base_url="https://testserver").__enter__()
+        apps.append(lifespan)
+        return SignInSite(app, svc)
+
+    yield make
+    for client in apps:
+        client.__exit__(None, None, None)
