@@ -30,14 +30,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-import httpx
-
 from gitreg.errors import Forbidden, UpstreamError
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
 from gitreg.storage.auth import Identity
 
 if TYPE_CHECKING:
+    # httpx is imported where the identity provider is called: a serving worker
+    # that never signs anyone in does not load it (tests/cli/test_serve_imports.py).
+    import httpx
     from joserfc.jwk import KeySet
 
 log = logging.getLogger("gitreg.auth.oidc")
@@ -46,7 +47,7 @@ MAX_DOCUMENT_BYTES = 1024 * 1024
 DISCOVERY_TTL = 3600.0
 JWKS_REFRESH_INTERVAL = 60.0
 LEEWAY = 60
-TIMEOUT = httpx.Timeout(10.0)
+TIMEOUT_SECONDS = 10.0
 
 
 class IdTokenInvalid(Forbidden):
@@ -103,7 +104,9 @@ class OidcClient:
         self._lock = asyncio.Lock()
 
     async def _get_json(self, url: str, what: str) -> dict[str, Any]:
-        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        import httpx
+
+        async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
             try:
                 async with client.stream("GET", url) as answer:
                     body = await _read_capped(answer, what)
@@ -166,6 +169,8 @@ class OidcClient:
             "redirect_uri": redirect_uri,
             "code_verifier": verifier,
         }
+        import httpx
+
         auth: httpx.BasicAuth | None = None
         secret = resolve_secret(self._secret_ref) if self._secret_ref else ""
         if not secret:
@@ -175,7 +180,7 @@ class OidcClient:
             auth = httpx.BasicAuth(quote(self.client_id, safe=""), quote(secret, safe=""))
         else:
             form.update(client_id=self.client_id, client_secret=secret)
-        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
             try:
                 answer = await client.post(
                     metadata.token_endpoint, data=form, auth=auth or httpx.USE_CLIENT_DEFAULT

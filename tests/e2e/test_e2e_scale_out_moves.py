@@ -104,7 +104,10 @@ def test_a_moved_registry_serves_the_same_versions_and_bytes(
     assert "[##############################]" in first.stderr  # the progress bar
     again = cli(old_dir, *move, env=env)  # resumable and idempotent
     assert "copied 0 blob(s) (2 already there" in again.stdout, again.stdout
-    assert " and 0 row(s)" in again.stdout
+    # The old server flushed its download counts when it stopped, after the
+    # first copy: this run adds those rows, and a third adds nothing.
+    settled = cli(old_dir, *move, env=env)
+    assert " and 0 row(s)" in settled.stdout, settled.stdout
 
     shared = {
         **env,
