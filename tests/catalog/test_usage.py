@@ -19,10 +19,13 @@ from typing import Any
 import pytest
 
 from gitreg.auth.tokens import new_token, token_hash
+from gitreg.catalog.usage import check_days, parse_version_filter
+from gitreg.errors import BadRequest
 from gitreg.services import build_services
 from gitreg.settings import load_settings
 from gitreg.storage.auth import Identity
 from gitreg.storage.download_counts import DownloadRow
+from gitreg.storage.sessions import SessionRecord
 from tests.support.gitrepo import GitRepo, released_module
 from tests.support.server import RunningServer, cli, start_server
 from tests.ui.test_ui_xss import assert_inert
@@ -43,7 +46,9 @@ class Registry:
         headers = {"Accept": "text/html" if cookie or not path.startswith("/v1/") else "*/*"}
         if token:
             headers["Authorization"] = f"Bearer {self.tokens[token]}"
-        if cookie:
+        if cookie.startswith("session-"):  # signed in through the identity provider
+            headers["Cookie"] = f"__Host-gitreg_session={self.tokens[cookie]}"
+        elif cookie:
             headers["Cookie"] = f"gitreg_ui_token={self.tokens[cookie]}"
         request = urllib.request.Request(self.server.url + path, headers=headers)
         try:
@@ -80,6 +85,11 @@ def _tokens(data: Path) -> dict[str, str]:
         svc.auth.add_token(
             token_hash(made[name]), made[name][:12], scope, namespaces, description, None
         )
+    for name, scope in (("session-publisher", "publish"), ("session-reader", "read")):
+        made[name] = new_token()  # a session id: random, kept hashed
+        grants = {"platform": scope}
+        record = SessionRecord(name, f"{name}@example.com", (), grants, "c" * 43, time.time(), 2e9)
+        svc.auth.create_session(token_hash(made[name]), record)
     module = svc.index.find_module("platform", "vpc", "aws")
     assert module is not None
     old = (datetime.datetime.now(datetime.UTC).date() - datetime.timedelta(days=40)).isoformat()
@@ -209,7 +219,9 @@ def test_the_cli_answers_as_the_api(registry: Registry) -> None:
 def test_the_usage_tab_and_page_for_publishers_only(registry: Registry) -> None:
     page = "/modules/platform/vpc/aws/1.0.0"
     # A read and a publish token for the same namespace: never the same cached page.
-    for cookie, shown in (("reader", False), ("publisher", True), ("reader", False)):
+    viewers = [("reader", False), ("publisher", True), ("reader", False)]
+    viewers += [("session-reader", False), ("session-publisher", True), ("alice", False)]
+    for cookie, shown in viewers:
         status, html, _ = registry.get(page, cookie=cookie)
         assert status == 200
         assert ('id="tab-usage"' in html) is shown, cookie
@@ -223,8 +235,33 @@ def test_the_usage_tab_and_page_for_publishers_only(registry: Registry) -> None:
     assert "&lt;img src=x onerror=alert(1)&gt; nightly CI" in html
     status, html, _ = registry.get("/modules/platform/vpc/aws/usage?versions=1.0.0", cookie="bob")
     assert status == 200 and "<td>1.0.0</td><td>4</td>" in html and "2.0.0" not in html
-    for cookie in ("reader", "alice", "other"):
+    assert registry.get("/modules/platform/vpc/aws/usage", cookie="session-publisher")[0] == 200
+    for cookie in ("reader", "alice", "other", "session-reader"):
         status, html, _ = registry.get("/modules/platform/vpc/aws/usage", cookie=cookie)
         assert status == 404 and ALICE not in html, cookie
     status, html, _ = registry.get("/modules/platform/vpc/aws/usage")
     assert status == 404 and "platform-team" not in html
+
+
+def test_version_filters_prefixes_and_constraints() -> None:
+    cases = {
+        "1": ["1.0.0", "1.2.0-rc1", "1.20.3"],  # a prefix of numbers, not "= 1.0.0"
+        "1.2": ["1.2.0-rc1"],
+        "1.20.3": ["1.20.3"],
+        ">= 1.0, < 2": ["1.0.0", "1.20.3"],  # Terraform: prereleases only when named
+        "= 1.2.0-rc1": ["1.2.0-rc1"],
+        "~> 1.2.0-rc1": [],
+    }
+    versions = ["0.1.0", "1.0.0", "1.2.0-rc1", "1.20.3", "10.0.0", "not-a-version"]
+    for text, allowed in cases.items():
+        wanted = parse_version_filter(text)
+        got = [v for v in versions if wanted.allows(v)]
+        assert got == allowed, text
+    assert parse_version_filter("").allows("anything")  # no filter: every stored version
+    for bad in ("1.x", "v1", "=> 1", "1.2.3.4"):
+        with pytest.raises(BadRequest):
+            parse_version_filter(bad)
+    for days in (0, 366, -1):
+        with pytest.raises(BadRequest, match="between 1 and 365"):
+            check_days(days)
+    assert check_days(1) == 1 and check_days(365) == 365
