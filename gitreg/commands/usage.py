@@ -15,6 +15,13 @@ from gitreg.catalog.usage import DEFAULT_DAYS, Tally, Usage, module_usage
 from gitreg.services import Services
 
 
+def _shown(name: str) -> str:
+    """A name as an identity provider or operator wrote it, with control
+    characters replaced: printed to a terminal, an escape sequence could
+    rewrite what the operator sees."""
+    return "".join("?" if ord(c) < 32 or 127 <= ord(c) < 160 else c for c in name)
+
+
 def _versions(tally: Tally) -> str:
     return ", ".join(f"{v} ({n})" for v, n in sorted(tally.versions.items()))
 
@@ -28,7 +35,7 @@ def _print(found: Usage) -> None:
     for title, tallies in (("people", found.people), ("teams", found.teams)):
         print(f"{title}:" if tallies else f"{title}: none")
         for t in tallies:
-            shown = t.name if t.kind != "token" else f"{t.name} (operator token)"
+            shown = _shown(t.name) + (" (operator token)" if t.kind == "token" else "")
             print(f"  {shown:<40} {t.downloads:>8}  {_versions(t)}")
 
 

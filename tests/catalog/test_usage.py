@@ -20,6 +20,7 @@ import pytest
 
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.catalog.usage import check_days, parse_version_filter
+from gitreg.commands.usage import _shown
 from gitreg.errors import BadRequest
 from gitreg.services import build_services
 from gitreg.settings import load_settings
@@ -265,3 +266,8 @@ def test_version_filters_prefixes_and_constraints() -> None:
         with pytest.raises(BadRequest, match="between 1 and 365"):
             check_days(days)
     assert check_days(1) == 1 and check_days(365) == 365
+
+
+def test_the_cli_prints_names_without_terminal_escapes() -> None:
+    assert _shown("eve\x1b]0;owned\x07@example.com\u009b") == "eve?]0;owned?@example.com?"
+    assert _shown("zoë@example.com") == "zoë@example.com"
