@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute
 from gitreg import logs, metrics
 from gitreg.api import admin, blobs, browse, discovery, health, login, mirror, modules, providers
 from gitreg.api import metrics as metrics_api
+from gitreg.api import usage as usage_api
 from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
 from gitreg.auth.signed_urls import RECHECK_EVERY
@@ -112,6 +113,7 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
         *health.routes(),
         *webhooks.routes(),
         *admin.routes(),
+        *usage_api.routes(),  # before browse: `/usage` is no version
         *browse.routes(),  # last: its {version} paths must not shadow the ones above
         *ui.routes(),  # after every API route: the web UI shadows none (gitreg/ui/routes.py)
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from gitreg.storage.catalog import MissingDocs, SearchEntry
-from gitreg.storage.download_counts import DownloadRow
+from gitreg.storage.download_counts import DownloadRow, UsageRow
 from gitreg.storage.provider_docs import DocPage, UndocumentedVersion
 
 
@@ -79,4 +79,8 @@ class DownloadCountIndex(Protocol):
         self, kind: str, object_id: int, since_day: str
     ) -> dict[tuple[str, int], int]:
         """{(version, token_id): downloads} since `since_day` (YYYY-MM-DD)."""
+        ...
+
+    def usage_rows(self, kind: str, object_id: int, since_day: str) -> list[UsageRow]:
+        """Downloads per (version, token) since `since_day`, with each token's owner."""
         ...

@@ -9,6 +9,7 @@ not notify the metadata caches (`notify=False`): a count is not metadata.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from gitreg.storage.index import IndexBackedStore
@@ -24,6 +25,22 @@ class DownloadRow:
     day: str  # YYYY-MM-DD
     token_id: int
     downloads: int
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """Downloads of one version by one token over some days, with the token's
+    owner as stored (issue 14's "who uses what"); token 0 and a token no
+    longer in `api_tokens` come with empty owner fields."""
+
+    version: str
+    token_id: int
+    downloads: int
+    prefix: str = ""
+    description: str = ""
+    subject: str = ""
+    email: str = ""
+    groups: tuple[str, ...] = ()
 
 
 class DownloadCountStore(IndexBackedStore):
@@ -76,3 +93,30 @@ class DownloadCountStore(IndexBackedStore):
             (kind, object_id, since_day),
         )
         return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
+
+    def usage_rows(self, kind: str, object_id: int, since_day: str) -> list[UsageRow]:
+        """Downloads per (version, token) since a UTC day, joined to each
+        token's owner in one query; revoked tokens still name their owner."""
+        # Summed first, joined after: portable (no GROUP BY over text columns on
+        # PostgreSQL) and one owner lookup per token rather than per day.
+        rows = self._rows(
+            "SELECT c.version, c.token_id, c.n, t.prefix, t.description, t.subject,"
+            " t.email, t.groups FROM (SELECT version, token_id, SUM(downloads) AS n"
+            " FROM download_counts WHERE kind = ? AND object_id = ? AND day >= ?"
+            " GROUP BY version, token_id) c LEFT JOIN api_tokens t ON t.id = c.token_id"
+            " ORDER BY c.version, c.token_id",
+            (kind, object_id, since_day),
+        )
+        return [
+            UsageRow(
+                str(r[0]),
+                int(r[1]),
+                int(r[2]),
+                str(r[3] or ""),
+                str(r[4] or ""),
+                str(r[5] or ""),
+                str(r[6] or ""),
+                tuple(json.loads(r[7])) if r[7] else (),
+            )
+            for r in rows
+        ]

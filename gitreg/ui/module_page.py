@@ -19,6 +19,7 @@ from gitreg.services import services
 from gitreg.ui import data
 from gitreg.ui.pages import Page, not_found_page, render, ui_state
 from gitreg.ui.snippets import host_of, module_snippet
+from gitreg.ui.usage_page import may_see_usage, usage_path
 from gitreg.ui.viewer import current_viewer
 
 TABS = (
@@ -57,7 +58,9 @@ async def module_page(request: Request) -> Response:
     tab = request.query_params.get("tab", "readme")
     tab = tab if tab in _TAB_NAMES else "readme"
     base = base_url(request, svc.settings)
-    key = ("module", *(n.lower() for n in names), version, tab, viewer.key, base)
+    # Whether the "Usage" tab shows: a read and a publish token may share a key.
+    usage = may_see_usage(viewer, names[0])
+    key = ("module", *(n.lower() for n in names), version, tab, viewer.key, usage, base)
     state, generation = ui_state(request), svc.cache.generation
     if not picked and (cached := state.pages.get(key, generation)) is not None:
         return cached.response()
@@ -69,7 +72,10 @@ async def module_page(request: Request) -> Response:
             return not_found_page(request, viewer)
         keep = f"?tab={tab}" if tab != "readme" else ""  # the reader stays on their tab
         return RedirectResponse(module_path(found.record, picked) + keep, status_code=303)
-    page = Page(render(request, viewer, "module.html", _context(found, tab, host_of(base))))
+    context = _context(found, tab, host_of(base))
+    context["usage_path"] = usage_path(*names) if usage else ""
+    context["version_usage"] = usage_path(*names, found.record["version"]) if usage else ""
+    page = Page(render(request, viewer, "module.html", context))
     state.pages.put(key, page, generation)
     return page.response()
 

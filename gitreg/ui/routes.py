@@ -4,6 +4,7 @@
     GET  /search?q=&page=                    search results
     GET  /modules/:namespace                 a namespace's modules and providers
     GET  /modules/:namespace/:name/:system   the latest version (`?tab=`, `?version=`)
+    GET  /modules/:namespace/:name/:system/usage   who uses it (publishers only)
     GET  /modules/:namespace/:name/:system/:version
     GET  /providers/:namespace/:type         the latest version
     GET  /providers/:namespace/:type/:version
@@ -32,6 +33,7 @@ from gitreg.ui import browse_pages, sign_in, token, tokens_page
 from gitreg.ui.module_page import module_page
 from gitreg.ui.pages import not_found_page, ui_state
 from gitreg.ui.provider_page import provider_doc_page, provider_page
+from gitreg.ui.usage_page import usage_page
 from gitreg.ui.viewer import current_viewer
 
 # API paths: their errors stay JSON whatever the client accepts.
@@ -79,6 +81,7 @@ def routes() -> list[Route]:
         Route("/mirror", browse_pages.mirror, methods=["GET"]),
         Route("/modules/{namespace}", browse_pages.namespace, methods=["GET"]),
         Route(module, module_page, methods=["GET"]),
+        Route(module + "/usage", usage_page, methods=["GET"]),  # before {version}
         Route(module + "/{version}", module_page, methods=["GET"]),
         Route(provider, provider_page, methods=["GET"]),
         Route(provider + "/{version}", provider_page, methods=["GET"]),

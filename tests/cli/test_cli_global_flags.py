@@ -64,6 +64,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("module", "unyank"): ["acme/vpc/aws", "1.0.0"],
     ("module", "deprecate"): ["acme/vpc/aws", "1.0.0", "--reason", "use 2.x"],
     ("module", "undeprecate"): ["acme/vpc/aws", "1.0.0"],
+    ("module", "usage"): ["acme/vpc/aws", "--versions", "1", "--days", "30", "--json"],
     ("provider", "yank"): ["acme/null", "1.0.0"],
     ("provider", "unyank"): ["acme/null", "1.0.0"],
 }
