@@ -1,0 +1,151 @@
+"""Mirror pull-through (issue 16, target 6): a cold miss against fetching directly.
+
+A fake upstream provider registry (tests/support/fake_upstream.py: uvicorn over TLS,
+in a thread of this process) serves one signed provider zip per size. In one run,
+with curl as the only client, each round measures for each size:
+
+- direct: the zip straight from the upstream's download URL;
+- cold:   the same bytes through `gitreg serve`'s mirror for a version it has never
+          seen (download metadata, SHA256SUMS + signature, the zip, verification,
+          storing, then serving it);
+- warm:   the same mirror URL again (served from the blob store);
+- hosted: a hosted archive of the same size, `/archives/<sha256>.tar.gz`.
+
+Every version of a size is the same zip bytes under another version number, so each
+round's cold miss is a real miss that costs the same. Targets: cold <= 1.1x direct,
+warm ~ hosted.
+
+    python bench/mirror.py [--rounds 5] [--sizes 20,100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import benchlib as b
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
+
+CURL = ["curl", "-sS", "--fail-with-body", "-o", "/dev/null", "-w", "%{time_total}"]
+KINDS = ("direct", "cold", "warm", "hosted")
+
+
+def curl(url: str, ca: Path) -> float:
+    """Seconds for one whole GET (new connection, body discarded)."""
+    out = subprocess.run(
+        [*CURL, "--cacert", str(ca), url],
+        capture_output=True,
+        timeout=300,
+    )
+    b.require(out.returncode == 0, f"{url}: {out.stderr.decode().strip()}")
+    return float(out.stdout)
+
+
+def run(args: argparse.Namespace, ws: Path) -> str:
+    from gitreg.storage.blobs import FileBlobStore
+    from tests.support.fake_upstream import FakeRelease, FakeUpstream, serve_tls
+    from tests.support.provider_dist import provider_zip
+
+    rng = random.Random(16)
+    fake = FakeUpstream()
+    store = FileBlobStore(ws / "data" / "blobs")
+    zips: dict[int, bytes] = {}
+    hosted: dict[int, str] = {}
+    for mb in args.sizes:
+        b.progress(f"building a {mb} MB zip")
+        zips[mb] = provider_zip(f"big{mb}", "1.0.0", rng.randbytes(mb * 1_000_000))
+        hosted[mb] = store.put_bytes(rng.randbytes(len(zips[mb]))).sha256
+        fake.providers[("hashicorp", f"big{mb}")] = {
+            f"1.0.{i}": FakeRelease(f"1.0.{i}", {"linux_amd64": zips[mb]})
+            for i in range(args.rounds + 1)
+        }
+    tls = b.make_tls(ws / "tls")
+    times: dict[tuple[int, str], list[float]] = {(mb, k): [] for mb in args.sizes for k in KINDS}
+    with serve_tls(fake, ws / "upstream-tls") as served, b.servers() as started:
+        env = {
+            "GITREG_UPSTREAM": f"registry.terraform.io={served.url}",
+            "GITREG_MIRROR_PLATFORMS": "linux_amd64",
+            "SSL_CERT_FILE": str(served.ca_pem),
+        }
+        gitreg = b.start_gitreg(ws / "data", tls, ws, "warning", env=env)
+        started.append(gitreg)
+        for i in range(args.rounds + 1):  # round 0 warms up and is not counted
+            for mb in args.sizes:
+                version = f"1.0.{i}"
+                name = f"terraform-provider-big{mb}_{version}_linux_amd64.zip"
+                direct = f"{served.url}/files/hashicorp/big{mb}/{version}/{name}"
+                mirrored = gitreg.url(f"/mirror/registry.terraform.io/hashicorp/big{mb}/{name}")
+                took = {
+                    "direct": curl(direct, served.ca_pem),
+                    "cold": curl(mirrored, tls.ca),
+                    "warm": curl(mirrored, tls.ca),
+                    "hosted": curl(gitreg.url(f"/archives/{hosted[mb]}.tar.gz"), tls.ca),
+                }
+                b.progress(
+                    f"round {i} {mb} MB: " + ", ".join(f"{k} {v:.3f}s" for k, v in took.items())
+                )
+                if i:
+                    for kind, seconds in took.items():
+                        times[(mb, kind)].append(seconds)
+    return _render(args, zips, times)
+
+
+def _render(
+    args: argparse.Namespace, zips: dict[int, bytes], times: dict[tuple[int, str], list[float]]
+) -> str:
+    rows = []
+    for mb in args.sizes:
+        size = len(zips[mb])
+        medians = {kind: b.median(times[(mb, kind)]) for kind in KINDS}
+        for kind in KINDS:
+            rows.append(
+                [
+                    f"{size / 1e6:.0f} MB",
+                    kind,
+                    f"{medians[kind]:.3f}",
+                    f"{size / 1e6 / medians[kind]:,.0f}",
+                    f"{medians[kind] / medians['direct']:.2f}",
+                    f"{medians[kind] / medians['hosted']:.2f}",
+                ]
+            )
+    headers = ["zip", "fetch", "median s", "MB/s", "vs direct", "vs hosted"]
+    return "\n".join(
+        [
+            "## Mirror: cold miss and warm hit vs a direct fetch and a hosted archive",
+            "",
+            f"Machine: {b.machine_line()}",
+            "",
+            f"curl, one GET per cell over TLS, new connection each; median of {args.rounds}"
+            " interleaved rounds after one warm-up round. gitreg on CPU 1; the upstream"
+            " (uvicorn, in the bench process) and curl unpinned."
+            + (
+                " The machine was shared (GITREG_BENCH_NO_WAIT=1): timings are noisy."
+                if os.environ.get("GITREG_BENCH_NO_WAIT")
+                else ""
+            ),
+            "",
+            b.table(headers, rows),
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--sizes", type=lambda text: [int(s) for s in text.split(",")], default=[20, 100]
+    )
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("GITREG_JOB_WORKERS", "0")
+    with b.workspace("mirror", args.keep) as ws:
+        print(run(args, ws))
+
+
+if __name__ == "__main__":
+    main()
