@@ -21,12 +21,10 @@ cache; other processes notice through the index's `data_version`.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import anyio.to_thread
 
@@ -46,13 +44,13 @@ from gitreg.mirror.bodies import (
 from gitreg.mirror.hosted import HostedPackage, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.singleflight import SingleFlight
-from gitreg.mirror.upstream import Progress, UpstreamClient
+from gitreg.mirror.upstream import DownloadInfo, Progress, UpstreamClient
 from gitreg.mirror.verify import verify_checksums, verify_zip
 from gitreg.providers.checksums import MAX_SHASUMS_BYTES
-from gitreg.providers.package import PackageLimits
+from gitreg.providers.package import PackageInfo, PackageLimits
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES
 from gitreg.settings import Settings
-from gitreg.storage.blobs import BlobStore
+from gitreg.storage.blobs import BlobStore, StoredBlob
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
 from gitreg.storage.protocols import MirrorIndex, ProviderIndex
 from gitreg.versions import Version, parse_version
@@ -70,18 +68,6 @@ class VersionView:
     body: bytes
     packages: tuple[MirrorPackage, ...]
     missing: tuple[str, ...]  # wanted platforms the upstream offers and we lack
-
-
-class _HashingFile:
-    def __init__(self, raw: IO[bytes]) -> None:
-        self.raw = raw
-        self.hash = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data: bytes) -> int:
-        self.hash.update(data)
-        self.size += len(data)
-        return self.raw.write(data)
 
 
 class MirrorService:
@@ -338,53 +324,64 @@ class MirrorService:
         key_id, expected = await anyio.to_thread.run_sync(
             verify_checksums, address, info, shasums, signature
         )
-        with self.blobs.scratch_file("blob-mirror-") as path:
-            with path.open("wb") as raw:
-                sink = _HashingFile(raw)
-                headers = await self.upstream.fetch_to(
-                    info.download_url,
-                    f"package {what}",
-                    self.options.max_package_bytes,
-                    sink,
-                    progress,
-                )
-            package = await anyio.to_thread.run_sync(
-                lambda: verify_zip(
-                    address,
-                    info,
-                    path,
-                    sink.hash.hexdigest(),
-                    expected,
-                    headers.get("content-type", ""),
-                    self._limits,
-                )
-            )
-            record = MirrorPackage(
-                provider_key=address.key,
-                version=version,
-                platform=platform,
-                filename=archive_filename(address.type, version, platform),
-                sha256=package.sha256,
-                size=package.size,
-                h1=package.h1,
-                protocols=info.protocols,
-                key_id=key_id,
-                source_url=info.download_url,
-                fetched_at=time.time(),
-            )
-            stored = await anyio.to_thread.run_sync(self._keep, path, record)
+        package = await self._download_verified(address, info, expected, what, progress)
+        record = MirrorPackage(
+            provider_key=address.key,
+            version=version,
+            platform=platform,
+            filename=archive_filename(address.type, version, platform),
+            sha256=package.sha256,
+            size=package.size,
+            h1=package.h1,
+            protocols=info.protocols,
+            key_id=key_id,
+            source_url=info.download_url,
+            fetched_at=time.time(),
+        )
+        stored = await anyio.to_thread.run_sync(self._keep, record)
         self.cache.invalidate()
         log.info("mirrored %s (%d bytes, signed by %s)", what, stored.size, stored.key_id)
         return stored
 
-    def _keep(self, path: Path, record: MirrorPackage) -> MirrorPackage:
-        """Blob first (durable, S2), then the row: a crash leaves at most an orphan blob."""
-        with self.blobs.writer() as sink, path.open("rb") as source:
-            while chunk := source.read(1024 * 1024):
-                sink.write(chunk)
-        assert sink.result is not None
-        if sink.result.sha256 != record.sha256:
-            raise UpstreamError(f"{record.filename}: the file changed while being stored")
+    async def _download_verified(
+        self,
+        address: ProviderAddress,
+        info: DownloadInfo,
+        expected: str,
+        what: str,
+        progress: Progress | None,
+    ) -> PackageInfo:
+        """The zip streamed straight into a blob writer's temp file (sha256 hashed on
+        the way), checked there (verify_zip: one more read, for the layout and `h1:`)
+        and then renamed into the store (or uploaded): no copy. A body that fails any
+        check, or breaks off, leaves nothing stored (M1)."""
+        content_type = {"value": ""}
+        verified: list[PackageInfo] = []
+
+        def check(path: Path, blob: StoredBlob) -> None:
+            verified.append(
+                verify_zip(
+                    address, info, path, blob.sha256, expected, content_type["value"], self._limits
+                )
+            )
+
+        manager = self.blobs.writer(check)
+        sink = manager.__enter__()  # creates an empty temp file: quick enough for the loop
+        try:
+            headers = await self.upstream.fetch_to(
+                info.download_url, f"package {what}", self.options.max_package_bytes, sink, progress
+            )
+        except BaseException as exc:
+            manager.__exit__(type(exc), exc, exc.__traceback__)  # removes the temp file
+            raise
+        content_type["value"] = headers.get("content-type", "")
+        # Verification (unzipping for h1), fsync and rename block: a thread does them.
+        await anyio.to_thread.run_sync(manager.__exit__, None, None, None)
+        return verified[0]
+
+    def _keep(self, record: MirrorPackage) -> MirrorPackage:
+        """The blob is durable already (S2); then the row: a crash leaves at most an
+        orphan blob."""
         stored = self.store.add_package(record)
         if stored.sha256 != record.sha256:
             log.warning(
