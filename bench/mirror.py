@@ -12,10 +12,13 @@ with curl as the only client, each round measures for each size:
 - hosted: a hosted archive of the same size, `/archives/<sha256>.tar.gz`.
 
 Every version of a size is the same zip bytes under another version number, so each
-round's cold miss is a real miss that costs the same. Targets: cold <= 1.1x direct,
-warm ~ hosted.
+round's cold miss is a real miss that costs the same. SHA256SUMS and its signature are
+computed before the clock starts, as a real registry serves them from files.
+`--before DIR` adds a second gitreg, run from another checkout's source (e.g.
+`git archive COMMIT gitreg | tar -x -C DIR`), measured in the same rounds: its cold
+miss and warm hit are the "before" rows. Targets: cold <= 1.1x direct, warm ~ hosted.
 
-    python bench/mirror.py [--rounds 5] [--sizes 20,100]
+    python bench/mirror.py [--rounds 5] [--sizes 20,100] [--before DIR]
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ import benchlib as b
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
 
 CURL = ["curl", "-sS", "--fail-with-body", "-o", "/dev/null", "-w", "%{time_total}"]
-KINDS = ("direct", "cold", "warm", "hosted")
 
 
 def curl(url: str, ca: Path) -> float:
@@ -51,8 +53,25 @@ def run(args: argparse.Namespace, ws: Path) -> str:
     from tests.support.fake_upstream import FakeRelease, FakeUpstream, serve_tls
     from tests.support.provider_dist import provider_zip
 
+    class StaticUpstream(FakeUpstream):
+        """The fake computes SHA256SUMS (hashing every zip) and signs it per request;
+        a real registry serves them as files: computed once here, as theirs are."""
+
+        def _shasums(self, type_: str, release: FakeRelease) -> bytes:
+            key = ("sums", type_, release.version)
+            if key not in documents:
+                documents[key] = super()._shasums(type_, release)
+            return documents[key]
+
+        def _signature(self, type_: str, release: FakeRelease) -> bytes:
+            key = ("sig", type_, release.version)
+            if key not in documents:
+                documents[key] = super()._signature(type_, release)
+            return documents[key]
+
+    documents: dict[tuple[str, str, str], bytes] = {}
     rng = random.Random(16)
-    fake = FakeUpstream()
+    fake = StaticUpstream()
     store = FileBlobStore(ws / "data" / "blobs")
     zips: dict[int, bytes] = {}
     hosted: dict[int, str] = {}
@@ -65,7 +84,7 @@ def run(args: argparse.Namespace, ws: Path) -> str:
             for i in range(args.rounds + 1)
         }
     tls = b.make_tls(ws / "tls")
-    times: dict[tuple[int, str], list[float]] = {(mb, k): [] for mb in args.sizes for k in KINDS}
+    times: dict[tuple[int, str], list[float]] = {}
     with serve_tls(fake, ws / "upstream-tls") as served, b.servers() as started:
         env = {
             "GITREG_UPSTREAM": f"registry.terraform.io={served.url}",
@@ -74,24 +93,35 @@ def run(args: argparse.Namespace, ws: Path) -> str:
         }
         gitreg = b.start_gitreg(ws / "data", tls, ws, "warning", env=env)
         started.append(gitreg)
+        before = None
+        if args.before:
+            before_env = {**env, "PYTHONPATH": str(args.before)}
+            before = b.start_gitreg(
+                ws / "before", tls, ws, "warning", env=before_env, name="before"
+            )
+            started.append(before)
+        for mb in args.sizes:  # what a real registry has ready before anyone asks
+            for release in fake.providers[("hashicorp", f"big{mb}")].values():
+                fake._signature(f"big{mb}", release)
         for i in range(args.rounds + 1):  # round 0 warms up and is not counted
             for mb in args.sizes:
                 version = f"1.0.{i}"
                 name = f"terraform-provider-big{mb}_{version}_linux_amd64.zip"
                 direct = f"{served.url}/files/hashicorp/big{mb}/{version}/{name}"
-                mirrored = gitreg.url(f"/mirror/registry.terraform.io/hashicorp/big{mb}/{name}")
-                took = {
-                    "direct": curl(direct, served.ca_pem),
-                    "cold": curl(mirrored, tls.ca),
-                    "warm": curl(mirrored, tls.ca),
-                    "hosted": curl(gitreg.url(f"/archives/{hosted[mb]}.tar.gz"), tls.ca),
-                }
+                path = f"/mirror/registry.terraform.io/hashicorp/big{mb}/{name}"
+                took = {"direct": curl(direct, served.ca_pem)}
+                if before is not None:
+                    took["cold before"] = curl(before.url(path), tls.ca)
+                    took["warm before"] = curl(before.url(path), tls.ca)
+                took["cold"] = curl(gitreg.url(path), tls.ca)
+                took["warm"] = curl(gitreg.url(path), tls.ca)
+                took["hosted"] = curl(gitreg.url(f"/archives/{hosted[mb]}.tar.gz"), tls.ca)
                 b.progress(
                     f"round {i} {mb} MB: " + ", ".join(f"{k} {v:.3f}s" for k, v in took.items())
                 )
                 if i:
                     for kind, seconds in took.items():
-                        times[(mb, kind)].append(seconds)
+                        times.setdefault((mb, kind), []).append(seconds)
     return _render(args, zips, times)
 
 
@@ -101,8 +131,9 @@ def _render(
     rows = []
     for mb in args.sizes:
         size = len(zips[mb])
-        medians = {kind: b.median(times[(mb, kind)]) for kind in KINDS}
-        for kind in KINDS:
+        kinds = [kind for (size_mb, kind) in times if size_mb == mb]
+        medians = {kind: b.median(times[(mb, kind)]) for kind in kinds}
+        for kind in kinds:
             rows.append(
                 [
                     f"{size / 1e6:.0f} MB",
@@ -140,6 +171,7 @@ def main() -> None:
     parser.add_argument(
         "--sizes", type=lambda text: [int(s) for s in text.split(",")], default=[20, 100]
     )
+    parser.add_argument("--before", type=Path, help="another checkout's source to compare")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("GITREG_JOB_WORKERS", "0")

@@ -124,6 +124,7 @@ def test_cold_miss_fetches_verifies_and_keeps_both_hashes(
         ("html", "not a zip archive (upstream sent text/html"),
         ("error500", "answered HTTP 500"),
         ("truncated", "truncated"),
+        ("bad-crc", "Bad CRC-32"),
     ],
 )
 def test_refused_packages_are_never_stored(
