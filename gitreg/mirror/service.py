@@ -315,16 +315,13 @@ class MirrorService:
     ) -> MirrorPackage:
         what = f"{address} {version} {platform}"
         info = await self.upstream.download(address, version, platform)
-        shasums, signature = await asyncio.gather(
-            self.upstream.fetch_small(info.shasums_url, f"SHA256SUMS of {what}", MAX_SHASUMS_BYTES),
-            self.upstream.fetch_small(
-                info.shasums_signature_url, f"SHA256SUMS signature of {what}", MAX_SIGNATURE_BYTES
-            ),
-        )
-        key_id, expected = await anyio.to_thread.run_sync(
-            verify_checksums, address, info, shasums, signature
-        )
-        package = await self._download_verified(address, info, expected, what, progress)
+        # SHA256SUMS and its signature are fetched and verified while the zip
+        # downloads: nothing is stored (or served) before both passed.
+        checks = asyncio.ensure_future(self._checksums(address, info, what))
+        try:
+            key_id, package = await self._download_verified(address, info, checks, what, progress)
+        finally:
+            checks.cancel()  # a no-op once it finished
         record = MirrorPackage(
             provider_key=address.key,
             version=version,
@@ -343,41 +340,76 @@ class MirrorService:
         log.info("mirrored %s (%d bytes, signed by %s)", what, stored.size, stored.key_id)
         return stored
 
+    async def _checksums(
+        self, address: ProviderAddress, info: DownloadInfo, what: str
+    ) -> tuple[str, str]:
+        """(signer's key ID, the zip's expected sha256): verification steps 1-2."""
+        shasums, signature = await asyncio.gather(
+            self.upstream.fetch_small(info.shasums_url, f"SHA256SUMS of {what}", MAX_SHASUMS_BYTES),
+            self.upstream.fetch_small(
+                info.shasums_signature_url, f"SHA256SUMS signature of {what}", MAX_SIGNATURE_BYTES
+            ),
+        )
+        return await anyio.to_thread.run_sync(verify_checksums, address, info, shasums, signature)
+
     async def _download_verified(
         self,
         address: ProviderAddress,
         info: DownloadInfo,
-        expected: str,
+        checks: asyncio.Future[tuple[str, str]],
         what: str,
         progress: Progress | None,
-    ) -> PackageInfo:
+    ) -> tuple[str, PackageInfo]:
         """The zip streamed straight into a blob writer's temp file (sha256 hashed on
-        the way), checked there (verify_zip: one more read, for the layout and `h1:`)
-        and then renamed into the store (or uploaded): no copy. A body that fails any
-        check, or breaks off, leaves nothing stored (M1)."""
-        content_type = {"value": ""}
+        the way), checked there once `checks` (steps 1-2) passed (verify_zip: one more
+        read, for the layout and `h1:`), then renamed into the store (or uploaded):
+        no copy. A body that fails any check, or breaks off, leaves nothing stored
+        (M1); a failed `checks` abandons the download and is the error reported."""
+        found = {"content-type": "", "expected": ""}
         verified: list[PackageInfo] = []
 
         def check(path: Path, blob: StoredBlob) -> None:
             verified.append(
                 verify_zip(
-                    address, info, path, blob.sha256, expected, content_type["value"], self._limits
+                    address,
+                    info,
+                    path,
+                    blob.sha256,
+                    found["expected"],
+                    found["content-type"],
+                    self._limits,
                 )
             )
 
         manager = self.blobs.writer(check)
         sink = manager.__enter__()  # creates an empty temp file: quick enough for the loop
-        try:
-            headers = await self.upstream.fetch_to(
+        fetch = asyncio.ensure_future(
+            self.upstream.fetch_to(
                 info.download_url, f"package {what}", self.options.max_package_bytes, sink, progress
             )
+        )
+
+        def abandon(done: asyncio.Future[tuple[str, str]]) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                fetch.cancel()  # the signature or SHA256SUMS failed: the zip is useless
+
+        checks.add_done_callback(abandon)
+        try:
+            try:
+                headers = await fetch
+            except (asyncio.CancelledError, GitregError):
+                if fetch.cancelled() and not checks.done():
+                    raise  # this request itself was cancelled
+                await checks  # a failed signature or SHA256SUMS is the error to report
+                raise
+            key_id, found["expected"] = await checks
         except BaseException as exc:
             manager.__exit__(type(exc), exc, exc.__traceback__)  # removes the temp file
             raise
-        content_type["value"] = headers.get("content-type", "")
+        found["content-type"] = headers.get("content-type", "")
         # Verification (unzipping for h1), fsync and rename block: a thread does them.
         await anyio.to_thread.run_sync(manager.__exit__, None, None, None)
-        return verified[0]
+        return key_id, verified[0]
 
     def _keep(self, record: MirrorPackage) -> MirrorPackage:
         """The blob is durable already (S2); then the row: a crash leaves at most an

@@ -5,7 +5,8 @@ own (TERRAFORM-CLIENT.md, Network mirror), so the mirror does what the CLI
 would have done against the origin registry, in this order:
 
 1. the detached signature over SHA256SUMS verifies against one of the
-   upstream's `signing_keys` (before the zip is even downloaded);
+   upstream's `signing_keys` (while the zip downloads; nothing is kept
+   before it passed);
 2. SHA256SUMS lists the package's `filename`, with the `shasum` the download
    metadata announced;
 3. the downloaded bytes are a zip whose sha256 is that line's;
