@@ -19,6 +19,7 @@ Faults, per version (`upstream.faults[version] = ...`) or for everything
                     does not match: only unpacking it (the h1 hash) finds out
     down            every request answers 503
     slow            every request waits `slow_seconds` first
+    bad-signature+F bad-signature, and the zip URL misbehaves as fault F says
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class FakeUpstream:
 
     def _signature(self, type_: str, release: FakeRelease) -> bytes:
         document = self._shasums(type_, release)
-        if self._fault(release.version) == "bad-signature":
+        if "bad-signature" in self._fault(release.version).split("+"):
             document = b"something else\n"
         return sign(self.key, document)
 
@@ -212,7 +213,7 @@ class FakeUpstream:
             data = self._zip(release, platform)
             if data is None:
                 return Response(status_code=404)
-            fault = self._fault(release.version)
+            fault = self._fault(release.version).split("+")[-1]
             if fault == "html":
                 return Response(
                     b"<!DOCTYPE html><html>Service error</html>", media_type="text/html"
