@@ -21,12 +21,10 @@ cache; other processes notice through the index's `data_version`.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import anyio.to_thread
 
@@ -46,13 +44,13 @@ from gitreg.mirror.bodies import (
 from gitreg.mirror.hosted import HostedPackage, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.singleflight import SingleFlight
-from gitreg.mirror.upstream import Progress, UpstreamClient
+from gitreg.mirror.upstream import DownloadInfo, Progress, UpstreamClient
 from gitreg.mirror.verify import verify_checksums, verify_zip
 from gitreg.providers.checksums import MAX_SHASUMS_BYTES
-from gitreg.providers.package import PackageLimits
+from gitreg.providers.package import PackageInfo, PackageLimits
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES
 from gitreg.settings import Settings
-from gitreg.storage.blobs import BlobStore
+from gitreg.storage.blobs import BlobStore, StoredBlob
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
 from gitreg.storage.protocols import MirrorIndex, ProviderIndex
 from gitreg.versions import Version, parse_version
@@ -70,18 +68,6 @@ class VersionView:
     body: bytes
     packages: tuple[MirrorPackage, ...]
     missing: tuple[str, ...]  # wanted platforms the upstream offers and we lack
-
-
-class _HashingFile:
-    def __init__(self, raw: IO[bytes]) -> None:
-        self.raw = raw
-        self.hash = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data: bytes) -> int:
-        self.hash.update(data)
-        self.size += len(data)
-        return self.raw.write(data)
 
 
 class MirrorService:
@@ -329,62 +315,105 @@ class MirrorService:
     ) -> MirrorPackage:
         what = f"{address} {version} {platform}"
         info = await self.upstream.download(address, version, platform)
+        # SHA256SUMS and its signature are fetched and verified while the zip
+        # downloads: nothing is stored (or served) before both passed.
+        checks = asyncio.ensure_future(self._checksums(address, info, what))
+        try:
+            key_id, package = await self._download_verified(address, info, checks, what, progress)
+        finally:
+            checks.cancel()  # a no-op once it finished
+        record = MirrorPackage(
+            provider_key=address.key,
+            version=version,
+            platform=platform,
+            filename=archive_filename(address.type, version, platform),
+            sha256=package.sha256,
+            size=package.size,
+            h1=package.h1,
+            protocols=info.protocols,
+            key_id=key_id,
+            source_url=info.download_url,
+            fetched_at=time.time(),
+        )
+        stored = await anyio.to_thread.run_sync(self._keep, record)
+        self.cache.invalidate()
+        log.info("mirrored %s (%d bytes, signed by %s)", what, stored.size, stored.key_id)
+        return stored
+
+    async def _checksums(
+        self, address: ProviderAddress, info: DownloadInfo, what: str
+    ) -> tuple[str, str]:
+        """(signer's key ID, the zip's expected sha256): verification steps 1-2."""
         shasums, signature = await asyncio.gather(
             self.upstream.fetch_small(info.shasums_url, f"SHA256SUMS of {what}", MAX_SHASUMS_BYTES),
             self.upstream.fetch_small(
                 info.shasums_signature_url, f"SHA256SUMS signature of {what}", MAX_SIGNATURE_BYTES
             ),
         )
-        key_id, expected = await anyio.to_thread.run_sync(
-            verify_checksums, address, info, shasums, signature
-        )
-        with self.blobs.scratch_file("blob-mirror-") as path:
-            with path.open("wb") as raw:
-                sink = _HashingFile(raw)
-                headers = await self.upstream.fetch_to(
-                    info.download_url,
-                    f"package {what}",
-                    self.options.max_package_bytes,
-                    sink,
-                    progress,
-                )
-            package = await anyio.to_thread.run_sync(
-                lambda: verify_zip(
+        return await anyio.to_thread.run_sync(verify_checksums, address, info, shasums, signature)
+
+    async def _download_verified(
+        self,
+        address: ProviderAddress,
+        info: DownloadInfo,
+        checks: asyncio.Future[tuple[str, str]],
+        what: str,
+        progress: Progress | None,
+    ) -> tuple[str, PackageInfo]:
+        """The zip streamed straight into a blob writer's temp file (sha256 hashed on
+        the way), checked there once `checks` (steps 1-2) passed (verify_zip: one more
+        read, for the layout and `h1:`), then renamed into the store (or uploaded):
+        no copy. A body that fails any check, or breaks off, leaves nothing stored
+        (M1); a failed `checks` abandons the download and is the error reported."""
+        found = {"content-type": "", "expected": ""}
+        verified: list[PackageInfo] = []
+
+        def check(path: Path, blob: StoredBlob) -> None:
+            verified.append(
+                verify_zip(
                     address,
                     info,
                     path,
-                    sink.hash.hexdigest(),
-                    expected,
-                    headers.get("content-type", ""),
+                    blob.sha256,
+                    found["expected"],
+                    found["content-type"],
                     self._limits,
                 )
             )
-            record = MirrorPackage(
-                provider_key=address.key,
-                version=version,
-                platform=platform,
-                filename=archive_filename(address.type, version, platform),
-                sha256=package.sha256,
-                size=package.size,
-                h1=package.h1,
-                protocols=info.protocols,
-                key_id=key_id,
-                source_url=info.download_url,
-                fetched_at=time.time(),
-            )
-            stored = await anyio.to_thread.run_sync(self._keep, path, record)
-        self.cache.invalidate()
-        log.info("mirrored %s (%d bytes, signed by %s)", what, stored.size, stored.key_id)
-        return stored
 
-    def _keep(self, path: Path, record: MirrorPackage) -> MirrorPackage:
-        """Blob first (durable, S2), then the row: a crash leaves at most an orphan blob."""
-        with self.blobs.writer() as sink, path.open("rb") as source:
-            while chunk := source.read(1024 * 1024):
-                sink.write(chunk)
-        assert sink.result is not None
-        if sink.result.sha256 != record.sha256:
-            raise UpstreamError(f"{record.filename}: the file changed while being stored")
+        manager = self.blobs.writer(check)
+        sink = manager.__enter__()  # creates an empty temp file: quick enough for the loop
+        fetch = asyncio.ensure_future(
+            self.upstream.fetch_to(
+                info.download_url, f"package {what}", self.options.max_package_bytes, sink, progress
+            )
+        )
+
+        def abandon(done: asyncio.Future[tuple[str, str]]) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                fetch.cancel()  # the signature or SHA256SUMS failed: the zip is useless
+
+        checks.add_done_callback(abandon)
+        try:
+            try:
+                headers = await fetch
+            except (asyncio.CancelledError, GitregError):
+                if fetch.cancelled() and not checks.done():
+                    raise  # this request itself was cancelled
+                await checks  # a failed signature or SHA256SUMS is the error to report
+                raise
+            key_id, found["expected"] = await checks
+        except BaseException as exc:
+            manager.__exit__(type(exc), exc, exc.__traceback__)  # removes the temp file
+            raise
+        found["content-type"] = headers.get("content-type", "")
+        # Verification (unzipping for h1), fsync and rename block: a thread does them.
+        await anyio.to_thread.run_sync(manager.__exit__, None, None, None)
+        return key_id, verified[0]
+
+    def _keep(self, record: MirrorPackage) -> MirrorPackage:
+        """The blob is durable already (S2); then the row: a crash leaves at most an
+        orphan blob."""
         stored = self.store.add_package(record)
         if stored.sha256 != record.sha256:
             log.warning(

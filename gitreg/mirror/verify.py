@@ -5,7 +5,8 @@ own (TERRAFORM-CLIENT.md, Network mirror), so the mirror does what the CLI
 would have done against the origin registry, in this order:
 
 1. the detached signature over SHA256SUMS verifies against one of the
-   upstream's `signing_keys` (before the zip is even downloaded);
+   upstream's `signing_keys` (while the zip downloads; nothing is kept
+   before it passed);
 2. SHA256SUMS lists the package's `filename`, with the `shasum` the download
    metadata announced;
 3. the downloaded bytes are a zip whose sha256 is that line's;
@@ -77,7 +78,9 @@ def verify_zip(
     content_type: str,
     limits: PackageLimits,
 ) -> PackageInfo:
-    """Steps 3-4 on the downloaded file; returns its hashes."""
+    """Steps 3-4 on the downloaded file, whose `sha256` the caller computed as
+    the bytes arrived into a file only it writes (the blob writer's temp file):
+    the zip is read once more, for its layout and `h1:` hash. Returns its hashes."""
     with path.open("rb") as head:
         magic = head.read(4)
     if magic not in _ZIP_MAGIC:
@@ -93,9 +96,6 @@ def verify_zip(
         )
     os_ = download.platform.partition("_")[0]
     try:
-        info = inspect_package(path, address.type, os_, limits)
+        return inspect_package(path, address.type, os_, limits, sha256)
     except PackageError as exc:
         raise VerificationError(f"{address}: {download.filename} refused: {exc}") from exc
-    if info.sha256 != expected:  # the file changed under us: never keep it
-        raise VerificationError(f"{address}: {download.filename} changed while being checked")
-    return info

@@ -151,12 +151,17 @@ def _h1(archive: zipfile.ZipFile, names: list[str], limits: PackageLimits) -> st
     return "h1:" + base64.b64encode(summary.digest()).decode()
 
 
-def inspect_package(path: Path, type_: str, os_: str, limits: PackageLimits) -> PackageInfo:
-    """Check a package's layout and compute its hashes; raises PackageError."""
+def inspect_package(
+    path: Path, type_: str, os_: str, limits: PackageLimits, sha256: str | None = None
+) -> PackageInfo:
+    """Check a package's layout and compute its hashes; raises PackageError.
+    `sha256`: the file's, when the caller hashed it as it wrote a file only it
+    holds (the mirror's blob writer), which saves a pass over the bytes."""
     size = path.stat().st_size
     if size > limits.max_package_bytes:
         raise PackageError(f"{path.name} is {size} bytes; the limit is {limits.max_package_bytes}")
-    sha256, size = sha256_file(path)
+    if sha256 is None:
+        sha256, size = sha256_file(path)
     try:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()

@@ -16,7 +16,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -42,11 +42,16 @@ class BlobStore(Protocol):
     scratch space below, which is local by definition.
     """
 
-    def writer(self) -> contextlib.AbstractContextManager[BlobWriter]:
+    def writer(
+        self, check: BlobCheck | None = None
+    ) -> contextlib.AbstractContextManager[BlobWriter]:
         """A sink that hashes what is written. On a clean exit the blob is durable
         under its sha256 and `result` is set; writing bytes already stored keeps
         the stored blob (write-once). On an exception nothing is stored. A full
-        disk raises `StorageFull`."""
+        disk raises `StorageFull`. `check`, if given, is called with the local
+        temp file holding every byte and its digest before anything is stored:
+        whatever it raises leaves nothing stored (the mirror verifies a zip there,
+        so a verified file is renamed into place rather than copied)."""
         ...
 
     def put_bytes(self, data: bytes) -> StoredBlob:
@@ -107,6 +112,9 @@ class BlobStore(Protocol):
         """Remove leftovers of crashed writers older than `older_than` seconds that
         no live writer holds; the number removed."""
         ...
+
+
+BlobCheck = Callable[[Path, StoredBlob], None]  # see BlobStore.writer
 
 
 class BlobWriter:
@@ -213,11 +221,11 @@ class FileBlobStore(LocalScratch):
                 os.fsync(probe.fileno())
 
     @contextlib.contextmanager
-    def writer(self) -> Iterator[BlobWriter]:
+    def writer(self, check: BlobCheck | None = None) -> Iterator[BlobWriter]:
         """Yield a writer; on a clean exit the blob is durable under its sha256.
         A full disk raises `StorageFull` and leaves nothing but the removed temp."""
         try:
-            with self._write_atomically() as sink:
+            with self._write_atomically(check) as sink:
                 yield sink
         except OSError as exc:
             if (full := storage_full(exc, str(self.root))) is not None:
@@ -225,15 +233,17 @@ class FileBlobStore(LocalScratch):
             raise
 
     @contextlib.contextmanager
-    def _write_atomically(self) -> Iterator[BlobWriter]:
+    def _write_atomically(self, check: BlobCheck | None) -> Iterator[BlobWriter]:
         fd, tmp = locked_temp_file(self._tmp)
         try:
             with os.fdopen(fd, "wb") as raw:
                 sink = BlobWriter(raw)
                 yield sink
                 raw.flush()
-                os.fsync(raw.fileno())
                 stored = sink.digest()
+                if check is not None:
+                    check(tmp, stored)
+                os.fsync(raw.fileno())
                 final = self.path(stored.sha256)
                 final.parent.mkdir(exist_ok=True)
                 if not final.exists():

@@ -45,6 +45,7 @@ from gitreg import metrics
 from gitreg.errors import ConfigError, Conflict, NotFound, StorageUnavailable, storage_full
 from gitreg.storage.blobs import (
     SHA256_RE,
+    BlobCheck,
     BlobWriter,
     LocalScratch,
     StoredBlob,
@@ -226,8 +227,9 @@ class S3BlobStore(LocalScratch):
             raise OSError(errno.EIO, f"S3 bucket {self.bucket}: {reason}") from exc
 
     @contextlib.contextmanager
-    def writer(self) -> Iterator[BlobWriter]:
-        """Hash into a locked local temp file; on a clean exit upload it write-once."""
+    def writer(self, check: BlobCheck | None = None) -> Iterator[BlobWriter]:
+        """Hash into a locked local temp file; on a clean exit (and `check`
+        passing on that file) upload it write-once."""
         fd, tmp = locked_temp_file(self._tmp)
         try:
             with os.fdopen(fd, "wb") as raw:
@@ -240,6 +242,8 @@ class S3BlobStore(LocalScratch):
                         raise full from exc
                     raise
                 stored = sink.digest()
+                if check is not None:
+                    check(tmp, stored)
                 self._upload(tmp, stored)
             sink.result = stored
             metrics.blob_written(stored.size)

@@ -124,6 +124,11 @@ def test_cold_miss_fetches_verifies_and_keeps_both_hashes(
         ("html", "not a zip archive (upstream sent text/html"),
         ("error500", "answered HTTP 500"),
         ("truncated", "truncated"),
+        ("bad-crc", "Bad CRC-32"),
+        # The zip downloads while the signature is checked: a bad signature is the
+        # reason given, however the zip fares.
+        ("bad-signature+error500", "signature does not verify"),
+        ("bad-signature+truncated", "signature does not verify"),
     ],
 )
 def test_refused_packages_are_never_stored(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.errors import NotFound
-from gitreg.storage.blobs import BlobStore
+from gitreg.errors import NotFound, VerificationError
+from gitreg.storage.blobs import BlobStore, StoredBlob
 
 DATA = b"terraform module archive"
 SHA = hashlib.sha256(DATA).hexdigest()
@@ -38,6 +38,35 @@ def test_a_failed_write_stores_nothing(blobs: BlobStore) -> None:
         sink.write(DATA)
         raise RuntimeError("boom")
     assert not blobs.exists(SHA)
+
+
+def test_a_check_sees_every_byte_before_the_blob_is_stored(blobs: BlobStore) -> None:
+    seen: list[tuple[bytes, str, int, bool]] = []
+
+    def check(path: Path, blob: StoredBlob) -> None:
+        seen.append((path.read_bytes(), blob.sha256, blob.size, blobs.exists(SHA)))
+
+    with blobs.writer(check) as sink:
+        sink.write(DATA[:7])
+        sink.write(DATA[7:])
+    assert seen == [(DATA, SHA, len(DATA), False)]
+    assert sink.result is not None and sink.result.sha256 == SHA
+    with blobs.open(SHA) as stored:
+        assert stored.read() == DATA
+
+
+def test_a_refusing_check_stores_nothing_and_leaves_no_temp_file(
+    blobs: BlobStore, tmp_path: Path
+) -> None:
+    def refuse(path: Path, blob: StoredBlob) -> None:
+        raise VerificationError(f"{blob.sha256} refused")
+
+    with pytest.raises(VerificationError, match=SHA), blobs.writer(refuse) as sink:
+        sink.write(DATA)
+    assert sink.result is None
+    assert not blobs.exists(SHA)
+    assert list(blobs.names()) == []
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and "tmp" in p.parts] == []
 
 
 def test_missing_and_malformed_blobs(blobs: BlobStore) -> None:

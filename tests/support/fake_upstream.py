@@ -15,8 +15,11 @@ Faults, per version (`upstream.faults[version] = ...`) or for everything
     html            the zip URL answers 200 text/html (an error page)
     error500        the zip URL answers 500
     truncated       the zip URL declares the full length and sends half
+    bad-crc         the zip, signed and listed as it is, has a member whose CRC-32
+                    does not match: only unpacking it (the h1 hash) finds out
     down            every request answers 503
     slow            every request waits `slow_seconds` first
+    bad-signature+F bad-signature, and the zip URL misbehaves as fault F says
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import contextlib
 import hashlib
 import random
 import ssl
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -88,9 +92,21 @@ class FakeUpstream:
     def _fault(self, version: str) -> str:
         return self.faults.get(version) or self.faults.get("*", "")
 
+    def _zip(self, release: FakeRelease, platform: str) -> bytes | None:
+        data = release.zips.get(platform)
+        if data is None or self._fault(release.version) != "bad-crc":
+            return data
+        corrupt = bytearray(data)
+        # End of central directory (no comment): the central directory's offset at
+        # +16; its first entry's CRC-32 at +16, which zipfile checks after reading.
+        central = struct.unpack("<I", corrupt[-6:-2])[0]
+        corrupt[central + 16] ^= 0xFF
+        return bytes(corrupt)
+
     def _shasums(self, type_: str, release: FakeRelease) -> bytes:
         lines = []
-        for platform, data in sorted(release.zips.items()):
+        for platform in sorted(release.zips):
+            data = self._zip(release, platform) or b""
             if self._fault(release.version) == "sha-mismatch":
                 data = data + b"tampered"
             name = f"terraform-provider-{type_}_{release.version}_{platform}.zip"
@@ -99,7 +115,7 @@ class FakeUpstream:
 
     def _signature(self, type_: str, release: FakeRelease) -> bytes:
         document = self._shasums(type_, release)
-        if self._fault(release.version) == "bad-signature":
+        if "bad-signature" in self._fault(release.version).split("+"):
             document = b"something else\n"
         return sign(self.key, document)
 
@@ -194,10 +210,10 @@ class FakeUpstream:
             if name == "SHA256SUMS.sig":
                 return Response(self._signature(type_, release), media_type="application/pgp")
             platform = name.removesuffix(".zip").split("_", 2)[-1]
-            data = release.zips.get(platform)
+            data = self._zip(release, platform)
             if data is None:
                 return Response(status_code=404)
-            fault = self._fault(release.version)
+            fault = self._fault(release.version).split("+")[-1]
             if fault == "html":
                 return Response(
                     b"<!DOCTYPE html><html>Service error</html>", media_type="text/html"

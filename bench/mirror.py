@@ -1,0 +1,234 @@
+"""Mirror pull-through (issue 16, target 6): a cold miss against fetching directly.
+
+A fake upstream provider registry (tests/support/fake_upstream.py: uvicorn over TLS,
+in a thread of this process) serves one signed provider zip per size. In one run,
+with curl as the only client, each round measures for each size:
+
+- direct: the zip straight from the upstream's download URL;
+- cold:   the same bytes through `gitreg serve`'s mirror for a version it has never
+          seen (download metadata, SHA256SUMS + signature, the zip, verification,
+          storing, then serving it);
+- warm:   the same mirror URL again (served from the blob store);
+- hosted: a hosted archive of the same size, `/archives/<sha256>.tar.gz`.
+
+Every version of a size is the same zip bytes under another version number, so each
+round's cold miss is a real miss that costs the same. SHA256SUMS and its signature are
+computed before the clock starts, as a real registry serves them from files.
+`--before DIR` adds a second gitreg, run from another checkout's source (e.g.
+`git archive COMMIT gitreg | tar -x -C DIR`), measured in the same rounds: its cold
+miss and warm hit are the "before" rows. Targets: cold <= 1.1x direct, warm ~ hosted.
+
+    python bench/mirror.py [--rounds 5] [--sizes 20,100] [--before DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import benchlib as b
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.support
+
+CURL = ["curl", "-sS", "--fail-with-body", "-o", "/dev/null", "-w", "%{time_total}"]
+
+
+def curl(url: str, ca: Path) -> float:
+    """Seconds for one whole GET (new connection, body discarded)."""
+    out = subprocess.run(
+        [*CURL, "--cacert", str(ca), url],
+        capture_output=True,
+        timeout=300,
+    )
+    b.require(out.returncode == 0, f"{url}: {out.stderr.decode().strip()}")
+    return float(out.stdout)
+
+
+def run(args: argparse.Namespace, ws: Path) -> str:
+    from gitreg.storage.blobs import FileBlobStore
+    from tests.support.fake_upstream import FakeRelease, FakeUpstream, serve_tls
+    from tests.support.provider_dist import provider_zip
+
+    class StaticUpstream(FakeUpstream):
+        """The fake computes SHA256SUMS (hashing every zip) and signs it per request;
+        a real registry serves them as files: computed once here, as theirs are."""
+
+        def _shasums(self, type_: str, release: FakeRelease) -> bytes:
+            key = ("sums", type_, release.version)
+            if key not in documents:
+                documents[key] = super()._shasums(type_, release)
+            return documents[key]
+
+        def _signature(self, type_: str, release: FakeRelease) -> bytes:
+            key = ("sig", type_, release.version)
+            if key not in documents:
+                documents[key] = super()._signature(type_, release)
+            return documents[key]
+
+    documents: dict[tuple[str, str, str], bytes] = {}
+    rng = random.Random(16)
+    fake = StaticUpstream()
+    store = FileBlobStore(ws / "data" / "blobs")
+    zips: dict[int, bytes] = {}
+    hosted: dict[int, str] = {}
+    for mb in args.sizes:
+        b.progress(f"building a {mb} MB zip")
+        zips[mb] = provider_zip(f"big{mb}", "1.0.0", rng.randbytes(mb * 1_000_000))
+        hosted[mb] = store.put_bytes(rng.randbytes(len(zips[mb]))).sha256
+        fake.providers[("hashicorp", f"big{mb}")] = {
+            f"1.0.{i}": FakeRelease(f"1.0.{i}", {"linux_amd64": zips[mb]})
+            for i in range(args.rounds + 1)
+        }
+    tls = b.make_tls(ws / "tls")
+    times: dict[tuple[int, str], list[float]] = {}
+    with serve_tls(fake, ws / "upstream-tls") as served, b.servers() as started:
+        env = {
+            "GITREG_UPSTREAM": f"registry.terraform.io={served.url}",
+            "GITREG_MIRROR_PLATFORMS": "linux_amd64",
+            "SSL_CERT_FILE": str(served.ca_pem),
+            "PYTHONPATH": str(ROOT),
+        }
+        gitreg = b.start_gitreg(ws / "data", tls, ws, "warning", env=env)
+        started.append(gitreg)
+        before = None
+        if args.before:
+            before_env = {**env, "PYTHONPATH": str(args.before)}
+            before = b.start_gitreg(
+                ws / "before", tls, ws, "warning", env=before_env, name="before"
+            )
+            started.append(before)
+        for mb in args.sizes:  # what a real registry has ready before anyone asks
+            for release in fake.providers[("hashicorp", f"big{mb}")].values():
+                fake._signature(f"big{mb}", release)
+        for i in range(args.rounds + 1):  # round 0 warms up and is not counted
+            for mb in args.sizes:
+                version = f"1.0.{i}"
+                name = f"terraform-provider-big{mb}_{version}_linux_amd64.zip"
+                direct = f"{served.url}/files/hashicorp/big{mb}/{version}/{name}"
+                path = f"/mirror/registry.terraform.io/hashicorp/big{mb}/{name}"
+                took = {"direct": curl(direct, served.ca_pem)}
+                if before is not None:
+                    took["cold before"] = curl(before.url(path), tls.ca)
+                    took["warm before"] = curl(before.url(path), tls.ca)
+                took["cold"] = curl(gitreg.url(path), tls.ca)
+                took["warm"] = curl(gitreg.url(path), tls.ca)
+                took["hosted"] = curl(gitreg.url(f"/archives/{hosted[mb]}.tar.gz"), tls.ca)
+                b.progress(
+                    f"round {i} {mb} MB: " + ", ".join(f"{k} {v:.3f}s" for k, v in took.items())
+                )
+                if i:
+                    for kind, seconds in took.items():
+                        times.setdefault((mb, kind), []).append(seconds)
+    return _render(args, zips, times) + "\n\n" + local_passes(args, ws, zips)
+
+
+def local_passes(args: argparse.Namespace, ws: Path, zips: dict[int, bytes]) -> str:
+    """In process, no network: the work between the zip's last byte arriving and the
+    package being stored, as it was (hash the scratch file again and unzip it for h1
+    in `inspect_package`, then copy it into the store) and as it is (unzip for h1
+    inside the blob writer, then rename)."""
+    from gitreg.providers.package import PackageLimits, inspect_package
+    from gitreg.storage.blobs import FileBlobStore, StoredBlob
+
+    limits = PackageLimits(2**31, 2**33, 1000)
+    rows = []
+    for mb, data in zips.items():
+        took: dict[str, list[float]] = {"three passes (before)": [], "one pass (now)": []}
+        for i in range(args.rounds):
+            store = FileBlobStore(ws / f"passes-{mb}-{i}")
+            scratch = ws / f"scratch-{mb}-{i}.zip"
+            scratch.write_bytes(data)
+            start = time.perf_counter()
+            inspect_package(scratch, f"big{mb}", "linux", limits)
+            with store.writer() as sink, scratch.open("rb") as source:
+                while chunk := source.read(1024 * 1024):
+                    sink.write(chunk)
+            took["three passes (before)"].append(time.perf_counter() - start)
+            store = FileBlobStore(ws / f"passes-now-{mb}-{i}")
+            type_ = f"big{mb}"
+
+            def check(path: Path, blob: StoredBlob, type_: str = type_) -> None:
+                inspect_package(path, type_, "linux", limits, blob.sha256)
+
+            with store.writer(check) as sink:
+                sink.write(data)  # as the body arrives: hashed on the way in
+                start = time.perf_counter()
+            took["one pass (now)"].append(time.perf_counter() - start)
+        for label, seconds in took.items():
+            rows.append([f"{len(data) / 1e6:.0f} MB", label, f"{b.median(seconds):.3f}"])
+    return "\n".join(
+        [
+            "### After the last byte: verification and storing, in process",
+            "",
+            f"Median of {args.rounds}; fsync included (same disk as the blob store).",
+            "",
+            b.table(["zip", "work", "median s"], rows),
+        ]
+    )
+
+
+def _render(
+    args: argparse.Namespace, zips: dict[int, bytes], times: dict[tuple[int, str], list[float]]
+) -> str:
+    rows = []
+    for mb in args.sizes:
+        size = len(zips[mb])
+        kinds = [kind for (size_mb, kind) in times if size_mb == mb]
+        medians = {kind: b.median(times[(mb, kind)]) for kind in kinds}
+        for kind in kinds:
+            rows.append(
+                [
+                    f"{size / 1e6:.0f} MB",
+                    kind,
+                    f"{medians[kind]:.3f}",
+                    f"{size / 1e6 / medians[kind]:,.0f}",
+                    f"{medians[kind] / medians['direct']:.2f}",
+                    f"{medians[kind] / medians['hosted']:.2f}",
+                ]
+            )
+    headers = ["zip", "fetch", "median s", "MB/s", "vs direct", "vs hosted"]
+    return "\n".join(
+        [
+            "## Mirror: cold miss and warm hit vs a direct fetch and a hosted archive",
+            "",
+            f"Machine: {b.machine_line()}",
+            "",
+            f"curl, one GET per cell over TLS, new connection each; median of {args.rounds}"
+            " interleaved rounds after one warm-up round. gitreg on CPU 1; the upstream"
+            " (uvicorn, in the bench process) and curl unpinned."
+            + (
+                " The machine was shared (GITREG_BENCH_NO_WAIT=1): timings are noisy."
+                if os.environ.get("GITREG_BENCH_NO_WAIT")
+                else ""
+            ),
+            "",
+            b.table(headers, rows),
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--sizes", type=lambda text: [int(s) for s in text.split(",")], default=[20, 100]
+    )
+    parser.add_argument("--before", type=Path, help="another checkout's source to compare")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("GITREG_JOB_WORKERS", "0")
+    with b.workspace("mirror", args.keep) as ws:
+        # `python -m gitreg` looks in its working directory first: run both servers
+        # from one without a gitreg, so each gets the source its PYTHONPATH names.
+        os.chdir(ws)
+        print(run(args, ws))
+
+
+if __name__ == "__main__":
+    main()
