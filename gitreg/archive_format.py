@@ -51,7 +51,7 @@ def fast_builder() -> str:
     reproducible (A5).
     """
     try:
-        import isal  # noqa: PLC0415 (only publishing processes need it)
+        import isal
     except ImportError:
         return CLASSIC
     return f"tar-pax+isal-{isal.ISAL_VERSION}-1"
@@ -66,7 +66,7 @@ def gzip_writer(out: BinaryIO, builder: str) -> Iterator[_Writable]:
         return
     if not builder.startswith("tar-pax+isal-"):
         raise ValueError(f"unknown archive builder {builder!r}")
-    from isal import igzip  # noqa: PLC0415
+    from isal import igzip
 
     if builder != fast_builder():
         # Another ISA-L version could deflate differently: refuse rather than record

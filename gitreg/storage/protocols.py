@@ -27,8 +27,8 @@ from gitreg.storage.providers import (
     ProviderVersionRecord,
 )
 from gitreg.storage.records import (
-    ModuleGlob,
     ConflictRecord,
+    ModuleGlob,
     ModuleRecord,
     NewVersion,
     RepoRecord,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import sys
 import tarfile
 
 import pytest
@@ -90,10 +91,17 @@ def test_fast_builder_is_isal_when_its_wheel_is_installed() -> None:
     assert fast_builder().startswith("tar-pax+isal-")
 
 
-def test_unknown_builder_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown archive builder"):
-        with gzip_writer(io.BytesIO(), "tar-pax+brotli-11"):
-            pass
-    with pytest.raises(ValueError, match="not this installation's"):
-        with gzip_writer(io.BytesIO(), "tar-pax+isal-0.0.1-1"):
-            pass
+@pytest.mark.parametrize(
+    ("builder", "message"),
+    [("tar-pax+brotli-11", "unknown archive builder"), ("tar-pax+isal-0.0.1-1", "not this")],
+)
+def test_unknown_builder_is_refused(builder: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message), gzip_writer(io.BytesIO(), builder):
+        pass
+
+
+def test_without_the_isal_wheel_new_archives_use_the_classic_builder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "isal", None)  # what a missing wheel looks like
+    assert fast_builder() == CLASSIC
