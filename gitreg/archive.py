@@ -92,6 +92,7 @@ def build_archive(
     mtime: int,
     limits: ArchiveLimits = ArchiveLimits(),  # frozen, so one shared default is safe
     builder: str = CLASSIC,
+    prefix: str = "",
 ) -> ArchiveReport:
     """Write the tree `tree_id` as a deterministic `.tar.gz` to `out` and report on it.
 
@@ -99,7 +100,8 @@ def build_archive(
     bytes (A5). The gzip stream is written incrementally and blobs are read one at a
     time, so memory stays around one file's size. On `ArchiveTooLarge` (or a dulwich
     error for a corrupt or missing object) `out` holds a partial stream that the caller
-    must discard.
+    must discard. With `prefix` (a checked subdirectory path, issue 16) every entry
+    is written under it: the archive of one directory of a monorepo, at its place.
     """
     report = ArchiveReport()
     root = _load(object_store, ObjectID(tree_id), Tree)
@@ -108,7 +110,8 @@ def build_archive(
     with gzip_writer(out, builder) as gz:
         tar = TarStream(gz)
         writer = _Writer(object_store, tar, mtime, limits, report)
-        for path, mode, sha in _walk(object_store, root, limits, report):
+        start = prefix.encode("utf-8") + b"/" if prefix else b""
+        for path, mode, sha in _walk(object_store, root, limits, report, start):
             writer.add(path, mode, sha)
         tar.close()
     return report
@@ -118,7 +121,7 @@ def build_archive(
 
 
 def _walk(
-    store: ObjectSource, root: Tree, limits: ArchiveLimits, report: ArchiveReport
+    store: ObjectSource, root: Tree, limits: ArchiveLimits, report: ArchiveReport, start: bytes
 ) -> Iterator[tuple[bytes, int, ObjectID]]:
     """Yield every non-directory entry with a safe path, in full-path byte order (A5).
 
@@ -126,7 +129,7 @@ def _walk(
     Python's recursion limit; depth is bounded anyway by `max_path_length` (A6).
     Unsafe names and non-tree "directories" are reported and not descended into (A1).
     """
-    stack: list[tuple[bytes, Iterator[TreeEntry]]] = [(b"", _children(root))]
+    stack: list[tuple[bytes, Iterator[TreeEntry]]] = [(start, _children(root))]
     while stack:
         prefix, entries = stack[-1]
         entry = next(entries, None)

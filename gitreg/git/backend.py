@@ -15,7 +15,7 @@ import threading
 import time
 import traceback
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -36,9 +36,11 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
+from gitreg.archive_format import CLASSIC
 from gitreg.catalog.tree import read_doc_files
 from gitreg.errors import GitError, MirrorLocked, storage_full
 from gitreg.git.leftovers import remove_leftovers
+from gitreg.git.trees import TreeReader
 
 TAG_PREFIX = Ref(b"refs/tags/")
 PEELED = b"^{}"
@@ -95,9 +97,30 @@ class GitBackend(Protocol):
 
     def subtree(self, mirror: Path, tree_sha: str, subdir: str) -> str | None: ...
 
+    def subtrees(
+        self, mirror: Path, wanted: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], str | None]:
+        """`subtree` for many (tree sha, subdir) pairs on one open mirror."""
+        ...
+
+    def module_dirs(self, mirror: Path, tree_shas: Iterable[str], pattern: str) -> dict[str, str]:
+        """Directories matching a `--modules` pattern in any of the trees, each with
+        why it is not a module ("" when it is one: it holds a .tf file)."""
+        ...
+
     def archive(
-        self, mirror: Path, tree_sha: str, out: BinaryIO, mtime: int, limits: ArchiveLimits
-    ) -> ArchiveReport: ...
+        self,
+        mirror: Path,
+        tree_sha: str,
+        out: BinaryIO,
+        mtime: int,
+        limits: ArchiveLimits,
+        builder: str = CLASSIC,
+        subdir: str = "",
+    ) -> ArchiveReport:
+        """The archive of a tree; with `subdir`, `tree_sha` is that directory's
+        tree and the archive holds it alone, under its path (issue 16)."""
+        ...
 
     def doc_files(self, mirror: Path, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
         """The README, CHANGELOG and .tf files documentation is made from (issue 13)."""
@@ -226,13 +249,43 @@ class DulwichBackend:
         finally:
             repo.close()
 
+    def subtrees(
+        self, mirror: Path, wanted: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], str | None]:
+        repo = self._open_mirror(mirror)
+        try:
+            reader = TreeReader(repo.object_store)
+            return {(tree, subdir): reader.subtree(tree, subdir) for tree, subdir in wanted}
+        finally:
+            repo.close()
+
+    def module_dirs(self, mirror: Path, tree_shas: Iterable[str], pattern: str) -> dict[str, str]:
+        repo = self._open_mirror(mirror)
+        try:
+            return TreeReader(repo.object_store).matching_dirs(tree_shas, pattern)
+        finally:
+            repo.close()
+
     def archive(
-        self, mirror: Path, tree_sha: str, out: BinaryIO, mtime: int, limits: ArchiveLimits
+        self,
+        mirror: Path,
+        tree_sha: str,
+        out: BinaryIO,
+        mtime: int,
+        limits: ArchiveLimits,
+        builder: str = CLASSIC,
+        subdir: str = "",
     ) -> ArchiveReport:
         repo = self._open_mirror(mirror)
         try:
             return build_archive(
-                repo.object_store, tree_sha.encode(), out, mtime=mtime, limits=limits
+                repo.object_store,
+                tree_sha.encode(),
+                out,
+                mtime=mtime,
+                limits=limits,
+                builder=builder,
+                prefix=subdir,
             )
         finally:
             repo.close()
