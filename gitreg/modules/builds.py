@@ -18,6 +18,7 @@ import concurrent.futures as futures
 import multiprocessing
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -78,6 +79,7 @@ class ArchiveBuilds:
         self._limits = limits
         self.builder = builder
         self._workers = workers
+        self._pool = threading.Lock()
 
     def build_one(self, mirror: Path, key: ArchiveKey) -> Built:
         """Build in this process; raises ArchiveTooLarge (nothing is stored then)."""
@@ -110,9 +112,14 @@ class ArchiveBuilds:
             # Processes pay off once the builds they would take over save more than
             # starting them costs; small modules are built here, one after another.
             saved = (time.monotonic() - started) * len(rest) * (1 - 1 / max(workers, 1))
-            if workers >= 2 and saved > _WORKER_START_SECONDS:
-                with self._blobs.scratch_dir("archives-") as scratch:
-                    yield from self._in_processes(mirror, rest, workers, scratch)
+            # One pool per process at a time: the job threads of a server syncing
+            # several repositories would otherwise start cores x threads processes.
+            if workers >= 2 and saved > _WORKER_START_SECONDS and self._pool.acquire(False):
+                try:
+                    with self._blobs.scratch_dir("archives-") as scratch:
+                        yield from self._in_processes(mirror, rest, workers, scratch)
+                finally:
+                    self._pool.release()
                 return
 
     def _here(self, mirror: Path, key: ArchiveKey) -> Built | str:
