@@ -214,11 +214,12 @@ def tag_to_listed(
             b.tag(src.path, name, commit)
             synced = b.gitreg_cli(data, "sync", MODULE)
             listed = wait_listed(server, tls, name.lstrip("v"), deadline_s=60)
+            downloaded = download(server, tls, name.lstrip("v"))
             total = time.perf_counter() - t0
             b.wait_quiet()
             old = b.gitreg_cli(base_data, "sync", MODULE, cwd=base)
             b.require("1 published" in old.stdout, f"baseline sync: {old.stdout[-300:]}")
-            rows.append([name, old.seconds, synced.seconds, listed, total])
+            rows.append([name, old.seconds, synced.seconds, listed, downloaded, total])
     return rows
 
 
@@ -286,10 +287,18 @@ def report(
         ),
         "",
         "Tag to installable: `git tag`, `gitreg sync MODULE`, then poll the running server's"
-        " versions answer every 20 ms (now); the baseline's `gitreg sync` of the same tag:",
+        " versions answer every 20 ms, then `download` and the whole archive it points to"
+        " (now); the baseline's `gitreg sync` of the same tag, timed alone:",
         "",
         b.table(
-            ["tag", "baseline sync s", "now sync s", "now listed after sync s", "now total s"],
+            [
+                "tag",
+                "baseline sync s",
+                "now sync s",
+                "then listed s",
+                "then downloaded s",
+                "now: tag to installable s",
+            ],
             [[row[0], *(f"{v:.2f}" for v in row[1:])] for row in latencies],
         ),
     ]
@@ -319,6 +328,16 @@ def wait_listed(server: b.Server, tls: b.Tls, version: str, deadline_s: float) -
             return time.perf_counter() - start
         time.sleep(0.02)
     raise SystemExit(f"{version} not listed within {deadline_s} s")
+
+
+def download(server: b.Server, tls: b.Tls, version: str) -> float:
+    """Seconds for `download` (204 + X-Terraform-Get) and the archive it names."""
+    start = time.perf_counter()
+    status, headers, _ = b.fetch(server.url(f"/v1/modules/{MODULE}/{version}/download"), tls.ca)
+    b.require(status == 204, f"download answered {status}")
+    status, _, body = b.fetch(headers["X-Terraform-Get"], tls.ca)
+    b.require(status == 200 and len(body) > 0, f"archive answered {status}")
+    return time.perf_counter() - start
 
 
 def main() -> None:
