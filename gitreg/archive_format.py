@@ -33,6 +33,7 @@ CLASSIC = "tar-pax+zlib-6"
 
 _BLOCK = 512
 _RECORD = 20 * _BLOCK  # tarfile pads the archive to whole records
+_CHUNK = 256 * 1024
 _NAME_MAX = 100
 # Octal fields of a ustar header hold digits-1 digits plus a NUL (tarfile's `itn`).
 _SIZE_MAX = 8**11
@@ -79,11 +80,17 @@ def gzip_writer(out: BinaryIO, builder: str) -> Iterator[_Writable]:
 
 
 class TarStream:
-    """Writes tar members into a byte stream exactly as `tarfile` would in PAX format."""
+    """Writes tar members into a byte stream exactly as `tarfile` would in PAX format.
+
+    Small writes are gathered into chunks of about `_CHUNK` bytes: each write into the
+    gzip layer is one call into the compressor, and three per file (header, content,
+    padding) cost more than the deflate itself with ISA-L.
+    """
 
     def __init__(self, out: _Writable) -> None:
         self._out = out
         self._offset = 0
+        self._pending = bytearray()
 
     def add(self, info: tarfile.TarInfo, data: bytes = b"") -> None:
         """One member: its header, then `data` padded to a whole block."""
@@ -101,10 +108,22 @@ class TarStream:
         tail = self._offset % _RECORD
         if tail:
             self._write(b"\0" * (_RECORD - tail))
+        self._flush()
 
     def _write(self, data: bytes) -> None:
-        self._out.write(data)
         self._offset += len(data)
+        if len(data) >= _CHUNK:
+            self._flush()
+            self._out.write(data)
+            return
+        self._pending += data
+        if len(self._pending) >= _CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._out.write(bytes(self._pending))
+            self._pending.clear()
 
 
 def _ustar_header(info: tarfile.TarInfo) -> bytes | None:
