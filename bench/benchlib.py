@@ -300,6 +300,9 @@ class Finished:
     # The largest sum of VmRSS over the command and all its descendants seen at one
     # poll (archive worker processes, issue 16); 0 when not asked for.
     tree_rss_kib: int = 0
+    # User + system CPU seconds of the command and of every descendant it waited
+    # for (wait4's rusage): steadier than wall time on a shared machine.
+    cpu_seconds: float = 0.0
 
 
 def descendants(pid: int) -> list[int]:
@@ -352,19 +355,20 @@ def run_measured(
             with contextlib.suppress(OSError, KeyError):
                 peak = max(peak, proc_status(process.pid)["VmHWM"])
                 tree_peak = max(tree_peak, tree_rss(process.pid))
-            pid, status = os.waitpid(process.pid, os.WNOHANG)
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 break
             if time.monotonic() > deadline:
                 process.kill()
-                pid, status = os.waitpid(process.pid, 0)
+                pid, status, usage = os.wait4(process.pid, 0)
                 break
             time.sleep(0.01)
         seconds = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode(errors="replace")
-    return Finished(process.returncode, seconds, peak, text, tree_peak)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Finished(process.returncode, seconds, peak, text, tree_peak, cpu)
 
 
 def gitreg_cli(

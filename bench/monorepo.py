@@ -105,6 +105,7 @@ def run(args: argparse.Namespace, ws: Path) -> str:
                     len(blobs),
                     f"{stored:,.1f}",
                     f"{done.seconds:.1f}",
+                    f"{done.cpu_seconds:.1f}",
                     b.mib(done.maxrss_kib),
                     b.mib(done.tree_rss_kib),
                 ]
@@ -126,6 +127,7 @@ def run(args: argparse.Namespace, ws: Path) -> str:
                     "archives",
                     "MB stored",
                     "repo add s",
+                    "CPU s",
                     "peak RSS MiB (CLI)",
                     "peak RSS MiB (CLI + workers)",
                 ],

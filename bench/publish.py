@@ -241,6 +241,7 @@ def report(
             label,
             f"{d.seconds:.1f}",
             f"{first / d.seconds:.2f}x",
+            f"{d.cpu_seconds:.1f}",
             b.mib(d.maxrss_kib),
             b.mib(d.tree_rss_kib),
         ]
@@ -272,6 +273,7 @@ def report(
                 "`gitreg repo add` (fetch + archives + index)",
                 "wall s",
                 "speed-up",
+                "CPU s (with workers)",
                 "peak RSS MiB (CLI)",
                 "peak RSS MiB (CLI + workers)",
             ],
