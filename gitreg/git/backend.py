@@ -31,7 +31,7 @@ from dulwich.config import ConfigDict
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.object_store import ObjectStoreGraphWalker
-from dulwich.objects import Commit, ObjectID, Tag, Tree
+from dulwich.objects import Commit, ObjectID, Tag
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
@@ -40,6 +40,7 @@ from gitreg.archive_format import CLASSIC
 from gitreg.catalog.tree import read_doc_files
 from gitreg.errors import GitError, MirrorLocked, storage_full
 from gitreg.git.leftovers import remove_leftovers
+from gitreg.git.sessions import MirrorSessions
 from gitreg.git.trees import TreeReader
 
 TAG_PREFIX = Ref(b"refs/tags/")
@@ -126,6 +127,11 @@ class GitBackend(Protocol):
         """The README, CHANGELOG and .tf files documentation is made from (issue 13)."""
         ...
 
+    def session(self, mirror: Path) -> contextlib.AbstractContextManager[None]:
+        """Reads of `mirror` on this thread share one open repository until the
+        block ends (gitreg/git/sessions.py)."""
+        ...
+
 
 class DulwichBackend:
     """`GitBackend` on dulwich: one code path for local, https and ssh remotes."""
@@ -136,6 +142,7 @@ class DulwichBackend:
         self._config.set((b"http",), b"timeout", str(int(timeout)).encode())
         self._timeout = timeout
         self._max_pack_bytes = max_pack_bytes
+        self._sessions = MirrorSessions()
 
     def _open_mirror(self, mirror: Path) -> Repo:
         if not (mirror / "HEAD").is_file():
@@ -235,36 +242,19 @@ class DulwichBackend:
 
     def subtree(self, mirror: Path, tree_sha: str, subdir: str) -> str | None:
         """The sha of `subdir` inside a tree, or None if it is not a directory there."""
-        repo = self._open_mirror(mirror)
-        try:
-            tree = repo[tree_sha.encode()]
-            for part in subdir.split("/") if subdir else []:
-                if not isinstance(tree, Tree) or part.encode() not in tree:
-                    return None
-                mode, sha = tree[part.encode()]
-                if mode & 0o170000 != 0o040000:
-                    return None
-                tree = repo[sha]
-            return tree.id.decode() if isinstance(tree, Tree) else None
-        finally:
-            repo.close()
+        with self._sessions.reading(mirror, self._open_mirror) as repo:
+            return TreeReader(repo.object_store).subtree(tree_sha, subdir)
 
     def subtrees(
         self, mirror: Path, wanted: Iterable[tuple[str, str]]
     ) -> dict[tuple[str, str], str | None]:
-        repo = self._open_mirror(mirror)
-        try:
+        with self._sessions.reading(mirror, self._open_mirror) as repo:
             reader = TreeReader(repo.object_store)
             return {(tree, subdir): reader.subtree(tree, subdir) for tree, subdir in wanted}
-        finally:
-            repo.close()
 
     def module_dirs(self, mirror: Path, tree_shas: Iterable[str], pattern: str) -> dict[str, str]:
-        repo = self._open_mirror(mirror)
-        try:
+        with self._sessions.reading(mirror, self._open_mirror) as repo:
             return TreeReader(repo.object_store).matching_dirs(tree_shas, pattern)
-        finally:
-            repo.close()
 
     def archive(
         self,
@@ -276,8 +266,7 @@ class DulwichBackend:
         builder: str = CLASSIC,
         subdir: str = "",
     ) -> ArchiveReport:
-        repo = self._open_mirror(mirror)
-        try:
+        with self._sessions.reading(mirror, self._open_mirror) as repo:
             return build_archive(
                 repo.object_store,
                 tree_sha.encode(),
@@ -287,15 +276,14 @@ class DulwichBackend:
                 builder=builder,
                 prefix=subdir,
             )
-        finally:
-            repo.close()
 
     def doc_files(self, mirror: Path, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
-        repo = self._open_mirror(mirror)
-        try:
+        with self._sessions.reading(mirror, self._open_mirror) as repo:
             return read_doc_files(repo.object_store, tree_sha)
-        finally:
-            repo.close()
+
+    def session(self, mirror: Path) -> contextlib.AbstractContextManager[None]:
+        """Keep `mirror` open for this thread's reads until the block ends (one sync)."""
+        return self._sessions.session(mirror, self._open_mirror)
 
 
 class MirrorRepo(Repo):

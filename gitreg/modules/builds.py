@@ -135,7 +135,10 @@ class ArchiveBuilds:
         context = multiprocessing.get_context("spawn")
         pending = iter(enumerate(keys))
         running: dict[futures.Future[tuple[str, ...] | str], tuple[ArchiveKey, Path, float]] = {}
-        with futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        pool = futures.ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_exit_with_parent, initargs=(os.getpid(),)
+        )
+        with pool:
             # At most two builds per worker in flight, so scratch files stay few
             # even when storing them is slower than building them.
             while True:
@@ -181,3 +184,15 @@ def _build_file(
         path.unlink(missing_ok=True)
         return str(exc)
     return tuple(report.skipped)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In a worker process: exit when the process that started it is gone (killed
+    with SIGKILL, say), instead of waiting forever for work that will not come."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()

@@ -172,18 +172,31 @@ class Publisher:
                 self._index.record_fetch(repo.id, str(exc))
                 raise
             self._index.record_fetch(repo.id, "")
-            found, not_modules = discover_modules(self._index, self._git, repo, mirror, tags)
-            result.registered += found
-            result.ignored += not_modules
-            plans = [_plan(m, tags, problems) for m in self._index.modules_of_repo(repo.id)]
-            archives = _Archives(self._index, self._blobs, self.builds, self._git, mirror)
-            archives.prepare(plans)
-            for plan in plans:
-                self._sync_module(repo, plan, archives, result)
+            # One open mirror for every read of this sync (subtrees, archives, docs).
+            with self._git.session(mirror):
+                self._publish_tags(repo, mirror, tags, problems, result)
         if result.published or result.yanked:
             self._on_change()
         log.info("sync %s", result.summary())
         return result
+
+    def _publish_tags(
+        self,
+        repo: RepoRecord,
+        mirror: Path,
+        tags: list[TagRef],
+        problems: list[TagProblem],
+        result: SyncResult,
+    ) -> None:
+        """Register new `--modules` directories, then publish every module's new tags."""
+        found, not_modules = discover_modules(self._index, self._git, repo, mirror, tags)
+        result.registered += found
+        result.ignored += not_modules
+        plans = [_plan(m, tags, problems) for m in self._index.modules_of_repo(repo.id)]
+        archives = _Archives(self._index, self._blobs, self.builds, self._git, mirror)
+        archives.prepare(plans)
+        for plan in plans:
+            self._sync_module(repo, plan, archives, result)
 
     def _fetch(self, repo: RepoRecord, mirror: Path) -> None:
         """Fetch, first removing what a killed fetch left in the mirror (issue 10).
