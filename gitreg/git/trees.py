@@ -2,8 +2,9 @@
 
 A sync of a monorepo with 50 modules and 100 tags asks thousands of questions of the
 form "what is `modules/vpc` at this tag?". Each is a few tree reads, so they are
-answered here on one open object store, with every tree read once per sync (a subtree
-unchanged between tags has the same sha, so it is read once, not once per tag).
+answered here on one open object store, with recent trees kept (each module of a
+tag reads that tag's root tree) and directories unchanged between tags (same sha at
+the same path) matched once, not once per tag.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dulwich.objects import ObjectID, ShaFile, Tree
 
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000
+_CACHED_TREES = 1024
 
 
 class _Objects(Protocol):
@@ -23,17 +25,23 @@ class _Objects(Protocol):
 
 
 class TreeReader:
-    """Trees of one object store, each read at most once."""
+    """Trees of one object store; the last `_CACHED_TREES` read are kept."""
 
     def __init__(self, store: _Objects) -> None:
         self._store = store
         self._trees: dict[bytes, Tree | None] = {}
 
     def tree(self, sha: bytes) -> Tree | None:
-        if sha not in self._trees:
-            obj = self._store[ObjectID(sha)]
-            self._trees[sha] = obj if isinstance(obj, Tree) else None
-        return self._trees[sha]
+        if sha in self._trees:
+            return self._trees[sha]
+        obj = self._store[ObjectID(sha)]
+        found = obj if isinstance(obj, Tree) else None
+        if len(self._trees) >= _CACHED_TREES:
+            # Only recent trees are read again (a tag's root for each of its modules);
+            # keeping every tree of 5,000 tags would hold hundreds of MiB.
+            self._trees.clear()
+        self._trees[sha] = found
+        return found
 
     def subtree(self, tree_sha: str, subdir: str) -> str | None:
         """The sha of directory `subdir` in a tree, or None if it is not one there."""
