@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, ws: Path) -> str:
         src = ws / ("per-module.git" if per_module else "shared.git")
         made = monorepo(src, args.modules, args.tags, per_module)
         pattern = ["--tag-pattern", "{name}/v{version}"] if per_module else []
-        for whole in (False, True):
+        for whole in (False,) if args.no_whole_tree else (False, True):
             b.wait_quiet()
             data = ws / f"data-{len(rows)}"
             label = "per-module tags" if per_module else "shared tags"
@@ -141,6 +141,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modules", type=int, default=50)
     parser.add_argument("--tags", type=int, default=100)
+    parser.add_argument(
+        "--no-whole-tree", action="store_true", help="only the per-directory archive rows"
+    )
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     started = time.perf_counter()
