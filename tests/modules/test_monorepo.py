@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from gitreg.archive_format import fast_builder
+from gitreg.errors import BadRequest
+from gitreg.git.backend import DulwichBackend
+from gitreg.modules.globs import check_tag_pattern, tag_prefix_for
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo
@@ -164,3 +167,34 @@ def test_bad_options_are_errors_and_register_nothing(
     assert f"gitreg: error: {message}" in failed.stderr
     assert "registered" not in failed.stdout
     assert cli(data, "repo", "list").stdout.strip() == ""
+
+
+def test_a_nested_pattern_matches_one_component_per_star(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "stacks")
+    for path in ("stacks/net/aws", "stacks/dns/aws", "stacks/dns/gcp", "stacks/.hidden/aws"):
+        repo.write(f"{path}/main.tf", "# module\n")
+    repo.commit("stacks")
+    repo.tag("v1.0.0")
+    mirror = tmp_path / "mirror.git"
+    backend = DulwichBackend()
+    backend.fetch(str(repo.path), mirror)
+    tags, _ = backend.tags(mirror)
+    found = backend.module_dirs(mirror, [t.tree_sha for t in tags], "stacks/*/aws")
+    assert found == {"stacks/net/aws": "", "stacks/dns/aws": ""}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "prefix"),
+    [("", ""), ("{name}/v{version}", "vpc/v"), ("release-{name}-{version}", "release-vpc-")],
+)
+def test_tag_pattern_gives_each_module_its_prefix(pattern: str, prefix: str) -> None:
+    assert tag_prefix_for(check_tag_pattern(pattern), "vpc") == prefix
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["{name}", "v{version}", "{name}/{name}/{version}", "{x}{name}{version}", "-{name}/{version}"],
+)
+def test_bad_tag_patterns_are_refused(pattern: str) -> None:
+    with pytest.raises(BadRequest):
+        check_tag_pattern(pattern)
