@@ -20,7 +20,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
@@ -71,15 +71,24 @@ class ArchiveBuilds:
         git: GitBackend,
         blobs: BlobStore,
         limits: ArchiveLimits,
-        builder: str,
+        builder: Callable[[], str],
         workers: int,
     ) -> None:
         self._git = git
         self._blobs = blobs
         self._limits = limits
-        self.builder = builder
+        self._choose_builder = builder
+        self._builder = ""
         self._workers = workers
         self._pool = threading.Lock()
+
+    @property
+    def builder(self) -> str:
+        """Chosen at the first build, so a server process that never publishes does
+        not import the deflate library (gitreg/archive_format.py `fast_builder`)."""
+        if not self._builder:
+            self._builder = self._choose_builder()
+        return self._builder
 
     def build_one(self, mirror: Path, key: ArchiveKey) -> Built:
         """Build in this process; raises ArchiveTooLarge (nothing is stored then)."""

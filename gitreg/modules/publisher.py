@@ -96,7 +96,7 @@ class Publisher:
         )
         # New archives use the fastest builder installed; published ones never change.
         workers = worker_count(settings.archive_workers)
-        self.builds = ArchiveBuilds(git, blobs, limits, fast_builder(), workers)
+        self.builds = ArchiveBuilds(git, blobs, limits, fast_builder, workers)
 
     def mirror_path(self, repo: RepoRecord) -> Path:
         return self._settings.git_dir / f"{repo.id}.git"

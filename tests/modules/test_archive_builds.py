@@ -36,8 +36,8 @@ def _keys(tmp_path: Path) -> tuple[Path, list[ArchiveKey]]:
 
 def _build(tmp_path: Path, keys: list[ArchiveKey], mirror: Path) -> dict[ArchiveKey, Built | str]:
     blobs = FileBlobStore(tmp_path / "blobs")
-    runner = ArchiveBuilds(DulwichBackend(), blobs, ArchiveLimits(max_files=20), fast_builder(), 2)
-    limited = ArchiveBuilds(DulwichBackend(), blobs, ArchiveLimits(max_files=1), fast_builder(), 2)
+    runner = ArchiveBuilds(DulwichBackend(), blobs, ArchiveLimits(max_files=20), fast_builder, 2)
+    limited = ArchiveBuilds(DulwichBackend(), blobs, ArchiveLimits(max_files=1), fast_builder, 2)
     found = dict(runner.build_many(mirror, keys[:-2] + keys[-1:]))
     found.update(limited.build_many(mirror, keys[-2:-1]))
     return found
