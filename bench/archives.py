@@ -3,14 +3,16 @@
 The same 5 MB and 50 MB files (random bytes, i.e. incompressible like a .tar.gz) are put in
 gitreg's blob store and served as `/archives/<sha256>.tar.gz` by:
 
-- gitreg (`BlobFileResponse`, 1 MiB reads),
+- gitreg (`BlobFileResponse`: 64 KiB pieces read from the page cache on the event loop),
 - a bare Starlette `FileResponse` with the default chunk size (64 KiB), same uvicorn settings,
 - nginx, one worker, `sendfile on` (over TLS nginx cannot hand the file to the kernel without
   kTLS, so it reads and encrypts in user space, as a TLS-terminating proxy would).
 
-All three use the same TLS certificate. One client, then 8 concurrent clients.
+All three use the same TLS certificate. One client, then 8 concurrent clients, over
+HTTPS and over plain HTTP (`--schemes`; over HTTP nginx hands the file to the kernel
+with sendfile). Target (issue 16, target 7): gitreg >= 0.9x nginx's MB/s.
 
-    python bench/archives.py [--seconds 5] [--rounds 3]
+    python bench/archives.py [--seconds 5] [--rounds 3] [--schemes https,http]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import benchlib as b
+import metadata
 
 SIZES = {"5 MB": 5_000_000, "50 MB": 50_000_000}
 CLIENTS = (1, 8)
@@ -53,11 +56,40 @@ def run(args: argparse.Namespace, ws: Path) -> str:
         )
     routes = ws / "routes.json"
     routes.write_text(json.dumps({"files": files}))
+    out = [
+        "## Archive downloads: gitreg vs bare Starlette FileResponse vs nginx",
+        "",
+        f"Machine: {b.machine_line()}",
+        "",
+        f"wrk -t1 -d{args.seconds}s, keep-alive, TLS (same cert) or plain HTTP; servers on"
+        f" CPU 1, wrk on CPU 0; median of {args.rounds} interleaved rounds. MB/s is the"
+        " aggregate over all clients (10^6 bytes); time per download is one whole GET as a"
+        " client sees it. Server CPU s/GB is the server's user+system CPU per 10^9 bytes"
+        " sent: near 1 GB/s the single wrk thread is the limit, and this column still"
+        " tells the servers apart.",
+    ]
+    for scheme in args.schemes:
+        results = _measure(args, ws, tls, data, routes, root, blobs, scheme)
+        out += ["", f"### {scheme.upper()}", "", _render(results)]
+        out += ["", b.contention_note(list(_all(results)))]
+    return "\n".join(out)
+
+
+def _measure(
+    args: argparse.Namespace,
+    ws: Path,
+    tls: b.Tls,
+    data: Path,
+    routes: Path,
+    root: Path,
+    blobs: dict[str, str],
+    scheme: str,
+) -> dict[tuple[str, int, str], list[b.Load]]:
     results: dict[tuple[str, int, str], list[b.Load]] = defaultdict(list)
     with b.servers() as started:
-        started.append(b.start_gitreg(data, tls, ws))
-        started.append(b.start_bare(routes, tls, ws))
-        started.append(b.start_nginx(ws / "nginx", root, tls))
+        started.append(metadata.start_gitreg(data, tls, ws, scheme, "gitreg", None))
+        started.append(metadata.start_bare(routes, tls, ws, scheme))
+        started.append(metadata.start_nginx(root, tls, ws, scheme, ""))
         for server in started:
             for label, sha in blobs.items():
                 _, _, body = b.fetch(server.url(f"/archives/{sha}.tar.gz"), tls.ca)
@@ -77,19 +109,10 @@ def run(args: argparse.Namespace, ws: Path) -> str:
                         b.require(load.errors == 0 and load.non2xx == 0, f"{server.name} {label}")
                         b.require(load.requests > 0, f"{server.name} {label}: no download done")
                         results[(label, clients, server.name)].append(load)
-    out = [
-        "## Archive downloads: gitreg vs bare Starlette FileResponse vs nginx",
-        "",
-        f"Machine: {b.machine_line()}",
-        "",
-        f"wrk -t1 -d{args.seconds}s, keep-alive, TLS (same cert); servers on CPU 1, wrk on"
-        f" CPU 0; median of {args.rounds} interleaved rounds. MB/s is the aggregate over all"
-        " clients (10^6 bytes); time per download is one whole GET as a client sees it."
-        " Server CPU s/GB is the server's user+system CPU per 10^9 bytes sent: near 1 GB/s"
-        " the single wrk thread decrypting TLS is the limit, and this column still tells"
-        " the servers apart.",
-        "",
-    ]
+    return results
+
+
+def _render(results: dict[tuple[str, int, str], list[b.Load]]) -> str:
     rows = []
     for label in SIZES:
         for clients in CLIENTS:
@@ -123,8 +146,7 @@ def run(args: argparse.Namespace, ws: Path) -> str:
         "vs bare",
         "vs nginx",
     ]
-    out += [b.table(headers, rows), "", b.contention_note(list(_all(results)))]
-    return "\n".join(out)
+    return b.table(headers, rows)
 
 
 def _all(results: dict[tuple[str, int, str], list[b.Load]]) -> list[b.Load]:
@@ -139,6 +161,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--schemes", type=lambda text: text.split(","), default=["https", "http"])
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     with b.workspace("archives", args.keep) as ws:

@@ -132,7 +132,11 @@ def start_gitreg(
     port = b.free_port()
     tls_args = ["--no-tls"] if scheme == "http" else ["--tls-cert", str(tls.cert)]
     tls_args += [] if scheme == "http" else ["--tls-key", str(tls.key)]
-    command = [b.PYTHON, "-m", "gitreg", "serve", "--data-dir", str(data), "--port", str(port)]
+    # -P: without it `-m` puts the working directory first on sys.path, and a
+    # benchmark run from a checkout would measure that checkout as `before` too.
+    flags = ["-P"] if source else []
+    command = [b.PYTHON, *flags, "-m", "gitreg", "serve", "--data-dir", str(data)]
+    command += ["--port", str(port)]
     env = {"PYTHONPATH": str(source)} if source else None
     server = b.spawn(name, [*command, *tls_args], ws / f"{name}-{port}.log", port, env=env)
     return _started(server, scheme, "/healthz", tls)

@@ -17,16 +17,18 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from gitreg import logs, metrics
-from gitreg.api import admin, blobs, browse, discovery, health, mirror, modules, providers
+from gitreg.api import admin, blobs, browse, discovery, health, login, mirror, modules, providers
 from gitreg.api import metrics as metrics_api
 from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
 from gitreg.auth.signed_urls import RECHECK_EVERY
+from gitreg.download_counts import FLUSH_SECONDS
 from gitreg.errors import GitregError, Unauthorized, storage_full
-from gitreg.jobs.runner import JobRunner
 from gitreg.providers.uploads import UploadStaging
+from gitreg.server_limits import limit_malloc_arenas
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings
+from gitreg.ui import routes as ui
 from gitreg.webhooks import routes as webhooks
 
 log = logging.getLogger("gitreg.app")
@@ -48,6 +50,8 @@ async def _gitreg_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 404 and ui.wants_html(request):
+        return await ui.html_not_found(request)  # a browser outside the API: a page
     return json_response(
         error_body(exc.detail), status=exc.status_code, headers=dict(exc.headers or {})
     )
@@ -95,9 +99,12 @@ async def _reload_signing_keys_forever(svc: Services) -> None:
             log.exception("cannot reload the URL-signing keys")
 
 
-def all_routes() -> list[BaseRoute]:
+def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
+    # login.v1 is advertised only when sign-in is configured (gitreg/api/login.py).
+    services = {**discovery.SERVICES, **(login.login_service(settings) if settings else {})}
     return [
-        *discovery.routes(),
+        *discovery.routes(services),
+        *login.routes(),
         *modules.routes(),
         *providers.routes(),
         *mirror.routes(),
@@ -106,6 +113,7 @@ def all_routes() -> list[BaseRoute]:
         *webhooks.routes(),
         *admin.routes(),
         *browse.routes(),  # last: its {version} paths must not shadow the ones above
+        *ui.routes(),  # after every API route: the web UI shadows none (gitreg/ui/routes.py)
     ]
 
 
@@ -119,8 +127,9 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         watcher = asyncio.create_task(services.cache.watch(settings.refresh_interval))
         cleaner = asyncio.create_task(_clean_staging_forever(services))
         keys = asyncio.create_task(_reload_signing_keys_forever(services))
+        counts = asyncio.create_task(services.downloads.run(FLUSH_SECONDS))
         # Webhook jobs run on threads of this process (gitreg.jobs).
-        runner = JobRunner.for_services(services)
+        runner = services.job_runner()
         if settings.job_workers > 0:
             runner.start()
         try:
@@ -128,16 +137,17 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         finally:
             await run_in_threadpool(runner.stop)
             await services.mirror.upstream.aclose()
-            for task in (watcher, cleaner, keys):
+            for task in (watcher, cleaner, keys, counts):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await run_in_threadpool(services.downloads.flush)  # the last seconds' counts
             if svc is None:
                 services.close()
             metrics.process_exiting()
 
     app = Starlette(
-        routes=[*all_routes(), *metrics_api.routes(settings)],
+        routes=[*all_routes(settings), *metrics_api.routes(settings)],
         lifespan=lifespan,
         # Outermost of ours: every answer, errors included, gets a request id.
         middleware=[Middleware(AccessLog, enabled=settings.access_log)],
@@ -160,4 +170,5 @@ def app_from_environment() -> Starlette:
     """Factory for `uvicorn --factory gitreg.app:app_from_environment` (several workers)."""
     settings = load_settings()
     logs.configure(settings.log_format, settings.log_level)  # each worker is a new process
+    limit_malloc_arenas()
     return create_app(settings)

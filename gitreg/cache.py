@@ -11,7 +11,7 @@ so both take one lock: a fill stores only if no invalidation happened since
 its build started, checked and stored in one step, so an invalidation racing
 a fill can never leave a stale entry. Lookups (`peek`, the hot path measured
 in docs/performance.md) take no lock: they read whichever dict is current, and
-entries are only ever added to it under the lock or the whole dict replaced.
+entries are only ever added or removed under the lock, or the whole dict replaced.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
@@ -29,32 +30,67 @@ from gitreg import metrics
 T = TypeVar("T")
 log = logging.getLogger("gitreg.cache")
 
-# Bounded so that requests for millions of made-up names cannot grow memory
-# without limit; a full cache starts over, which only costs rebuilds.
-MAX_ENTRIES = 50_000
+# Bounded so that requests for millions of made-up names, or a fleet reading
+# every version of 10,000 modules, cannot grow memory without limit (issue 16,
+# target 2: one worker <= 60 MiB). The bound is in approximate bytes, since an
+# entry is a 100-byte download location or a module list of thousands of
+# versions; when it is reached the oldest entries go first, which costs only
+# rebuilds. 3 MiB of estimate, 6-9 MiB of a worker's RSS with malloc's
+# overhead: docs/performance.md, "Memory of one worker".
+MAX_BYTES = 3 * 1024 * 1024
+# What an entry holds besides its body: the key tuple of path strings, the dict
+# slot, and a small value (tracemalloc: a module download's entry is ~450 B, a
+# 50-version `versions` answer ~1.6 KiB plus its body, with its two responses).
+ENTRY_BYTES = 512
 # "Not found" answers are cached too (so made-up names cost no database read),
 # but under a smaller bound of their own: a flood of made-up names then cannot
-# push a worker past its memory budget (bench/rss.py, docs/performance.md).
+# push real answers out (bench/rss.py, docs/performance.md).
 MAX_NOT_FOUND = 5_000
 MISSING = object()
 
 
+def entry_bytes(value: object) -> int:
+    """An entry's approximate size: bodies by their length, lists and dicts
+    (browse records) by their length, anything else as one small entry."""
+    if isinstance(value, bytes | str):
+        return ENTRY_BYTES + len(value)
+    body = getattr(value, "body", None)
+    if isinstance(body, bytes):  # CachedJson: the body, its ETag, two responses
+        return 3 * ENTRY_BYTES + len(body)
+    if isinstance(value, list | dict):
+        return ENTRY_BYTES * (1 + len(value))
+    return ENTRY_BYTES
+
+
 class MetadataCache(Generic[T]):
-    def __init__(self, data_version: Callable[[], int]) -> None:
+    def __init__(self, data_version: Callable[[], int], max_bytes: int = MAX_BYTES) -> None:
         self._data_version = data_version
         self._seen_version = data_version()
+        self._max_bytes = max_bytes
         self._entries: dict[Hashable, T] = {}
+        # Keys in the order they were stored, with their sizes: the oldest go first.
+        self._order: deque[tuple[Hashable, int]] = deque()
+        self._bytes = 0
         self._not_found = 0
         self._lock = threading.Lock()
         self.generation = 0
 
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
     def invalidate(self) -> None:
         with self._lock:
             metrics.cache_evicted("invalidated", len(self._entries))
-            self._entries = {}
-            self._not_found = 0
+            self._reset({})
             self.generation += 1
         metrics.cache_size(0)
+
+    def _reset(self, kept: dict[Hashable, T]) -> None:
+        self._entries = kept
+        self._order = deque((k, entry_bytes(v)) for k, v in kept.items())
+        self._bytes = sum(size for _, size in self._order)
+        self._not_found = 0
 
     def peek(self, key: Hashable) -> T | object:
         """The cached value or `MISSING`: no coroutine, no thread, for hot paths."""
@@ -74,21 +110,34 @@ class MetadataCache(Generic[T]):
     def _store(self, key: Hashable, value: T, generation: int) -> None:
         """Keep `value` only if nothing was invalidated since its build started."""
         with self._lock:
-            if generation != self.generation:
+            if generation != self.generation or key in self._entries:
                 return
-            if len(self._entries) >= MAX_ENTRIES:
-                metrics.cache_evicted("full", len(self._entries))
-                self._entries = {}
-                self._not_found = 0
             if value is None:
                 if self._not_found >= MAX_NOT_FOUND:
                     kept = {k: v for k, v in self._entries.items() if v is not None}
                     metrics.cache_evicted("not_found_full", len(self._entries) - len(kept))
-                    self._entries = kept
-                    self._not_found = 0
+                    self._reset(kept)
                 self._not_found += 1
+            size = entry_bytes(value)
+            self._evict(self._max_bytes - size)
             self._entries[key] = value
+            self._order.append((key, size))
+            self._bytes += size
             metrics.cache_size(len(self._entries))
+
+    def _evict(self, room: int) -> None:
+        """Drop the oldest entries until at most `room` bytes are held."""
+        evicted = 0
+        while self._bytes > room and self._order:
+            old, size = self._order.popleft()
+            # Deleting while `peek` reads without the lock is safe: a lookup
+            # sees the entry or MISSING, and a miss only rebuilds.
+            if self._entries.pop(old, MISSING) is None:
+                self._not_found -= 1
+            self._bytes -= size
+            evicted += 1
+        if evicted:
+            metrics.cache_evicted("full", evicted)
 
     async def watch(self, interval: float) -> None:
         """Poll for commits by other processes until cancelled."""

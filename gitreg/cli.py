@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         admin,
         doctor,
         jobs,
+        login,
         migrate,
         mirror,
         module_proxy,
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.register(sub, common)
     yank.register_module(sub, common)
     reindex.register(sub, common)
+    login.register(sub, common)
     return parser
 
 

@@ -108,7 +108,7 @@ CACHE_ENTRIES = Gauge(
 CACHE_EVICTIONS = Counter(
     "gitreg_cache_evictions",
     "Metadata cache entries dropped, by reason: invalidated (a publish or another"
-    " process's commit), full (MAX_ENTRIES), not_found_full (MAX_NOT_FOUND).",
+    " process's commit), full (MAX_BYTES, oldest first), not_found_full (MAX_NOT_FOUND).",
     ("reason",),
 )
 AUTH_FAILURES = Counter(

@@ -13,9 +13,13 @@ from starlette.requests import Request
 from gitreg.auth.access import Access
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.cache import MetadataCache
+from gitreg.catalog.provider_docs import ProviderDocumenter
+from gitreg.catalog.search_cache import SearchCache
 from gitreg.catalog.service import Documenter
+from gitreg.download_counts import DownloadCounter
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
+from gitreg.jobs.runner import JobRunner
 from gitreg.mirror.service import MirrorService, build_mirror
 from gitreg.module_proxy.config import proxy_options
 from gitreg.module_proxy.service import ModuleProxyService
@@ -25,13 +29,14 @@ from gitreg.settings import Settings
 from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.catalog import CatalogStore
+from gitreg.storage.catalog_protocols import CatalogIndex, DownloadCountIndex, ProviderDocsIndex
+from gitreg.storage.download_counts import DownloadCountStore
 from gitreg.storage.index import open_index
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.mirror import MirrorStore
 from gitreg.storage.module_proxy import ModuleProxyIndex, ModuleProxyStore
 from gitreg.storage.protocols import (
     AuthIndex,
-    CatalogIndex,
     JobIndex,
     MirrorIndex,
     ModuleIndex,
@@ -39,6 +44,7 @@ from gitreg.storage.protocols import (
     RegistrationIndex,
     SecretStore,
 )
+from gitreg.storage.provider_docs import ProviderDocsStore
 from gitreg.storage.providers import ProviderStore
 from gitreg.storage.registration import RegistrationStore
 from gitreg.storage.secrets import open_secret_store
@@ -66,6 +72,14 @@ class Services:
     module_proxy: ModuleProxyService  # pull-through cache of public modules (issue 17)
     catalog: CatalogIndex  # module documentation and search (issue 13)
     docs: Documenter
+    provider_docs: ProviderDocsIndex  # provider documentation pages (issue 13)
+    downloads: DownloadCounter  # download counts, flushed in batches (issues 13, 14)
+    searches: SearchCache  # search answers, in an LRU of their own (issue 13)
+
+    def job_runner(self) -> JobRunner:
+        """A runner for this process's jobs (started by `serve`, drained by
+        `jobs run` and the tests)."""
+        return JobRunner(self.settings, self.index, self.jobs, self.sync)
 
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first
@@ -97,6 +111,11 @@ def build_services(settings: Settings) -> Services:
     )
     access.add_blob_owners(providers.store.blob_owners)
     access.add_blob_owners(mirror_store.blob_owners)
+    provider_docs: ProviderDocsIndex = ProviderDocsStore(shared)
+    providers.documenter = ProviderDocumenter(
+        provider_store, provider_docs, git, publisher.fetch_mirror, cache.invalidate
+    )
+    counts: DownloadCountIndex = DownloadCountStore(shared)
     proxy_store: ModuleProxyIndex = ModuleProxyStore(shared)
     access.add_blob_owners(proxy_store.blob_owners)
     return Services(
@@ -119,6 +138,9 @@ def build_services(settings: Settings) -> Services:
         ),
         catalog,
         docs,
+        provider_docs,
+        DownloadCounter(counts, index, provider_store),
+        SearchCache(cache),
     )
 
 

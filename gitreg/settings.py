@@ -152,6 +152,22 @@ class Settings:
     # and publish counters: one series per module, so off by default.
     metrics_listen: str = ""
     metrics_per_module: bool = False
+    # Sign-in (docs/sign-in.md, issue 14): an OpenID Connect issuer makes gitreg
+    # offer `terraform login` (login.v1). The client secret may be literal or an
+    # `env:NAME` / `file:/path` reference, read at use and never logged. Scopes
+    # default to the three every issuer accepts; add the one that releases the
+    # groups claim where the issuer needs it (`groups` for Okta). Permissions
+    # come from `[[grants]]` tables (kept in `extra`); a login token lasts
+    # `login_token_ttl` seconds.
+    oidc_issuer: str = ""
+    oidc_client_id: str = ""
+    oidc_client_secret: str = ""
+    oidc_scopes: str = "openid profile email"
+    oidc_groups_claim: str = "groups"
+    login_token_ttl: float = 30 * 86400.0
+    # A web UI session (docs/ui.md, "Sign-in") ends `session_ttl` seconds after
+    # sign-in, whatever the person does meanwhile.
+    session_ttl: float = 8 * 3600.0
 
     @property
     def scheme(self) -> str:
@@ -320,6 +336,7 @@ def _validate(settings: Settings) -> None:
     if settings.mirror_index_ttl < 0 or settings.mirror_stale_if_error < 0:
         raise ConfigError("mirror_index_ttl and mirror_stale_if_error must be >= 0")
     _validate_blob_store(settings)
+    _validate_sign_in(settings)
 
 
 # S3's bucket naming rules (3-63 lower-case letters, digits, dots, hyphens, a
@@ -363,3 +380,31 @@ def _validate_blob_store(settings: Settings) -> None:
         )
     if settings.blob_downloads == "redirect" and not settings.blob_store:
         raise ConfigError("blob_downloads = redirect needs an s3:// blob_store to redirect to")
+
+
+def _validate_sign_in(settings: Settings) -> None:
+    # Imported here: grants parse scopes with gitreg.auth, which settings
+    # must not depend on at import time.
+    from gitreg.auth.grants import parse_grants
+
+    parse_grants(settings.extra.get("grants"))
+    if not 3600 <= settings.login_token_ttl <= 400 * 86400:
+        raise ConfigError("login_token_ttl must be between 3600 s and 400 days")
+    if not 300 <= settings.session_ttl <= 30 * 86400:
+        raise ConfigError("session_ttl must be between 300 s and 30 days")
+    if not settings.oidc_issuer:
+        return
+    parts = urlsplit(settings.oidc_issuer)
+    # Plain http only to the same machine (a test or development issuer):
+    # anywhere else the id_token and the client secret would cross in clear.
+    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+        raise ConfigError(f"oidc_issuer must be an https URL, got {settings.oidc_issuer!r}")
+    if parts.query or parts.fragment:
+        raise ConfigError("oidc_issuer must not have a query or fragment (OpenID Discovery 4)")
+    if not settings.oidc_client_id:
+        raise ConfigError("oidc_issuer needs oidc_client_id (GITREG_OIDC_CLIENT_ID)")
+    if "openid" not in settings.oidc_scopes.replace(",", " ").split():
+        raise ConfigError("oidc_scopes must include openid")
+    if not settings.oidc_groups_claim.strip():
+        raise ConfigError("oidc_groups_claim must not be empty")

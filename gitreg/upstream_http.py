@@ -25,19 +25,24 @@ import contextlib
 import json
 import os
 import ssl
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin, urlsplit
 
 import anyio.to_thread
 import certifi
-import httpx
 
 from gitreg import __version__, metrics
 from gitreg.errors import GitregError, UpstreamError, UpstreamNotFound, UpstreamTimeout
 from gitreg.hosts import refused_address
+
+if TYPE_CHECKING:
+    # httpx (2.3 MiB, and click and pygments with it) is imported on a first
+    # upstream request: a serving worker that never mirrors does not carry it (issue 16)
+    import httpx
 
 MAX_JSON_BYTES = 4 * 1024 * 1024
 DISCOVERY_TTL = 3600.0
@@ -152,6 +157,8 @@ class UpstreamHttp:
         return state
 
     def _new_client(self) -> httpx.AsyncClient:
+        import httpx
+
         o = self.limits
         return httpx.AsyncClient(
             transport=self._transport,
@@ -206,6 +213,8 @@ class UpstreamHttp:
 
     async def _get_mapped(self, request: _Request) -> Answer:
         """`get` with transport failures turned into UpstreamError."""
+        import httpx
+
         require_https(request.url)
         state = self._state()
         host = host_of(request.url)
@@ -336,7 +345,7 @@ def _error_kind(exc: GitregError) -> str:
     cause = exc.__cause__
     if isinstance(cause, ssl.SSLError):
         return "tls"
-    if isinstance(cause, httpx.HTTPError):
+    if isinstance(cause, _httpx_error()):
         return "network"
     return exc.kind if isinstance(exc, UpstreamError) else "invalid"
 
@@ -351,3 +360,9 @@ def _content_length(headers: httpx.Headers) -> int | None:
         return max(int(value), 0)
     except ValueError:
         return None
+
+
+def _httpx_error() -> type[Exception] | tuple[()]:
+    """httpx's base error once httpx is loaded; before, no error can be one."""
+    httpx = sys.modules.get("httpx")
+    return () if httpx is None else httpx.HTTPError

@@ -88,6 +88,8 @@ class AccessLog:
         # a LogRecord and json.dumps were a third of a metadata answer's cost).
         if logs.access_json(method, route, status, seconds, size, host, token_id):
             return
+        if logs.access_text(method, route, status, seconds, size, host, token_id):
+            return
         fields = {
             "method": method,
             "route": route,

@@ -27,10 +27,11 @@ from typing import BinaryIO
 import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from gitreg import metrics
+from gitreg.api.blob_file import BlobFileResponse
 from gitreg.errors import NotFound
 from gitreg.services import Services, services
 from gitreg.storage.blobs import SHA256_RE
@@ -39,11 +40,9 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 # A private blob is served through a signed URL that expires (U2); a shared
 # cache keeping it "public, immutable" would serve it past the expiry.
 PRIVATE = "private, no-store"
-
-
-class BlobFileResponse(FileResponse):
-    # Large reads keep a multi-megabyte download to a few hundred event-loop turns.
-    chunk_size = 1024 * 1024
+# A store off this machine is read through a buffered stream on a worker thread:
+# large reads keep a download to a few hundred thread-pool trips.
+REMOTE_PIECE = 1024 * 1024
 
 
 async def blob_response(request: Request, sha256: str, media_type: str) -> Response:
@@ -99,7 +98,7 @@ async def _chunks(source: BinaryIO) -> AsyncIterator[bytes]:
     """The blob in 1 MiB pieces, read off the event loop; a store failure raises
     here, after the headers, and aborts the connection (see the module docstring)."""
     try:
-        while chunk := await run_in_threadpool(source.read, BlobFileResponse.chunk_size):
+        while chunk := await run_in_threadpool(source.read, REMOTE_PIECE):
             yield chunk
     finally:
         # A client that went away cancels this mid-read; closing waits for that

@@ -8,6 +8,7 @@
     GET /v1/modules/:namespace/:name/:system/download   302 to the latest's download
     GET /v1/modules/:namespace/:name/:system/:version
     GET /v1/providers/:namespace/:type      (and /:version)
+    GET /v1/providers/:namespace/:type/:version/docs/:id   one documentation page
 
 Lists carry `meta` (`limit`, `current_offset`, `next_offset`, `next_url`,
 `prev_offset`) as registry.terraform.io does. Data comes from the metadata
@@ -20,8 +21,8 @@ for other namespaces), with messages naming only what was asked.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -38,6 +39,7 @@ from gitreg.catalog.records import (
     all_listed,
     full_record,
     listed_versions,
+    provider_doc,
     provider_record,
 )
 from gitreg.errors import BadRequest, NotFound
@@ -93,7 +95,11 @@ def _page(request: Request, svc: Services, found: list[Listed]) -> Response:
         meta["next_url"] = f"{request.url.path}?{urlencode(params)}"
     if offset > 0:
         meta["prev_offset"] = max(offset - limit, 0)
-    body = {"meta": meta, "modules": [m.record for m in page]}
+    # `downloads`: the module's total over all versions, as the public registry
+    # counts it, from the counter's totals (refreshed on each flush).
+    totals = svc.downloads.total
+    records = [m.record | {"downloads": totals("module", m.module_id)} for m in page]
+    body = {"meta": meta, "modules": records}
     return CachedJson.of(body).response(request)
 
 
@@ -119,11 +125,9 @@ async def search(request: Request) -> Response:
     if len(query) > 200:
         raise BadRequest("q is longer than 200 characters")
     visible = await _visible(request)
-    hits = await svc.cache.get(
-        ("browse-search", query.lower()),
-        lambda: svc.catalog.search(query, SEARCH_CANDIDATES),
+    hits = await svc.searches.get(
+        query.lower(), lambda: svc.catalog.search(query, SEARCH_CANDIDATES)
     )
-    assert isinstance(hits, list)
     by_id = {m.module_id: m for m in await _listed(svc)}
     found = [by_id[i] for i, ns in hits if visible(ns) and i in by_id]
     return _page(request, svc, found)
@@ -152,7 +156,27 @@ async def module_systems(request: Request) -> Response:
     return _page(request, svc, found)
 
 
-def _module_body(svc: Services, request: Request, version: str | None) -> CachedJson | None:
+@dataclass
+class _ModulePage:
+    """A module version's record, cached until a publish, and its answer,
+    serialised again only when its download total moved (after a flush)."""
+
+    module_id: int
+    record: dict[str, Any]
+    downloads: int = -1
+    answer: CachedJson | None = None
+
+    def response(self, svc: Services, request: Request) -> Response:
+        downloads = svc.downloads.total("module", self.module_id)
+        answer = self.answer
+        if answer is None or downloads != self.downloads:
+            # Event loop thread only: a concurrent request sees either answer.
+            answer = CachedJson.of(self.record | {"downloads": downloads})
+            self.answer, self.downloads = answer, downloads
+        return answer.response(request)
+
+
+def _module_body(svc: Services, request: Request, version: str | None) -> _ModulePage | None:
     p = request.path_params
     addr = module_address(p["namespace"], p["name"], p["system"])
     module = svc.index.find_module(addr.namespace, addr.name, addr.system)
@@ -165,10 +189,10 @@ def _module_body(svc: Services, request: Request, version: str | None) -> Cached
         chosen = next((v for v in svc.index.versions(module.id) if v.version == version), None)
     if chosen is None:
         return None
-    return CachedJson.of(full_record(svc.index, svc.catalog, module, chosen))
+    return _ModulePage(module.id, full_record(svc.index, svc.catalog, module, chosen))
 
 
-async def _module(request: Request, version: str | None) -> CachedJson:
+async def _module(request: Request, version: str | None) -> _ModulePage:
     svc = services(request)
     p = request.path_params
     where = f"module {p['namespace']}/{p['name']}/{p['system']}"
@@ -178,23 +202,24 @@ async def _module(request: Request, version: str | None) -> CachedJson:
     body = await svc.cache.get(key, lambda: _module_body(svc, request, version))
     if body is None:
         raise NotFound(not_found)
-    assert isinstance(body, CachedJson)
+    assert isinstance(body, _ModulePage)
     return body
 
 
 async def latest(request: Request) -> Response:
-    return (await _module(request, None)).response(request)
+    return (await _module(request, None)).response(services(request), request)
 
 
 async def one_version(request: Request) -> Response:
-    return (await _module(request, request.path_params["version"])).response(request)
+    page = await _module(request, request.path_params["version"])
+    return page.response(services(request), request)
 
 
 async def download_latest(request: Request) -> Response:
     """302 to the latest version's `download` endpoint, as the public registry does."""
-    record = await _module(request, None)
+    page = await _module(request, None)
     p = request.path_params
-    version = json.loads(record.body)["version"]
+    version = page.record["version"]
     base = base_url(request, services(request).settings)
     target = f"{base}{PREFIX}/{p['namespace']}/{p['name']}/{p['system']}/{version}/download"
     return RedirectResponse(target, status_code=302)
@@ -207,7 +232,8 @@ async def _provider(request: Request, version: str | None) -> Response:
     await svc.access.require_read(request, p["namespace"], not_found)
     key = ("browse-provider", p["namespace"].lower(), p["type"].lower())
     found = await svc.cache.get(
-        key, lambda: provider_record(svc.providers.store, p["namespace"], p["type"])
+        key,
+        lambda: provider_record(svc.providers.store, p["namespace"], p["type"], svc.provider_docs),
     )
     releases = found["releases"] if isinstance(found, dict) else []
     if version is None:
@@ -220,6 +246,7 @@ async def _provider(request: Request, version: str | None) -> Response:
         raise NotFound(not_found)
     body = {**chosen, "namespace": found["namespace"], "name": found["name"]}
     body["versions"] = found["versions"]
+    body["downloads"] = svc.downloads.total("provider", found["provider_id"])
     return CachedJson.of(body).response(request)
 
 
@@ -229,6 +256,29 @@ async def provider_latest(request: Request) -> Response:
 
 async def provider_version(request: Request) -> Response:
     return await _provider(request, request.path_params["version"])
+
+
+async def provider_doc_page(request: Request) -> Response:
+    """One page of a provider version's docs, as rendered at ingest (issue 13)."""
+    svc = services(request)
+    p = request.path_params
+    where = f"provider {p['namespace']}/{p['type']} {p['version']}"
+    not_found = f"{where} has no documentation page {p['id'][:100]}"
+    await svc.access.require_read(
+        request, p["namespace"], f"provider {p['namespace']}/{p['type']} not found"
+    )
+    key = ("browse-provider-doc", p["namespace"].lower(), p["type"].lower(), p["version"], p["id"])
+    found = await svc.cache.get(
+        key,
+        lambda: provider_doc(
+            svc.providers.store, svc.provider_docs, p["namespace"], p["type"], p["version"], p["id"]
+        ),
+    )
+    if not isinstance(found, dict):
+        raise NotFound(not_found)
+    fields = ("id", "title", "path", "category", "slug", "subcategory")
+    body = {k: found[k] for k in fields} | {"content_html": found["html"]}
+    return CachedJson.of(body).response(request)
 
 
 def routes() -> list[Route]:
@@ -245,4 +295,9 @@ def routes() -> list[Route]:
         Route(three + "/{version}", one_version, methods=["GET"]),
         Route("/v1/providers/{namespace}/{type}", provider_latest, methods=["GET"]),
         Route("/v1/providers/{namespace}/{type}/{version}", provider_version, methods=["GET"]),
+        Route(
+            "/v1/providers/{namespace}/{type}/{version}/docs/{id}",
+            provider_doc_page,
+            methods=["GET"],
+        ),
     ]

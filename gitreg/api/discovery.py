@@ -15,13 +15,13 @@ from starlette.routing import Route
 
 from gitreg.api.responses import CachedJson
 
-SERVICES: Mapping[str, str] = {
+SERVICES: Mapping[str, object] = {
     "modules.v1": "/v1/modules/",
     "providers.v1": "/v1/providers/",
 }
 
 
-def routes(services: Mapping[str, str] = SERVICES) -> list[Route]:
+def routes(services: Mapping[str, object] = SERVICES) -> list[Route]:
     document = CachedJson.of(dict(services))
 
     async def discovery(request: Request) -> Response:

@@ -18,14 +18,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import ModuleAddress, module_address
+from gitreg.api.counting import count_module_download
 from gitreg.api.responses import CachedJson, json_response
-from gitreg.api.urls import base_url
+from gitreg.api.urls import base_url, header
 from gitreg.cache import MISSING
 from gitreg.canonical_json import json_bytes
 from gitreg.downloads import ModuleDownloads
 from gitreg.errors import NotFound
 from gitreg.services import services
 from gitreg.storage.protocols import ModuleIndex
+from gitreg.storage.records import VersionRecord
 from gitreg.versions import sort_key
 
 PREFIX = "/v1/modules"
@@ -40,9 +42,22 @@ def _versions_body(index: ModuleIndex, addr: ModuleAddress) -> CachedJson | None
     module = index.find_module(addr.namespace, addr.name, addr.system)
     if module is None:
         return None
-    listed = sorted((v.version for v in index.versions(module.id) if not v.yanked), key=sort_key)
+    listed = sorted(
+        (v for v in index.versions(module.id) if not v.yanked), key=lambda v: sort_key(v.version)
+    )
     # One-element `modules` list, as the spec asks for forward compatibility.
-    return CachedJson.of({"modules": [{"versions": [{"version": v} for v in listed]}]})
+    return CachedJson.of({"modules": [{"versions": [_entry(v) for v in listed]}]})
+
+
+def _entry(version: VersionRecord) -> dict[str, object]:
+    """A deprecated version (`gitreg module deprecate`, issue 14) stays listed
+    and adds `deprecation: {reason, link}`, the per-version field of
+    HashiCorp's registry clients (go-slug sourcebundle's
+    ModulePackageVersionDeprecation); clients that do not know it ignore it."""
+    if not version.deprecated:
+        return {"version": version.version}
+    notice = {"reason": version.deprecation_reason, "link": version.deprecation_link}
+    return {"version": version.version, "deprecation": notice}
 
 
 def _versions_key(request: Request) -> tuple[str, ...]:
@@ -80,8 +95,8 @@ async def download(request: Request) -> Response:
     p = request.path_params
     asked = (p["namespace"], p["name"], p["system"], p["version"])
     base = base_url(request, svc.settings)
-    who = functools.partial(svc.access.principal, request)
     if svc.module_proxy.handles(p["namespace"]):
+        who = functools.partial(svc.access.principal, request)
         proxied = await svc.module_proxy.location(
             _address(request), p["version"], base, svc.access, who
         )
@@ -89,15 +104,22 @@ async def download(request: Request) -> Response:
     downloads = ModuleDownloads(svc.index, svc.cache, svc.access)
     location = downloads.cached_location(*asked, base)
     if location is None:
+        who = functools.partial(svc.access.principal, request)
         location = await downloads.location(*asked, base, who)
+    count_module_download(request)
     return _download_response(request, location)
 
 
 def _download_response(request: Request, location: str) -> Response:
-    headers = {"X-Terraform-Get": location}
-    if "application/json" in request.headers.get("accept", ""):
+    accept = header(request.scope, b"accept")
+    if accept is not None and b"application/json" in accept:
+        headers = {"X-Terraform-Get": location}
         return json_response(json_bytes({"location": location}), headers=headers)
-    return Response(status_code=204, headers=headers)
+    # The one header appended to the raw list: what `Response(headers=...)`
+    # would build, without its per-request header bookkeeping (issue 16).
+    response = Response(status_code=204)
+    response.raw_headers.append((b"x-terraform-get", location.encode("latin-1")))
+    return response
 
 
 async def _proxied_versions(request: Request) -> Response:

@@ -27,11 +27,13 @@ from starlette.routing import Route
 
 from gitreg.addresses import ProviderAddress, local_provider_address
 from gitreg.api.blobs import blob_response
+from gitreg.api.counting import count_provider_download
 from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
+from gitreg.numbers import declared_length
 from gitreg.providers.collect import collect
 from gitreg.providers.downloads import PREFIX, ProviderDownloads
 from gitreg.providers.ingest import ProviderPublisher
@@ -106,6 +108,7 @@ async def download(request: Request) -> Response:
         base_url(request, svc.settings),
         lambda: svc.access.principal(request),
     )
+    count_provider_download(request)
     return json_response(body)
 
 
@@ -191,15 +194,15 @@ async def put_file(request: Request) -> Response:
         version,
         svc.settings.max_provider_package_bytes,
     )
-    declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > cap:
+    declared = declared_length(request.headers.get("content-length", ""))
+    if declared is not None and declared > cap:
         raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
     # Staging quotas: refused before a byte is read when Content-Length says so,
     # counted while streaming so a client that lies is cut off, and checked
     # once more before the file is stored (other replicas may have staged meanwhile).
     room = await run_in_threadpool(staging.room, upload)
-    if declared.isascii() and declared.isdigit():
-        room.check(int(declared))
+    if declared is not None:
+        room.check(declared)
     incoming = await run_in_threadpool(staging.receive, upload, filename)
     size = 0
     try:

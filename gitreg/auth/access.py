@@ -113,6 +113,11 @@ class Access:
                 scope=Scope.parse(t.scope),
                 namespaces=frozenset(n.lower() for n in t.namespaces),
                 expires_at=t.expires_at,
+                grants=(
+                    {ns: Scope.parse(scope) for ns, scope in t.grants.items()}
+                    if t.grants is not None
+                    else None
+                ),
             )
             for t in self._store.tokens()
         }
@@ -177,6 +182,17 @@ class Access:
         the hot path's way to skip the full check (no coroutine, no thread)."""
         snapshot = self._current()
         return snapshot is not None and not snapshot.is_private(namespace)
+
+    def known_token_id(self, authorization: str) -> int:
+        """The id of the valid token in an Authorization value, 0 when there is
+        none or no snapshot is cached; never raises and never counts a failure
+        (download counting, gitreg/api/counting.py, asks after answering)."""
+        snapshot = self._current()
+        scheme, _, token = authorization.partition(" ")
+        if snapshot is None or scheme.lower() != "bearer":
+            return 0
+        found = snapshot.tokens.get(token_hash(token.strip()))
+        return found.token_id if found is not None and not found.expired() else 0
 
     def _client(self, request: Request) -> str:
         return request.client.host if request.client else "unknown"

@@ -12,6 +12,7 @@ import hashlib
 import re
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -44,9 +45,16 @@ class Principal:
     scope: Scope
     namespaces: frozenset[str]  # lower-cased; empty means every namespace
     expires_at: float | None
+    # A sign-in token's scope per lower-cased namespace, "*" for every one
+    # (gitreg.auth.grants); None for an operator token, which has one scope.
+    grants: Mapping[str, Scope] | None = None
 
     def allows(self, scope: Scope, namespace: str | None) -> bool:
         """`namespace` None means a registry-wide action, which needs an unrestricted token."""
+        if self.grants is not None:
+            everywhere = self.grants.get("*", 0)
+            here = self.grants.get(namespace.lower(), 0) if namespace is not None else 0
+            return max(everywhere, here) >= scope
         if self.scope < scope:
             return False
         if not self.namespaces:

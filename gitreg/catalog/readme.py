@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
+import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -81,8 +82,29 @@ class _Resolver:
         return f"{self._base}/{kind}/{self._commit}/{path.lstrip('./')}"
 
 
+# Consecutive tags mostly share their READMEs, and only the commit in resolved
+# links differs: a README is rendered once with this unguessable stand-in for
+# the commit, which is then replaced (bench/catalog.py: about a third of the
+# documentation time per version). Large texts are not kept.
+_COMMIT = secrets.token_hex(20)
+_CACHE_MAX_TEXT = 64 * 1024
+
+
 def render(text: str, source: str = "", commit: str = "", directory: str = "") -> str:
     """`text` as HTML; relative links resolved when `source` is a web URL."""
+    if not (source and commit):
+        return _render(text, "", "", directory)
+    if len(text) > _CACHE_MAX_TEXT:
+        return _render(text, source, commit, directory)
+    return _render_cached(text, source, directory).replace(_COMMIT, commit)
+
+
+@functools.lru_cache(maxsize=256)
+def _render_cached(text: str, source: str, directory: str) -> str:
+    return _render(text, source, _COMMIT, directory)
+
+
+def _render(text: str, source: str, commit: str, directory: str) -> str:
     md = _markdown()
     tokens = md.parse(text)
     if source and commit:

@@ -18,7 +18,8 @@ from typing import Any
 
 from gitreg.catalog.extract import description
 from gitreg.catalog.hcl import empty_module
-from gitreg.storage.protocols import CatalogIndex, ModuleIndex, ProviderIndex
+from gitreg.storage.catalog_protocols import CatalogIndex, ProviderDocsIndex
+from gitreg.storage.protocols import ModuleIndex, ProviderIndex
 from gitreg.storage.records import ModuleRecord, VersionRecord
 from gitreg.versions import parse_version, sort_key
 
@@ -64,9 +65,20 @@ def short_record(
         "source": doc.get("source", ""),
         "tag": version.tag,
         "published_at": version.published_at,
-        "downloads": 0,  # gitreg does not count downloads
+        # The module's total over every version: set when answering, from the
+        # download counter's totals (gitreg/download_counts.py, api/browse.py).
+        "downloads": 0,
         "verified": False,  # no verification programme in a private registry
+        "deprecation": deprecation(version),
     }
+
+
+def deprecation(version: VersionRecord) -> dict[str, str] | None:
+    """`gitreg module deprecate` (issue 14): the same `{reason, link}` the
+    version list carries, or None."""
+    if version.deprecation_reason is None:
+        return None
+    return {"reason": version.deprecation_reason, "link": version.deprecation_link}
 
 
 def full_record(
@@ -74,6 +86,7 @@ def full_record(
 ) -> dict[str, Any]:
     doc = _document(catalog, module, version_key(version))
     record = short_record(module, version, doc)
+    listed = listed_versions(index, module)
     record.update(
         {
             "commit": version.commit_sha,
@@ -83,7 +96,8 @@ def full_record(
             "changelog_html": doc.get("changelog_html", ""),
             "problems": doc.get("problems", []),
             "providers": [module.system],
-            "versions": [v.version for v in listed_versions(index, module)],
+            "versions": [v.version for v in listed],
+            "deprecated_versions": [v.version for v in listed if v.deprecated],
         }
     )
     return record
@@ -104,12 +118,25 @@ def all_listed(index: ModuleIndex, catalog: CatalogIndex) -> list[Listed]:
     return found
 
 
-def provider_record(providers: ProviderIndex, namespace: str, type_: str) -> dict[str, Any] | None:
+def _listings(docs: ProviderDocsIndex | None, provider_id: int) -> dict[int, dict[str, Any]]:
+    stored = docs.provider_docs(provider_id) if docs is not None else {}
+    return {version_id: json.loads(listing) for version_id, listing in stored.items()}
+
+
+def provider_record(
+    providers: ProviderIndex,
+    namespace: str,
+    type_: str,
+    docs: ProviderDocsIndex | None = None,
+) -> dict[str, Any] | None:
     """A provider's record for `/v1/providers/NS/TYPE[/VERSION]`: versions,
-    platforms, protocols and the signing key ids of each listed version."""
+    platforms, protocols and the signing key ids of each listed version, and
+    with `docs` its documentation pages (`docs`, in the public registry's
+    shape, and `problems`: pages left out)."""
     provider = providers.find_provider(f"{namespace}/{type_}".lower())
     if provider is None:
         return None
+    listings = _listings(docs, provider.id)
     # Yanked versions are kept for exact-version lookups but leave `versions` (issue 15).
     versions = list(providers.provider_versions(provider.id))
     versions.sort(key=lambda v: sort_key(v.version), reverse=True)
@@ -124,14 +151,39 @@ def provider_record(providers: ProviderIndex, namespace: str, type_: str) -> dic
             "signing_key_ids": [keys[v.key_row]] if v.key_row in keys else [],
             "source": v.source,
             "published_at": v.published_at,
-            "docs": [],
+            "docs": listings.get(v.id, {}).get("docs", []),
+            "problems": listings.get(v.id, {}).get("problems", []),
             "yanked": v.yanked,
         }
         for v in versions
     ]
     return {
+        "provider_id": provider.id,  # for its download total; not in the answer
         "namespace": provider.namespace,
         "name": provider.type,
         "versions": [e["version"] for e in entries if not e["yanked"]],
         "releases": entries,
     }
+
+
+def provider_doc(
+    providers: ProviderIndex,
+    docs: ProviderDocsIndex,
+    namespace: str,
+    type_: str,
+    version: str,
+    doc_id: str,
+) -> dict[str, Any] | None:
+    """One documentation page of a provider version: its `docs` entry plus
+    `html` (rendered and sanitised at ingest); None when there is no such
+    provider, version or page. Yanked versions answer too, as by exact version."""
+    provider = providers.find_provider(f"{namespace}/{type_}".lower())
+    found = providers.provider_version(provider.id, version) if provider else None
+    if provider is None or found is None:
+        return None
+    listing = _listings(docs, provider.id).get(found.id, {})
+    entry = next((e for e in listing.get("docs", []) if e["id"] == doc_id), None)
+    html = docs.provider_doc_page(found.id, doc_id) if entry is not None else None
+    if entry is None or html is None:
+        return None
+    return {**entry, "html": html}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,8 @@ from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, extract, se
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
 from gitreg.storage.catalog import SearchEntry
-from gitreg.storage.protocols import CatalogIndex, ModuleIndex
+from gitreg.storage.catalog_protocols import CatalogIndex
+from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, RepoRecord
 from gitreg.versions import parse_version, sort_key
 
@@ -49,25 +51,43 @@ class Documenter:
         self._catalog = catalog
         self._git = git
         self._on_change = on_change
+        # Documents made with `search=False`, per publishing thread, stored
+        # together by `update_search` (one transaction per sync).
+        self._deferred = threading.local()
 
     def document(
-        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
+        self,
+        mirror: Path,
+        repo: RepoRecord,
+        module: ModuleRecord,
+        version: Published,
+        search: bool = True,
     ) -> bool:
         """Extract and store one version's document; False if it could not be
-        made now (logged: `gitreg reindex` retries) or was already stored."""
+        made now (logged: `gitreg reindex` retries) or was already stored.
+        With `search` False the document is kept until the caller's
+        `update_search`, called once after publishing several versions, stores
+        them all and refreshes the module's search row."""
         try:
-            return self._document(mirror, repo, module, version)
+            return self._document(mirror, repo, module, version, search)
         except (GitError, GitregError, OSError, KeyError, ValueError) as exc:
             log.warning("no documentation for %s %s: %s", module.address, version.version, exc)
             return False
 
     def _document(
-        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
+        self,
+        mirror: Path,
+        repo: RepoRecord,
+        module: ModuleRecord,
+        version: Published,
+        search: bool,
     ) -> bool:
         doc = self.build(mirror, repo, module, version)
-        stored = self._catalog.put_docs(
-            module.id, version.version_key, DOCS_FORMAT, json.dumps(doc, sort_keys=True)
-        )
+        item = (module.id, version.version_key, DOCS_FORMAT, json.dumps(doc, sort_keys=True))
+        if not search:
+            self._pending().append(item)
+            return True
+        stored = self._catalog.put_docs(*item)
         if self._is_latest(module, version.version_key):
             self._put_search(module, doc)
         if stored:
@@ -97,6 +117,23 @@ class Documenter:
             search_text(doc),
         )
         self._catalog.put_search(entry)
+
+    def _pending(self) -> list[tuple[int, str, int, str]]:
+        if not hasattr(self._deferred, "items"):
+            self._deferred.items = []
+        found: list[tuple[int, str, int, str]] = self._deferred.items
+        return found
+
+    def update_search(self, module: ModuleRecord) -> None:
+        """For the publisher, after a sync: store the documents it deferred,
+        then `refresh_search`; a failure is logged, never raised."""
+        pending, self._deferred.items = self._pending(), []
+        try:
+            if pending and self._catalog.put_docs_many(pending):
+                self._on_change()
+            self.refresh_search(module)
+        except (GitregError, OSError, KeyError, ValueError) as exc:
+            log.warning("search row of %s not updated: %s", module.address, exc)
 
     def refresh_search(self, module: ModuleRecord) -> bool:
         """Rebuild a module's search row from its latest stored document (after

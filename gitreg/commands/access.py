@@ -52,6 +52,10 @@ def token_list(svc: Services, as_json: bool) -> int:
             "description": t.description,
             "created_at": t.created_at,
             "expires_at": _when(t.expires_at),
+            # Tokens from `terraform login` (docs/sign-in.md): whose, and their scopes.
+            "owner": t.email or t.subject,
+            "groups": list(t.groups),
+            "grants": t.grants,
         }
         for t in svc.auth.tokens()
     ]
@@ -62,6 +66,8 @@ def token_list(svc: Services, as_json: bool) -> int:
         print("no tokens; create one with `gitreg token create --scope read --namespace NS`")
     for row in rows:
         namespaces = ",".join(row["namespaces"]) or "*"
+        if row["grants"] is not None:
+            namespaces = ",".join(f"{ns}:{scope}" for ns, scope in sorted(row["grants"].items()))
         print(
             f"#{row['id']:<4} {row['prefix']}…  {row['scope']:<8} {namespaces:<20}"
             f" expires {row['expires_at']}  {row['description']}"

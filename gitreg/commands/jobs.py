@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-from gitreg.jobs.runner import JobRunner
 from gitreg.services import Services
 from gitreg.storage.jobs import STATES, JobRecord, iso
 
@@ -73,7 +72,7 @@ def retry_job(svc: Services, args: argparse.Namespace) -> int:
 
 
 def run_jobs(svc: Services, args: argparse.Namespace) -> int:
-    runner = JobRunner.for_services(svc)
+    runner = svc.job_runner()
     done = runner.drain()
     for job in done:
         print(_line(svc, job))
@@ -81,6 +80,6 @@ def run_jobs(svc: Services, args: argparse.Namespace) -> int:
 
 
 def reconcile_all(svc: Services, args: argparse.Namespace) -> int:
-    runner = JobRunner.for_services(svc)
+    runner = svc.job_runner()
     print(f"queued a remote tag check for {runner.reconcile()} repositories")
     return 0

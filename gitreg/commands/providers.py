@@ -9,9 +9,7 @@ import os
 import ssl
 import sys
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from gitreg.addresses import check_provider_namespace, parse_local_provider_address
 from gitreg.commands.yank import register_provider as register_provider_yank
@@ -26,6 +24,10 @@ from gitreg.services import Services
 from gitreg.settings import Settings
 from gitreg.storage.registration import ProviderLink
 from gitreg.versions import sort_key
+
+if TYPE_CHECKING:  # imported by the upload: every command's parser, `serve`'s
+    # too, loads this module (httpx: 2.3 MiB in a serving worker; issue 16)
+    import httpx
 
 Parser = argparse.ArgumentParser
 UPLOAD_TIMEOUT = 300.0
@@ -139,6 +141,8 @@ def _raise_for(answer: httpx.Response, what: str) -> None:
 
 def provider_publish_remote(args: argparse.Namespace) -> int:
     """Upload a dist/ directory to a running registry: one PUT per file, then publish."""
+    import httpx
+
     address = parse_local_provider_address(args.provider)
     version = check_version(args.version)
     token = args.token or os.environ.get("GITREG_TOKEN", "")

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 from gitreg.catalog.extract import DOCS_FORMAT
+from gitreg.catalog.provider_docs import PROVIDER_DOCS_FORMAT, tag_of
 from gitreg.catalog.service import Published
 from gitreg.services import Services
 
@@ -60,6 +62,7 @@ def reindex(svc: Services, out: TextIO | None = None, quiet: bool = False) -> in
         failed += not ok
         label = f"{module.address if module else item.module_id} {item.version_key}"
         bar.step(done, label, ok)
+    failed += _providers(svc, out, quiet)
     searchable = svc.catalog.searchable_modules()
     rebuilt = sum(svc.docs.refresh_search(m) for m in modules.values() if m.id not in searchable)
     if rebuilt:
@@ -70,6 +73,33 @@ def reindex(svc: Services, out: TextIO | None = None, quiet: bool = False) -> in
         file=out,
     )
     return 1 if failed else 0
+
+
+def _providers(svc: Services, out: TextIO, quiet: bool) -> int:
+    """Provider versions without documentation pages, read from their
+    repository at the release tag (issue 13); versions of providers without a
+    repository (uploads only) have nothing to read and are left alone."""
+    store, documenter = svc.providers.store, svc.providers.documenter
+    todo = []
+    for item in svc.provider_docs.undocumented_provider_versions(PROVIDER_DOCS_FORMAT):
+        provider = store.provider(item.provider_id)
+        if provider.repo_id is not None:
+            todo.append((provider, provider.repo_id, item))
+    if not todo or documenter is None:
+        return 0
+    bar = Bar(out, len(todo), quiet)
+    fetched: dict[int, Path] = {}
+    failed = 0
+    for done, (provider, repo_id, item) in enumerate(todo, 1):
+        version = store.provider_version(provider.id, item.version)
+        repo = svc.index.repo(repo_id)
+        ok = version is not None and documenter.document(
+            provider, repo, version, tag_of(item.source), fetched
+        )
+        failed += not ok
+        bar.step(done, f"provider {provider.address} {item.version}", ok)
+    svc.cache.invalidate()
+    return failed
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from gitreg.addresses import parse_module_address
+from gitreg.catalog.records import deprecation
 from gitreg.commands.providers import add_repo_options, repo_add_provider
 from gitreg.errors import BadRequest, GitError, NotFound
 from gitreg.modules.publisher import SyncResult, sync_status
@@ -166,6 +167,7 @@ def _module_rows(svc: Services) -> list[dict[str, Any]]:
                         "archive_size": v.archive_size,
                         "published_at": v.published_at,
                         "yanked": v.yanked,
+                        "deprecation": deprecation(v),
                     }
                     for v in versions
                 ],
@@ -175,6 +177,11 @@ def _module_rows(svc: Services) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _marks(version: dict[str, Any]) -> str:
+    marks = ["yanked"] * bool(version["yanked"]) + ["deprecated"] * bool(version["deprecation"])
+    return f" ({', '.join(marks)})" if marks else ""
 
 
 def modules(svc: Services, as_json: bool, verbose: bool) -> int:
@@ -190,9 +197,7 @@ def modules(svc: Services, as_json: bool, verbose: bool) -> int:
     width = max(len(r["address"]) for r in rows)
     print(f"{'MODULE':<{width}}  VERSIONS")
     for row in rows:
-        listed = ", ".join(
-            v["version"] + (" (yanked)" if v["yanked"] else "") for v in row["versions"]
-        )
+        listed = ", ".join(v["version"] + _marks(v) for v in row["versions"])
         print(f"{row['address']:<{width}}  {listed or '-'}")
         if row["conflicts"]:
             print(f"{'':<{width}}  {len(row['conflicts'])} conflict(s); see --verbose")

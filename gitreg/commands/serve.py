@@ -128,7 +128,9 @@ def serve(settings: Settings) -> int:
     import uvicorn
 
     from gitreg.app import create_app
-    from gitreg.server_limits import uvicorn_options
+    from gitreg.server_limits import limit_malloc_arenas, uvicorn_options
+
+    limit_malloc_arenas()
 
     if settings.workers > 1:
         _check_storage(settings)

@@ -16,6 +16,7 @@ import argparse
 from typing import Any
 
 from gitreg.addresses import parse_local_provider_address, parse_module_address
+from gitreg.commands import deprecate
 from gitreg.errors import NotFound
 from gitreg.providers.names import check_version
 from gitreg.services import Services
@@ -88,10 +89,13 @@ def _add_pair(sub: Any, common: Parser, metavar: str, what: str, handler: Any) -
 
 
 def register_module(sub: Any, common: Parser) -> None:
-    """Add `module yank|unyank`."""
-    module = sub.add_parser("module", parents=[common], help="yank or unyank module versions")
+    """Add `module yank|unyank` and `module deprecate|undeprecate`."""
+    module = sub.add_parser(
+        "module", parents=[common], help="yank or deprecate module versions, or undo it"
+    )
     module_sub = module.add_subparsers(dest="module_command", required=True)
     _add_pair(module_sub, common, "NAMESPACE/NAME/SYSTEM", "module", module_yank)
+    deprecate.register(module_sub, common)
 
 
 def register_provider(provider_sub: Any, common: Parser) -> None:

@@ -8,15 +8,18 @@ import ipaddress
 import os
 import shutil
 import stat
-
-from cryptography import x509
+from typing import TYPE_CHECKING
 
 from gitreg.doctor.results import CheckResult, fail, ok, warn
 from gitreg.errors import GitregError
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.schema_status import SchemaStatus, schema_status
-from gitreg.tls import SERVER_CERT_NAME
+
+if TYPE_CHECKING:  # imported by the check: every command's parser, `serve`'s too,
+    # loads this module, and the server keeps cryptography (gitreg.tls) out:
+    # 8 MiB (issue 16)
+    from cryptography import x509
 
 # A certificate expiring sooner than this is worth renewing now.
 EXPIRY_WARNING = datetime.timedelta(days=14)
@@ -63,6 +66,8 @@ def check_free_space(settings: Settings) -> CheckResult:
 
 
 def _covers(cert: x509.Certificate, host: str) -> bool:
+    from cryptography import x509
+
     try:
         sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
@@ -85,6 +90,8 @@ def _covers(cert: x509.Certificate, host: str) -> bool:
 
 
 def check_tls(settings: Settings, now: datetime.datetime | None = None) -> CheckResult:
+    from gitreg.tls import SERVER_CERT_NAME
+
     name = "tls"
     if settings.no_tls:
         return ok(name, "TLS is off (no_tls): the proxy in front must terminate it")
@@ -92,6 +99,8 @@ def check_tls(settings: Settings, now: datetime.datetime | None = None) -> Check
     if settings.tls_cert is None and not path.is_file():
         return ok(name, f"the local CA will issue {path} when `gitreg serve` starts")
     try:
+        from cryptography import x509
+
         cert = x509.load_pem_x509_certificate(path.read_bytes())
     except (OSError, ValueError) as exc:
         return fail(name, f"cannot read the certificate {path}: {exc}")

@@ -22,7 +22,6 @@ from gitreg.mirror.options import mirror_options
 from gitreg.mirror.upstream import outbound_ssl_context
 from gitreg.settings import Settings
 from gitreg.storage.records import RepoRecord
-from gitreg.tls import CA_CERT_NAME
 
 DISCOVERY = "/.well-known/terraform.json"
 # Signed URLs live signed_url_ttl seconds and tokens expire: a minute off starts to show.
@@ -47,6 +46,10 @@ class Probe:
 def _context(settings: Settings) -> ssl.SSLContext:
     """The system's roots (or SSL_CERT_FILE), plus gitreg's local CA when it
     serves with one, since users were told to trust that CA."""
+    # gitreg.tls loads cryptography (8 MiB), which `serve` builds this
+    # command's parser without (issue 16, target 2)
+    from gitreg.tls import CA_CERT_NAME
+
     context = outbound_ssl_context()
     local_ca = settings.tls_dir / CA_CERT_NAME
     if settings.tls_cert is None and local_ca.is_file():

@@ -37,6 +37,7 @@ from dulwich.repo import Repo
 
 from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
 from gitreg.archive_format import CLASSIC
+from gitreg.catalog.provider_tree import read_provider_docs
 from gitreg.catalog.tree import read_doc_files
 from gitreg.errors import GitError, MirrorLocked, storage_full
 from gitreg.git.leftovers import remove_leftovers
@@ -125,6 +126,12 @@ class GitBackend(Protocol):
 
     def doc_files(self, mirror: Path, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
         """The README, CHANGELOG and .tf files documentation is made from (issue 13)."""
+        ...
+
+    def provider_doc_files(
+        self, mirror: Path, tree_sha: str
+    ) -> tuple[list[tuple[str, str, bytes]], list[str]]:
+        """A provider release's docs/ pages: (path, category, bytes) (issue 13)."""
         ...
 
     def session(self, mirror: Path) -> contextlib.AbstractContextManager[None]:
@@ -284,6 +291,15 @@ class DulwichBackend:
     def session(self, mirror: Path) -> contextlib.AbstractContextManager[None]:
         """Keep `mirror` open for this thread's reads until the block ends (one sync)."""
         return self._sessions.session(mirror, self._open_mirror)
+
+    def provider_doc_files(
+        self, mirror: Path, tree_sha: str
+    ) -> tuple[list[tuple[str, str, bytes]], list[str]]:
+        repo = self._open_mirror(mirror)
+        try:
+            return read_provider_docs(repo.object_store, tree_sha)
+        finally:
+            repo.close()
 
 
 class MirrorRepo(Repo):

@@ -22,7 +22,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitreg import logs, metrics
 from gitreg.errors import DatabaseUnavailable, GitError, NotFound, StorageFull, storage_full
@@ -31,9 +30,6 @@ from gitreg.settings import Settings
 from gitreg.storage.jobs import JobRecord
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.sync import SyncService
-
-if TYPE_CHECKING:
-    from gitreg.services import Services
 
 log = logging.getLogger("gitreg.jobs")
 
@@ -111,10 +107,6 @@ class JobRunner:
         self._threads: list[threading.Thread] = []
         self._active: set[int] = set()
         self._active_lock = threading.Lock()
-
-    @classmethod
-    def for_services(cls, svc: Services) -> JobRunner:
-        return cls(svc.settings, svc.index, svc.jobs, svc.sync)
 
     # -- lifecycle ----------------------------------------------------------
 

@@ -15,16 +15,13 @@ name means `registry.terraform.io/hashicorp/NAME`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import hcl2
-from hcl2.utils import SerializationOptions
-from lark.exceptions import LarkError
+from typing import TYPE_CHECKING, Any
 
 from gitreg.addresses import (
     BUILTIN_HOSTNAME,
@@ -36,15 +33,27 @@ from gitreg.addresses import (
 from gitreg.errors import BadRequest, ConfigError
 from gitreg.versions import Constraints, Version, parse_constraints, parse_version
 
+if TYPE_CHECKING:  # python-hcl2 and lark are imported on first parse: this
+    # module is loaded by the CLI parser that `gitreg serve` builds too, and a
+    # serving worker need not carry them (26 ms, 3.7 MiB; issue 16, target 2)
+    from hcl2.utils import SerializationOptions
+
+
+@functools.cache
+def _options() -> SerializationOptions:
+    from hcl2.utils import SerializationOptions
+
+    return SerializationOptions(
+        with_comments=False, explicit_blocks=False, strip_string_quotes=True
+    )
+
+
 log = logging.getLogger("gitreg.mirror.config")
 
 LOCK_FILE = ".terraform.lock.hcl"
 MAX_FILE_BYTES = 8 * 1024 * 1024
 # Directories Terraform itself never reads configuration from.
 _SKIP_DIRS = {".terraform", ".git", "node_modules"}
-_OPTIONS = SerializationOptions(
-    with_comments=False, explicit_blocks=False, strip_string_quotes=True
-)
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,9 @@ def _root(start: Path, modules: dict[Path, Module]) -> RootConfiguration:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    import hcl2
+    from lark.exceptions import LarkError
+
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES} bytes", user_input=True)
@@ -123,7 +135,7 @@ def _load(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}", user_input=True) from exc
     try:
-        loaded = hcl2.loads(text, serialization_options=_OPTIONS)
+        loaded = hcl2.loads(text, serialization_options=_options())
     except (LarkError, ValueError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{path}: not valid HCL: {first[:200]}", user_input=True) from exc

@@ -13,14 +13,17 @@ gitreg/upstream_http.py's, shared with the module proxy.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import httpx
+
 import logging
 import re
 import ssl
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
-
-import httpx
 
 from gitreg.addresses import ProviderAddress, check_platform
 from gitreg.errors import BadRequest, ConstraintError, UpstreamError

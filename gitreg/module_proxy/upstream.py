@@ -17,10 +17,13 @@ in `gitreg_upstream_errors_total`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import httpx
+
 from typing import BinaryIO
 from urllib.parse import urljoin
-
-import httpx
 
 from gitreg.errors import NotAVersion, UpstreamError
 from gitreg.module_proxy.config import ProxyOptions

@@ -198,6 +198,14 @@ class Publisher:
         for plan in plans:
             self._sync_module(repo, plan, archives, result)
 
+    def fetch_mirror(self, repo: RepoRecord) -> Path:
+        """Fetch the repository into its mirror and return it: a provider's
+        documentation is read from its release tag (gitreg/catalog/provider_docs.py)."""
+        with file_lock(self._lock_path(repo)):
+            mirror = self.mirror_path(repo)
+            self._fetch(repo, mirror)
+        return mirror
+
     def _fetch(self, repo: RepoRecord, mirror: Path) -> None:
         """Fetch, first removing what a killed fetch left in the mirror (issue 10).
 
@@ -236,6 +244,12 @@ class Publisher:
                 result.conflicts.append(f"{module.address} {tv.version}: {outcome}")
             elif outcome:
                 ignored.append(f"{ref.name}: {outcome}")
+        if self._docs is not None and any(
+            p.startswith(f"{module.address} ") for p in result.published
+        ):
+            # Once per sync, from the newest version: a repository added with
+            # 40 tags rewrites its search row once, not 40 times (bench/catalog.py).
+            self._docs.update_search(module)
         result.ignored.extend(f"{module.address}: {line}" for line in ignored)
         self._index.record_sync(module.id, json.dumps(ignored))
         if self._settings.yank_deleted_tags:
@@ -309,7 +323,7 @@ class Publisher:
         metrics.published("module", str(module.address))
         if self._docs is not None:
             published = Published(tv.version, tv.key, ref.commit_sha, ref.tree_sha)
-            self._docs.document(mirror, repo, module, published)
+            self._docs.document(mirror, repo, module, published, search=False)
         return "published"
 
 

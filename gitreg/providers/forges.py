@@ -36,16 +36,20 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import quote, urljoin, urlsplit
-
-import httpx
 
 from gitreg import __version__
 from gitreg.errors import ConfigError, ForgeError, NotFound
 from gitreg.hosts import refused_address
+from gitreg.numbers import declared_length
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
+
+if TYPE_CHECKING:
+    # imported where a forge is first asked (httpx: 2.3 MiB a serving worker
+    # need not carry, issue 16)
+    import httpx
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_REDIRECTS = 5
@@ -157,6 +161,8 @@ class _HTTP:
     def __init__(
         self, config: ForgeConfig, timeout: float, transport: httpx.BaseTransport | None
     ) -> None:
+        import httpx
+
         self.config = config
         verify: ssl.SSLContext | bool = True
         if config.ca_file is not None:
@@ -194,6 +200,8 @@ class _HTTP:
 
     def stream(self, url: str, accept: str, out: BinaryIO, max_bytes: int) -> int | None:
         """Copy the body at `url` (after redirects) into `out`; None on 404."""
+        import httpx
+
         for _ in range(MAX_REDIRECTS + 1):
             self._check_target(url)
             try:
@@ -207,8 +215,8 @@ class _HTTP:
                         raise ForgeError(
                             f"{self.config.name}: {answer.status_code} from {_safe(url)}"
                         )
-                    declared = answer.headers.get("content-length", "")
-                    if declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
+                    declared = declared_length(answer.headers.get("content-length", ""))
+                    if declared is not None and declared > max_bytes:
                         raise ForgeError(f"{_safe(url)} is over the {max_bytes}-byte limit")
                     size = 0
                     for chunk in answer.iter_bytes(1024 * 1024):

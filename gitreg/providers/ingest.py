@@ -22,13 +22,17 @@ packages is recorded in one transaction (S2), under a per-provider lock.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import httpx
+
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-import httpx
-
 from gitreg import metrics
+from gitreg.catalog.provider_docs import ProviderDocumenter
 from gitreg.errors import (
     BadRequest,
     Conflict,
@@ -88,6 +92,8 @@ class ProviderPublisher:
         self.keys = KeyManager(settings, store, secrets or file_secret_store(settings.data_dir))
         self._on_change = on_change
         self._transport = transport
+        # Issue 13: the release's docs/ pages, read after a forge release is published.
+        self.documenter: ProviderDocumenter | None = None
         self.limits = PackageLimits(
             max_package_bytes=settings.max_provider_package_bytes,
             max_unpacked_bytes=settings.max_provider_unpacked_bytes,
@@ -251,6 +257,8 @@ class ProviderPublisher:
                     sign=provider.sign_releases and found.signature is None,
                     source=f"{provider.forge}:{repo.forge_repo}@{tag}",
                 )
+            if published.status == "published":
+                self._document(provider, repo, version, tag)
             return outcome(published.status)
         except Conflict as exc:
             log.warning("provider %s %s: %s", provider.address, tag, exc)
@@ -260,6 +268,11 @@ class ProviderPublisher:
         except GitregError as exc:
             log.warning("provider %s %s refused: %s", provider.address, tag, exc)
             return outcome("failed", str(exc))
+
+    def _document(self, provider: ProviderRecord, repo: RepoRecord, version: str, tag: str) -> None:
+        found = self.store.provider_version(provider.id, version)
+        if self.documenter is not None and found is not None:
+            self.documenter.document(provider, repo, found, tag)
 
 
 def _older_than(stamp: str, age: timedelta) -> bool:

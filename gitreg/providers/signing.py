@@ -16,11 +16,13 @@ docs/providers.md explains why pysequoia rather than PGPy or driving gpg.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import pysequoia
-from pysequoia.packet import PacketPile, SignatureType, Tag
+from typing import TYPE_CHECKING
 
 from gitreg.errors import BadRequest, SignatureError
+
+if TYPE_CHECKING:  # imported where used: pysequoia costs a serving worker 2.2 MiB,
+    # and only key, signing and mirror paths need it (issue 16, target 2)
+    import pysequoia
 
 MAX_KEY_BYTES = 256 * 1024
 MAX_SIGNATURE_BYTES = 64 * 1024
@@ -96,6 +98,9 @@ def parse_public_key(data: bytes) -> PublicKeyInfo:
     """Read one ASCII-armored or binary OpenPGP certificate; raises BadRequest."""
     if len(data) > MAX_KEY_BYTES:
         raise BadRequest(f"the key file is larger than {MAX_KEY_BYTES} bytes")
+    import pysequoia
+    from pysequoia.packet import PacketPile, Tag
+
     try:
         secret = any(
             p.tag in (Tag.SecretKey, Tag.SecretSubkey) for p in PacketPile.from_bytes(data)
@@ -113,6 +118,8 @@ def parse_public_key(data: bytes) -> PublicKeyInfo:
 
 
 def _info(cert: pysequoia.Cert) -> PublicKeyInfo:
+    from pysequoia.packet import PacketPile, Tag
+
     algorithms: list[str] = []
     key_ids: list[str] = []
     problems: list[str] = []
@@ -142,6 +149,8 @@ def generate_key(user_id: str, bits: int = 3072) -> tuple[str, PublicKeyInfo]:
     RSA only: it is the one key type every Terraform version verifies."""
     if bits not in GENERATED_BITS:
         raise BadRequest(f"RSA key size must be one of {GENERATED_BITS}, got {bits}")
+    import pysequoia
+
     suite = pysequoia.CipherSuite.RSA3k if bits == 3072 else pysequoia.CipherSuite.RSA4k
     tsk = pysequoia.Tsk.generate(
         user_id=user_id, profile=pysequoia.Profile.RFC4880, cipher_suite=suite
@@ -151,6 +160,8 @@ def generate_key(user_id: str, bits: int = 3072) -> tuple[str, PublicKeyInfo]:
 
 def sign_detached(secret_key: bytes, document: bytes) -> bytes:
     """A detached binary signature over `document` by the key's signing subkey."""
+    import pysequoia
+
     try:
         signer = pysequoia.Tsk.from_bytes(secret_key).signer()
         return pysequoia.sign(signer, document, mode=pysequoia.SignatureMode.DETACHED, armor=False)
@@ -174,6 +185,9 @@ def verify_detached(
     """
     if len(signature) > MAX_SIGNATURE_BYTES:
         raise SignatureError(f"the signature is larger than {MAX_SIGNATURE_BYTES} bytes")
+    import pysequoia
+    from pysequoia.packet import PacketPile, SignatureType, Tag
+
     try:
         packets = list(PacketPile.from_bytes(signature))
         sig = pysequoia.Sig.from_bytes(signature)

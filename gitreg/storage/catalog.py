@@ -5,7 +5,8 @@ A version's document is written once and never replaced, like its archive
 search row of a module holds its latest documented version's words and is
 replaced when a newer version is documented. SQLite searches with FTS5
 (bm25), PostgreSQL with a generated tsvector under a GIN index (ts_rank);
-both put an exact module-name match first.
+both rank by namespace, name, system and description (migration 0016) and
+put an exact module-name match first.
 """
 
 from __future__ import annotations
@@ -13,11 +14,57 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, utcnow
 
 # Letters and digits only, as both engines' tokenisers split words ("zone_name"
 # is "zone" and "name"), so each query word is one token matched as a prefix.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+# Which modules match: every word in any column (module_search_fts, no
+# ranking: cheap even when all 10,000 rows match). Their order, in tiers:
+# modules whose namespace, name, system and description hold every word, by
+# bm25 over those short columns (module_search_head, weights set in
+# migration 0016); then those holding some of the words there, by the same
+# bm25; then matches found only in README text and input/output names, by
+# id. Ranking the long body of every match was what cost 15-28 ms per search
+# (docs/performance.md, "Documentation and search"). When the first tier
+# fills the list nothing else is asked; with few matches the head is asked
+# about those rows only (rowid IN); with many, it ranks its own matches once.
+_FEW = 200
+_SQLITE_HEAD = (
+    "SELECT h.rowid, s.namespace FROM module_search_head h"
+    " JOIN module_search s ON s.module_id = h.rowid"
+    " WHERE module_search_head MATCH ? ORDER BY h.rank LIMIT ?"
+)
+_SQLITE_COUNT = (
+    "SELECT count(*) FROM (SELECT rowid FROM module_search_fts"
+    " WHERE module_search_fts MATCH ? LIMIT ?)"
+)
+_SQLITE_FEW = """
+WITH members AS (
+    SELECT rowid AS id FROM module_search_fts WHERE module_search_fts MATCH ?
+), ranked AS (
+    SELECT rowid AS id, rank AS score FROM module_search_head
+    WHERE module_search_head MATCH ? AND rowid IN (SELECT id FROM members)
+)
+SELECT m.id, s.namespace FROM members m LEFT JOIN ranked r ON r.id = m.id
+JOIN module_search s ON s.module_id = m.id
+ORDER BY r.score IS NULL, r.score, m.id LIMIT ?
+"""
+_SQLITE_MANY = """
+WITH ranked AS (
+    SELECT rowid AS id, rank AS score FROM module_search_head WHERE module_search_head MATCH ?
+), hits AS (
+    SELECT f.rowid AS id, ranked.score AS score FROM module_search_fts f
+    LEFT JOIN ranked ON ranked.id = f.rowid
+    WHERE module_search_fts MATCH ?
+    ORDER BY ranked.score IS NULL, ranked.score, f.rowid LIMIT ?
+)
+SELECT hits.id, s.namespace FROM hits JOIN module_search s ON s.module_id = hits.id
+ORDER BY hits.score IS NULL, hits.score, hits.id
+"""
 
 
 @dataclass(frozen=True)
@@ -46,23 +93,32 @@ class CatalogStore(IndexBackedStore):
         """Store a version's document; False when one of this format is already
         stored (immutable). An older format is replaced, which is how
         `gitreg reindex` upgrades documents after their shape changes."""
+        return self.put_docs_many([(module_id, version_key, fmt, document)]) == 1
+
+    def put_docs_many(self, documents: list[tuple[int, str, int, str]]) -> int:
+        """`put_docs` for (module_id, version_key, format, document) items, in
+        one transaction (one fsync for a repository's 40 new tags); returns
+        how many were stored."""
+        stored = 0
         with self._write() as conn:
-            row = conn.execute(
-                "SELECT format FROM module_docs WHERE module_id = ? AND version_key = ?",
-                (module_id, version_key),
-            ).fetchone()
-            if row is not None and int(row[0]) >= fmt:
-                return False
-            conn.execute(
-                "DELETE FROM module_docs WHERE module_id = ? AND version_key = ?",
-                (module_id, version_key),
-            )
-            conn.execute(
-                "INSERT INTO module_docs (module_id, version_key, format, document, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (module_id, version_key, fmt, document, utcnow()),
-            )
-        return True
+            for module_id, version_key, fmt, document in documents:
+                row = conn.execute(
+                    "SELECT format FROM module_docs WHERE module_id = ? AND version_key = ?",
+                    (module_id, version_key),
+                ).fetchone()
+                if row is not None and int(row[0]) >= fmt:
+                    continue
+                conn.execute(
+                    "DELETE FROM module_docs WHERE module_id = ? AND version_key = ?",
+                    (module_id, version_key),
+                )
+                conn.execute(
+                    "INSERT INTO module_docs (module_id, version_key, format, document,"
+                    " created_at) VALUES (?, ?, ?, ?, ?)",
+                    (module_id, version_key, fmt, document, utcnow()),
+                )
+                stored += 1
+        return stored
 
     def docs(self, module_id: int, version_key: str) -> str | None:
         rows = self._rows(
@@ -107,6 +163,50 @@ class CatalogStore(IndexBackedStore):
                     " body) VALUES (?, ?, ?, ?, ?, ?)",
                     values,
                 )
+                conn.execute("DELETE FROM module_search_head WHERE rowid = ?", (entry.module_id,))
+                conn.execute(
+                    "INSERT INTO module_search_head (rowid, namespace, name, system, description)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    values[:5],
+                )
+
+    def _sqlite_search(self, words: list[str], limit: int) -> list[Row]:
+        # Each word quoted (no FTS5 syntax from users) and matched as a prefix.
+        quoted = ['"' + w.replace('"', "") + '"*' for w in words]
+        every, some = " ".join(quoted), " OR ".join(quoted)
+        first = self._rows(_SQLITE_HEAD, (every, limit))
+        if len(first) >= limit:  # a common word: the head alone fills the list
+            return first
+        found = self._rows(_SQLITE_COUNT, (every, _FEW + 1))
+        if int(found[0][0]) <= _FEW:
+            rest = self._rows(_SQLITE_FEW, (every, some, limit))
+        else:
+            rest = self._rows(_SQLITE_MANY, (some, every, limit))
+        seen = {int(r[0]) for r in first}
+        return first + [r for r in rest if int(r[0]) not in seen]
+
+    def _postgres_search(self, words: list[str], limit: int) -> list[Row]:
+        # The same tiers as on SQLite; `head_terms` has a GIN index of its own
+        # (migration 0016), so the first tier never reads the long `terms`.
+        every = " & ".join(w + ":*" for w in words)
+        some = " | ".join(w + ":*" for w in words)
+        first = self._rows(
+            "SELECT module_id, namespace FROM module_search"
+            " WHERE head_terms @@ to_tsquery('simple', ?)"
+            " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+            (every, every, limit),
+        )
+        if len(first) >= limit:
+            return first
+        rest = self._rows(
+            "SELECT module_id, namespace FROM module_search"
+            " WHERE terms @@ to_tsquery('simple', ?)"
+            " ORDER BY head_terms @@ to_tsquery('simple', ?) DESC,"
+            " ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+            (every, every, some, limit),
+        )
+        seen = {int(r[0]) for r in first}
+        return first + [r for r in rest if int(r[0]) not in seen]
 
     def searchable_modules(self) -> set[int]:
         """Ids of modules that have a search row."""
@@ -125,23 +225,9 @@ class CatalogStore(IndexBackedStore):
             (query.strip().lower(),),
         )
         if self._dialect == "sqlite":
-            # Each word quoted (no FTS5 syntax from users) and matched as a prefix;
-            # `rank` is bm25 with the column weights set in migration 0014, and
-            # FTS5 ranks inside its own scan (no join per match).
-            match = " ".join('"' + w.replace('"', "") + '"*' for w in words)
-            rows = self._rows(
-                "SELECT rowid, namespace FROM module_search_fts WHERE module_search_fts MATCH ?"
-                " ORDER BY rank LIMIT ?",
-                (match, limit),
-            )
+            rows = self._sqlite_search(words, limit)
         else:
-            tsquery = " & ".join(w + ":*" for w in words)
-            rows = self._rows(
-                "SELECT module_id, namespace FROM module_search"
-                " WHERE terms @@ to_tsquery('simple', ?)"
-                " ORDER BY ts_rank(terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
-                (tsquery, tsquery, limit),
-            )
+            rows = self._postgres_search(words, limit)
         # An exact name match ranks first (issue 13), whatever its relevance.
         first = [(int(r[0]), str(r[1])) for r in exact]
         seen = {m for m, _ in first}

@@ -241,6 +241,20 @@ class Index:
             if cursor.rowcount == 0:
                 raise NotFound(f"no version {version_key}")
 
+    def set_deprecation(
+        self, module_id: int, version_key: str, reason: str | None, link: str = ""
+    ) -> None:
+        """Deprecate a version (reason given) or lift its deprecation (None); an
+        ordinary write, noticed by serving processes as a publish is."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE module_versions SET deprecation_reason = ?, deprecation_link = ?"
+                " WHERE module_id = ? AND version_key = ?",
+                (reason, link if reason is not None else "", module_id, version_key),
+            )
+            if cursor.rowcount == 0:
+                raise NotFound(f"no version {version_key}")
+
     def archive_for_tree(self, tree_sha: str, mtime: int) -> tuple[str, int] | None:
         """An archive already built from this tree and mtime (A5: build once)."""
         rows = self._rows(

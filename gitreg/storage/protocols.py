@@ -6,7 +6,8 @@ protocol lists only the methods code outside storage calls; each docstring
 states the contract an implementation must keep: what is one transaction, what
 is idempotent, what raises. Unless said otherwise, a missing row asked for by
 id raises `NotFound`, and `find_*` / `*_by_*` lookups answer None instead.
-The blob store's protocol is `BlobStore` in blobs.py.
+The blob store's protocol is `BlobStore` in blobs.py; the catalog's
+(documentation, search, download counts) are in catalog_protocols.py.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from gitreg.storage.auth import AccessSignature, TokenRecord
-from gitreg.storage.catalog import MissingDocs, SearchEntry
+from gitreg.storage.auth import AccessSignature, Identity, TokenRecord
 from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, JobState, Submission
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
 from gitreg.storage.providers import (
@@ -35,6 +35,7 @@ from gitreg.storage.records import (
     VersionRecord,
 )
 from gitreg.storage.registration import ModuleGlobLink, ModuleLink, ProviderLink, RepoRow
+from gitreg.storage.sessions import SessionRecord
 
 
 class ModuleIndex(Protocol):
@@ -117,6 +118,14 @@ class ModuleIndex(Protocol):
         ...
 
     def set_yanked(self, module_id: int, version_key: str, yanked: bool) -> None: ...
+
+    def set_deprecation(
+        self, module_id: int, version_key: str, reason: str | None, link: str = ""
+    ) -> None:
+        """Deprecate one version with a reason and optional link, or lift its
+        deprecation (reason None); `NotFound` for an unknown version. A
+        deprecated version stays listed and installable (issue 14)."""
+        ...
 
     def archive_for_tree(self, tree_sha: str, mtime: int) -> tuple[str, int] | None:
         """(sha256, size) of an archive already built from this tree and mtime
@@ -398,6 +407,40 @@ class AuthIndex(Protocol):
         """(lower-cased namespace, archive sha256) of every module version."""
         ...
 
+    def add_login_token(
+        self,
+        token_hash: str,
+        prefix: str,
+        grants: dict[str, str],
+        who: Identity,
+        description: str,
+        expires_at: float,
+    ) -> int:
+        """Store a sign-in token (only its hash) with its scope per namespace
+        ("*" for all, `grants` not empty) and whose it is; its id."""
+        ...
+
+    def put_login_state(self, key: str, payload: str, expires_at: float, now: float) -> None:
+        """Keep one step of a sign-in in flight, shared by every replica."""
+        ...
+
+    def take_login_state(self, key: str, now: float) -> str | None:
+        """The payload under `key`, removed atomically: a second take (here or on
+        another replica) gets None, as does a take after `expires_at`."""
+        ...
+
+    def create_session(self, id_hash: str, session: SessionRecord) -> None:
+        """Store a web UI session under the sha256 of its id (sweeping expired ones)."""
+        ...
+
+    def session(self, id_hash: str, now: float) -> SessionRecord | None:
+        """The session under `id_hash`, unless unknown, deleted or expired at `now`."""
+        ...
+
+    def delete_session(self, id_hash: str) -> bool:
+        """Sign-out: whether there was such a session."""
+        ...
+
 
 class SecretStore(Protocol):
     """Named secrets (URL-signing keys, provider key secrets), shared by every
@@ -446,30 +489,4 @@ class SecretStore(Protocol):
     def open_webhook_secret(self, stored: str) -> str:
         """The plaintext of a `seal_webhook_secret` result, or of plaintext kept
         before a key was configured. Raises `ConfigError` when it cannot be opened."""
-        ...
-
-
-class CatalogIndex(Protocol):
-    """Module documentation and search (issue 13; SQL in storage/catalog.py)."""
-
-    def put_docs(self, module_id: int, version_key: str, fmt: int, document: str) -> bool:
-        """Store a version's document once; False when one of this format exists."""
-        ...
-
-    def docs(self, module_id: int, version_key: str) -> str | None: ...
-
-    def missing_docs(self, fmt: int, after_version_id: int, limit: int) -> list[MissingDocs]:
-        """The next batch of versions without a document of format `fmt`."""
-        ...
-
-    def put_search(self, entry: SearchEntry) -> None:
-        """Replace a module's search row with its latest version's words."""
-        ...
-
-    def search(self, query: str, limit: int) -> list[tuple[int, str]]:
-        """(module_id, namespace) best first; exact name matches first."""
-        ...
-
-    def searchable_modules(self) -> set[int]:
-        """Ids of modules that have a search row."""
         ...

@@ -48,6 +48,14 @@ class VersionRecord:
     archive_size: int
     published_at: str
     yanked: bool
+    # `gitreg module deprecate` (issue 14): None unless deprecated; the link is
+    # optional ("" when none was given). The version stays listed and installable.
+    deprecation_reason: str | None = None
+    deprecation_link: str = ""
+
+    @property
+    def deprecated(self) -> bool:
+        return self.deprecation_reason is not None
 
 
 @dataclass(frozen=True)

@@ -344,6 +344,64 @@ MIGRATIONS: list[tuple[str, str]] = [
     """,
     ),
     (
+        # Provider documentation (issue 13; SQL in storage/provider_docs.py): a
+        # version's listing of pages and each page's HTML, written once at
+        # ingest. Download counts (SQL in storage/download_counts.py): per
+        # version and UTC day, and per token when the request carried one
+        # (token_id 0 otherwise). Flushes add to a row (upsert), so several
+        # workers and replicas count into the same rows. The key is a unique
+        # index, not a primary key, so issue 14's per-person and per-group
+        # counts are an added column and a rebuilt index.
+        # Search ranks by the short columns only (module_search_head on
+        # SQLite, head_terms on PostgreSQL): ranking the README text of every
+        # match cost 15-28 ms at 10,000 modules (docs/performance.md).
+        "0016-provider-docs-downloads",
+        """
+    CREATE TABLE provider_doc_sets (
+        version_id INTEGER NOT NULL REFERENCES provider_versions(id),
+        format INTEGER NOT NULL,
+        listing TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (version_id)
+    );
+    CREATE TABLE provider_doc_pages (
+        version_id INTEGER NOT NULL REFERENCES provider_versions(id),
+        doc_id TEXT NOT NULL,
+        html TEXT NOT NULL,
+        PRIMARY KEY (version_id, doc_id)
+    );
+    CREATE TABLE download_counts (
+        kind TEXT NOT NULL,
+        object_id INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        day TEXT NOT NULL,
+        token_id INTEGER NOT NULL,
+        downloads INTEGER NOT NULL
+    );
+    CREATE UNIQUE INDEX download_counts_key
+        ON download_counts (kind, object_id, version, day, token_id);
+    CREATE TABLE download_totals (
+        kind TEXT NOT NULL,
+        object_id INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        downloads INTEGER NOT NULL,
+        PRIMARY KEY (kind, object_id, version)
+    );
+    /*sqlite*/ CREATE VIRTUAL TABLE module_search_head USING fts5(
+        namespace, name, system, description, tokenize = 'unicode61'
+    );
+    /*sqlite*/ INSERT INTO module_search_head (module_search_head, rank)
+        VALUES ('rank', 'bm25(4.0, 10.0, 4.0, 2.0)');
+    /*sqlite*/ INSERT INTO module_search_head (rowid, namespace, name, system, description)
+        SELECT module_id, namespace, name, system, description FROM module_search;
+    /*postgresql*/ ALTER TABLE module_search ADD COLUMN head_terms tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('simple', namespace || ' ' || name || ' ' || system), 'A')
+        || setweight(to_tsvector('simple', description), 'B')
+    ) STORED;
+    /*postgresql*/ CREATE INDEX module_search_head_terms ON module_search USING GIN (head_terms);
+    """,
+    ),
+    (
         # Issue 16 (docs/performance.md "Publishing", docs/modules.md "Monorepos"):
         # - every archive records the builder that made its bytes
         #   (gitreg/archive_format.py); archives before this were all zlib level 6;
@@ -375,6 +433,67 @@ MIGRATIONS: list[tuple[str, str]] = [
         created_at TEXT NOT NULL,
         PRIMARY KEY (repo_id, pattern)
     );
+    """,
+    ),
+    (
+        # Issue 16, target 5: a repository's modules are read on every sync and
+        # publish; with 10,000 modules that was a scan of the whole table.
+        "0018-modules-repo-index",
+        """
+    CREATE INDEX modules_repo ON modules(repo_id);
+    """,
+    ),
+    (
+        # Sign-in (issue 14; SQL in storage/auth.py, docs/sign-in.md). A token
+        # from `terraform login` records whose it is (the IdP's subject, email
+        # and groups at sign-in) and its per-namespace scopes as JSON
+        # {"namespace" or "*": scope}; NULL keeps an operator token's single
+        # scope. `login_states` holds a sign-in in flight (the IdP round trip,
+        # then the one-time code) in the database, so any replica can finish
+        # it; a row is deleted when used, making it single-use on both engines.
+        "0019-login",
+        """
+    ALTER TABLE api_tokens ADD COLUMN subject TEXT NOT NULL DEFAULT '';
+    ALTER TABLE api_tokens ADD COLUMN email TEXT NOT NULL DEFAULT '';
+    ALTER TABLE api_tokens ADD COLUMN groups TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE api_tokens ADD COLUMN grants TEXT;
+    CREATE TABLE login_states (
+        key TEXT PRIMARY KEY,
+        payload TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    CREATE INDEX login_states_expires_at ON login_states(expires_at);
+    """,
+    ),
+    (
+        "0020-ui-sessions",
+        # Web UI sessions (gitreg/ui/session.py): keyed by the sha256 of the
+        # cookie's value, so the table never holds a usable session id.
+        """
+    CREATE TABLE ui_sessions (
+        id_hash TEXT PRIMARY KEY,
+        subject TEXT NOT NULL,
+        email TEXT NOT NULL,
+        groups TEXT NOT NULL,
+        grants TEXT NOT NULL,
+        csrf TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    CREATE INDEX ui_sessions_expires_at ON ui_sessions(expires_at);
+    """,
+    ),
+    (
+        # `gitreg module deprecate|undeprecate` (issue 14; SQL in storage/index.py,
+        # docs/modules.md). A deprecated version stays listed and installable; its
+        # reason (NULL: not deprecated) and optional link ride on its entry in
+        # `/v1/modules/.../versions` as `deprecation: {reason, link}`, the shape
+        # HashiCorp's registry clients read (go-slug sourcebundle's
+        # ModulePackageVersionDeprecation).
+        "0021-module-deprecation",
+        """
+    ALTER TABLE module_versions ADD COLUMN deprecation_reason TEXT;
+    ALTER TABLE module_versions ADD COLUMN deprecation_link TEXT NOT NULL DEFAULT '';
     """,
     ),
 ]

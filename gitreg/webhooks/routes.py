@@ -42,6 +42,7 @@ from gitreg.errors import (
     PayloadTooLarge,
     Unauthorized,
 )
+from gitreg.numbers import declared_length
 from gitreg.registration import RepoSource, register_repo
 from gitreg.secret_refs import resolve_secret
 from gitreg.services import Services, services
@@ -73,8 +74,8 @@ _CONVENTIONAL = re.compile(r"^terraform-(?P<system>[0-9A-Za-z]+)-(?P<name>[0-9A-
 async def read_json(request: Request, limit: int) -> tuple[bytes, dict[str, Any]]:
     """The raw body and it as a JSON object, refusing oversize bodies before reading them
     whole and anything that is not a JSON object (W7)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+    declared = declared_length(request.headers.get("content-length", ""))
+    if declared is not None and declared > limit:
         raise PayloadTooLarge(f"body over {limit} bytes")
     chunks: list[bytes] = []
     size = 0

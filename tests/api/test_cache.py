@@ -27,3 +27,39 @@ def test_invalidate_empties_the_cache() -> None:
     asyncio.run(store.get("k", lambda: 1))
     store.invalidate()
     assert store.peek("k") is MISSING
+
+
+def test_bytes_are_bounded_and_the_oldest_entries_go_first() -> None:
+    """Issue 16, target 2: a cache filled with far more answers than its byte
+    bound keeps at most that bound, drops the oldest entries, and keeps the
+    newest; entries are weighed by their bodies, not counted."""
+    body = b"x" * 4000
+    bound = 50 * cache.entry_bytes(body)
+    store: MetadataCache[object] = MetadataCache(lambda: 0, max_bytes=bound)
+
+    async def fill() -> None:
+        for n in range(1000):
+            await store.get(("answer", n), lambda: body)
+            assert store.size_bytes <= bound
+
+    asyncio.run(fill())
+    assert store.peek(("answer", 0)) is MISSING
+    assert store.peek(("answer", 949)) is MISSING
+    assert all(store.peek(("answer", n)) is body for n in range(950, 1000))
+    small: MetadataCache[object] = MetadataCache(lambda: 0, max_bytes=bound)
+    asyncio.run(small.get("small", lambda: 1))
+    assert small.size_bytes == cache.ENTRY_BYTES  # a small value weighs one entry
+
+
+def test_evicted_not_found_entries_free_their_bound() -> None:
+    """Not-found entries dropped for size no longer count against MAX_NOT_FOUND."""
+    store: MetadataCache[object] = MetadataCache(lambda: 0, max_bytes=10 * cache.ENTRY_BYTES)
+
+    async def fill() -> None:
+        for n in range(cache.MAX_NOT_FOUND - 1):
+            await store.get(("made-up", n), lambda: None)
+        await store.get("real", lambda: 1)
+
+    asyncio.run(fill())
+    assert store.peek("real") == 1
+    assert store.size_bytes <= 10 * cache.ENTRY_BYTES

@@ -19,7 +19,6 @@ from starlette.types import Message, Receive, Scope, Send
 
 from gitreg import logs
 from gitreg.api.access_log import AccessLog
-from gitreg.jobs.runner import JobRunner
 from gitreg.services import build_services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, simple_module
@@ -136,7 +135,7 @@ def test_job_lines_carry_the_job_and_the_repository(tmp_path: Path) -> None:
     try:
         [record] = svc.index.repos()
         svc.jobs.store.enqueue(record.id, "sync", "test", "because", 0.0, 3)
-        [job] = JobRunner.for_services(svc).drain()
+        [job] = svc.job_runner().drain()
     finally:
         svc.close()
         logs.configure("text", "WARNING")
@@ -200,3 +199,32 @@ def test_the_fast_access_line_is_the_line_the_json_formatter_writes() -> None:
     assert fast == slow
     assert fast["client"] == 'fe80::1"\\é' and fast["token_id"] == 7
     assert (fast["request_id"], fast["job_id"], fast["repo_id"]) == ("req-fast", 3, 4)
+
+
+def test_the_fast_text_access_line_is_the_line_the_text_formatter_writes() -> None:
+    """Issue 16, target 1: the text access line skips logging too, and writes the
+    line TextFormatter would, context and fields in the same order."""
+    out = io.StringIO()
+    logs.configure("text", "INFO", stream=out)
+    context = logs.job.set((3, 4))
+    try:
+        assert logs.access_text("GET", "/probe", 200, 0.1, 1, None, None)  # fast path taken...
+        _request_through_access_log()  # ...here too
+        logging.getLogger().addHandler(logging.NullHandler())  # another handler: via logging
+        _request_through_access_log()
+    finally:
+        logs.job.reset(context)
+        logs.configure("text", "WARNING")
+    probe, fast, slow = out.getvalue().splitlines()
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
+    assert re.fullmatch(
+        stamp + r" INFO gitreg\.access: GET /probe 200 100\.0ms \[job_id=3 repo_id=4 method=GET"
+        r" route=/probe status=200 duration_ms=100\.0 bytes=1\]",
+        probe,
+    )
+    timing = r" \d+\.\dms | duration_ms=[0-9.e-]+ "
+    fast_rest, slow_rest = (re.sub(timing, " T ", line[23:]) for line in (fast, slow))
+    assert fast_rest == slow_rest
+    assert re.fullmatch(stamp, fast[:23]) and re.fullmatch(stamp, slow[:23])
+    assert "request_id=req-fast job_id=3 repo_id=4 method=GET" in fast
+    assert fast.endswith('client=fe80::1"\\é token_id=7]')

@@ -38,6 +38,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("modules", "import"): ["/tmp/export"],
     ("token", "create"): ["--scope", "read", "--namespace", "acme"],
     ("token", "list"): [],
+    ("grants",): ["--groups", "a,b"],
     ("token", "revoke"): ["1"],
     ("namespace", "set"): ["acme", "--private"],
     ("namespace", "list"): [],
@@ -61,6 +62,8 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("doctor",): ["--json"],
     ("module", "yank"): ["acme/vpc/aws", "1.0.0"],
     ("module", "unyank"): ["acme/vpc/aws", "1.0.0"],
+    ("module", "deprecate"): ["acme/vpc/aws", "1.0.0", "--reason", "use 2.x"],
+    ("module", "undeprecate"): ["acme/vpc/aws", "1.0.0"],
     ("provider", "yank"): ["acme/null", "1.0.0"],
     ("provider", "unyank"): ["acme/null", "1.0.0"],
 }

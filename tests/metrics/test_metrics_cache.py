@@ -18,9 +18,10 @@ def _samples() -> Samples:
 
 def test_a_full_cache_counts_its_evictions(monkeypatch: pytest.MonkeyPatch) -> None:
     metrics.enable(per_module=False)  # as create_app does
-    monkeypatch.setattr(cache, "MAX_ENTRIES", 8)
     monkeypatch.setattr(cache, "MAX_NOT_FOUND", 3)
-    metadata: cache.MetadataCache[object] = cache.MetadataCache(lambda: 0)
+    # Room for eight "x" answers (issue 16: the bound is in bytes).
+    room = 8 * cache.entry_bytes("x")
+    metadata: cache.MetadataCache[object] = cache.MetadataCache(lambda: 0, max_bytes=room)
     before = _samples()
 
     async def fill() -> None:
@@ -30,15 +31,15 @@ def test_a_full_cache_counts_its_evictions(monkeypatch: pytest.MonkeyPatch) -> N
         dropped = value(middle, "gitreg_cache_evictions_total", reason="not_found_full")
         assert dropped - value(before, "gitreg_cache_evictions_total", reason="not_found_full") == 3
         assert value(middle, "gitreg_cache_entries") == 1
-        for n in range(8):  # 1 + 7 fill it; the eighth finds it full
+        for n in range(8):  # 1 + 7 fill it; the eighth pushes the oldest out
             await metadata.get(("found", n), lambda: "x")
 
     asyncio.run(fill())
     after = _samples()
     full = value(after, "gitreg_cache_evictions_total", reason="full")
-    assert full - value(before, "gitreg_cache_evictions_total", reason="full") == 8
-    assert value(after, "gitreg_cache_entries") == 1
+    assert full - value(before, "gitreg_cache_evictions_total", reason="full") == 1
+    assert value(after, "gitreg_cache_entries") == 8
     metadata.invalidate()
     invalidated = value(_samples(), "gitreg_cache_evictions_total", reason="invalidated")
-    assert invalidated - value(after, "gitreg_cache_evictions_total", reason="invalidated") == 1
+    assert invalidated - value(after, "gitreg_cache_evictions_total", reason="invalidated") == 8
     assert value(_samples(), "gitreg_cache_entries") == 0

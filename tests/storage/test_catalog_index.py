@@ -8,8 +8,8 @@ from typing import cast
 import pytest
 
 from gitreg.storage.catalog import CatalogStore, SearchEntry
+from gitreg.storage.catalog_protocols import CatalogIndex
 from gitreg.storage.index import Index
-from gitreg.storage.protocols import CatalogIndex
 from gitreg.storage.records import NewVersion
 from tests.storage.conftest import Backend
 
@@ -40,6 +40,17 @@ def test_a_document_is_stored_once_and_upgraded_only_by_a_newer_format(
     assert catalog.docs(module_id, "1.0.0") == '{"a": 1}'
     assert catalog.put_docs(module_id, "1.0.0", 2, '{"a": 3}')
     assert catalog.docs(module_id, "1.0.0") == '{"a": 3}'
+
+
+def test_many_documents_in_one_transaction_keep_the_same_rules(implementation: Backend) -> None:
+    catalog = catalog_of(implementation)
+    module_id = add_module(implementation, "acme", "vpc", "aws")
+    catalog.put_docs(module_id, "1.0.0", 1, '{"a": 1}')
+    items = [(module_id, "1.0.0", 1, '{"a": 2}'), (module_id, "1.1.0", 1, '{"b": 1}')]
+    assert catalog.put_docs_many(items) == 1
+    assert catalog.docs(module_id, "1.0.0") == '{"a": 1}'
+    assert catalog.docs(module_id, "1.1.0") == '{"b": 1}'
+    assert catalog.put_docs_many([]) == 0
 
 
 def test_missing_docs_pages_through_undocumented_versions(implementation: Backend) -> None:
@@ -110,3 +121,24 @@ def test_a_new_search_row_replaces_the_old(
     catalog.put_search(SearchEntry(module_id, "secret", "dns", "google", "Records", "record"))
     assert catalog.search("zone_name", 10) == []
     assert catalog.search("record", 10) == [(module_id, "secret")]
+
+
+def test_search_ranks_in_tiers_of_where_the_words_are(implementation: Backend) -> None:
+    """Migration 0016: every word in namespace/name/system/description first,
+    then some of them there, then matches only in README text or input names,
+    by id; the first tier alone answers when it fills the list."""
+    catalog = catalog_of(implementation)
+    rows = [
+        ("body", "only", "Nothing here", "bucket storage"),  # README words only
+        ("some", "bucket", "A module", "storage"),  # one word in the name
+        ("every", "bucket-storage", "Storage", ""),  # both words in the head
+        ("other", "thing", "Unrelated", "queue"),
+    ]
+    ids = []
+    for ns, name, description, body in rows:
+        module_id = add_module(implementation, ns, name, "aws")
+        catalog.put_search(SearchEntry(module_id, ns, name, "aws", description, body))
+        ids.append(module_id)
+    assert [m for m, _ in catalog.search("bucket storage", 10)] == [ids[2], ids[1], ids[0]]
+    assert [m for m, _ in catalog.search("storage", 1)] == [ids[2]]
+    assert [m for m, _ in catalog.search("stor", 10)] == [ids[2], ids[0], ids[1]]

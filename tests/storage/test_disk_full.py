@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.jobs.runner import JobRunner
 from gitreg.services import build_services
 from gitreg.settings import load_settings
 from tests.support.datadir import assert_consistent
@@ -236,7 +235,7 @@ def test_a_job_that_meets_a_full_disk_stays_queued_past_its_attempts(
         # in it, while fetching and publishing need new blocks.
         _checkpoint(data_dir, "RESTART")
         ballast = _fill(small_fs)
-        runner = JobRunner.for_services(svc)
+        runner = svc.job_runner()
         [job] = runner.drain()
         job = svc.jobs.store.job(job.id)
         assert job.state == "queued", job

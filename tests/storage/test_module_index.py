@@ -68,6 +68,31 @@ def test_publish_round_trip_and_republish_changes_nothing(implementation: Backen
     assert index.version_by_key(module.id, "9.9.9") is None
 
 
+def test_deprecation_round_trip_keeps_the_version_listed(implementation: Backend) -> None:
+    index = implementation.index
+    module = index.add_module(index.add_repo(URL, "acme/vpc").id, "acme", "vpc", "aws", "", "")
+    index.publish_version(_version(module.id))
+    fresh = index.version_by_key(module.id, "1.0.0")
+    assert fresh is not None and not fresh.deprecated and fresh.deprecation_link == ""
+    reason = 'Use 2.x: <b>1.x</b> loses state & "quotes" \u2014 see the guide'
+    index.set_deprecation(module.id, "1.0.0", reason, "https://example.com/upgrade?a=1&b=2")
+    (stored,) = index.versions(module.id)
+    assert stored.deprecated and not stored.yanked
+    assert (stored.deprecation_reason, stored.deprecation_link) == (
+        reason,
+        "https://example.com/upgrade?a=1&b=2",
+    )
+    index.set_deprecation(module.id, "1.0.0", "no link this time")
+    again = index.version_by_key(module.id, "1.0.0")
+    assert again is not None and again.deprecation_link == ""
+    index.set_deprecation(module.id, "1.0.0", None, "https://ignored.example")
+    lifted = index.version_by_key(module.id, "1.0.0")
+    assert lifted is not None and lifted.deprecation_reason is None
+    assert lifted.deprecation_link == "" and lifted == fresh
+    with pytest.raises(NotFound):
+        index.set_deprecation(module.id, "9.9.9", "gone")
+
+
 def test_a_conflict_is_recorded_once(implementation: Backend) -> None:
     index = implementation.index
     module = index.add_module(index.add_repo(URL, "acme/vpc").id, "acme", "vpc", "aws", "", "")

@@ -20,7 +20,6 @@ from starlette.testclient import TestClient
 
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
-from gitreg.jobs.runner import JobRunner
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.index import SQLiteIndex
@@ -133,7 +132,7 @@ def test_every_write_runs_inside_begin_immediate(
         prepared = delivery("github", "push-tag-created", secret="s3cret")
         answer = client.post(prepared.route, content=prepared.body, headers=prepared.headers)
         assert answer.status_code == 202
-        [job] = JobRunner.for_services(svc).drain()
+        [job] = svc.job_runner().drain()
         assert job.state == "done"
         auth = {"authorization": f"Bearer {token}"}
         versions = client.get("/v1/modules/acme/hello/null/versions", headers=auth)

@@ -39,8 +39,10 @@ def run_terraform(
     env: dict[str, str] | None = None,
     check: bool = True,
     timeout: float = 300,
+    binary: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run terraform in `workdir` with an isolated HOME, plugin cache and CLI config."""
+    """Run terraform in `workdir` with an isolated HOME, plugin cache and CLI config;
+    `binary` another terraform than the pinned 1.0.3 (e.g. a newer one on PATH)."""
     home = workdir / ".home"
     home.mkdir(exist_ok=True)
     config_path = workdir / ".terraformrc"
@@ -55,7 +57,7 @@ def run_terraform(
         **(env or {}),
     }
     result = subprocess.run(
-        [str(terraform_binary()), *args, "-no-color"],
+        [str(binary or terraform_binary()), *args, "-no-color"],
         cwd=workdir,
         env=full_env,
         capture_output=True,

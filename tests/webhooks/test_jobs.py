@@ -47,7 +47,7 @@ def add_repo(
 
 
 def runner(svc: Services) -> JobRunner:
-    return JobRunner.for_services(svc)
+    return svc.job_runner()
 
 
 def store(svc: Services) -> JobIndex:

@@ -17,7 +17,6 @@ from starlette.testclient import TestClient
 
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
-from gitreg.jobs.runner import JobRunner
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.jobs import JobRecord
@@ -64,7 +63,7 @@ class Registry:
 
     def drain(self) -> list[JobRecord]:
         svc = self.svc
-        return JobRunner.for_services(svc).drain()
+        return svc.job_runner().drain()
 
     def versions(self, name: str = "hello") -> list[str]:
         answer = self.client.get(f"/v1/modules/acme/{name}/null/versions")

@@ -1,0 +1,53 @@
+"""Counting a download from its request: one call in each download handler.
+
+The key is the path values as sent and the token id:
+`DownloadCounter.add` is one dict increment, and resolving names to ids
+happens when the counts are flushed (gitreg/download_counts.py). The token
+id is the one `Access.principal` already checked (private namespaces);
+otherwise, only when the request carries an Authorization header, it is
+looked up in the cached access snapshot, so an anonymous public download
+costs no hashing at all.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.types import Scope
+
+from gitreg.services import Services
+
+
+def _token_id(scope: Scope, counter: Services) -> int:
+    state = scope.get("state")
+    if state and "token_id" in state:
+        return int(state["token_id"])
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            return counter.access.known_token_id(value.decode("latin-1"))
+    return 0
+
+
+def _services(scope: Scope) -> Services:
+    # The scope directly, not `services(request)`: this runs on every download.
+    found: Services = scope["app"].state.services
+    return found
+
+
+def count_module_download(request: Request) -> None:
+    """After a module version's download answer was made (not for a 302 from
+    the browse API's latest `/download`: Terraform follows it here). Names
+    are lower-cased when the counts are flushed, not here."""
+    scope = request.scope
+    svc = _services(scope)
+    p = scope["path_params"]
+    key = ("module", p["namespace"], p["name"], p["system"], p["version"], _token_id(scope, svc))
+    svc.downloads.add(key)
+
+
+def count_provider_download(request: Request) -> None:
+    """After a provider package's download answer was made."""
+    scope = request.scope
+    svc = _services(scope)
+    p = scope["path_params"]
+    key = ("provider", p["namespace"], p["type"], "", p["version"], _token_id(scope, svc))
+    svc.downloads.add(key)

@@ -1,0 +1,142 @@
+"""Signing a person in to the web UI through the OpenID Connect issuer (issue 14;
+docs/ui.md, "Sign-in"), with the relying party of gitreg.auth.oidc.
+
+1. `begin`: a fresh `state`, `nonce` and PKCE verifier (OpenID Connect Core
+   3.1.2.1, RFC 7636), kept in the index as a pending sign-in together with
+   the sha256 of a random *binding* value that only the browser holds (an
+   HttpOnly cookie). The state alone is not enough: an attacker could start
+   a sign-in, stop at the callback URL and send that URL to a victim, who
+   would then be signed in as the attacker (login CSRF, RFC 6749 10.12).
+2. `finish`: the pending sign-in is taken (once, on any replica), the callback
+   must come from the browser holding its binding, the code is exchanged and
+   the id_token validated (nonce included). Only then is a session created,
+   under an id drawn now: no value the browser had before signing in is ever
+   a session id (session fixation, OWASP ASVS 3.2.1).
+
+The session holds the person's subject, email and groups and the grants
+computed from them at sign-in (gitreg.auth.grants); it ends `session_ttl`
+seconds later or at sign-out, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import anyio.to_thread
+
+from gitreg.auth.grants import effective, parse_grants
+from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret
+from gitreg.errors import Forbidden
+from gitreg.settings import Settings
+from gitreg.storage.protocols import AuthIndex
+from gitreg.storage.sessions import SessionRecord
+
+log = logging.getLogger("gitreg.auth.web_sign_in")
+
+PENDING_TTL = 600.0  # time a person has to finish signing in at the issuer
+
+
+class SignInFailed(Forbidden):
+    """The sign-in cannot be finished; the message is shown to the person."""
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    session_id: str  # the cookie's value; stored only as its sha256
+    session: SessionRecord
+    next_path: str
+
+
+def hashed(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def safe_next(path: str) -> str:
+    """A path on this site to return to after sign-in; anything else is "/"
+    (an open redirect would let a link send the person elsewhere)."""
+    ok = path.startswith("/") and not path.startswith(("//", "/\\")) and len(path) <= 500
+    return path if ok and all(32 < ord(c) < 127 for c in path) else "/"
+
+
+class WebSignIn:
+    def __init__(
+        self,
+        settings: Settings,
+        store: AuthIndex,
+        oidc: OidcClient,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._oidc = oidc
+        self._grants = parse_grants(settings.extra.get("grants"))
+        self._clock = clock
+
+    async def begin(self, callback_url: str, binding: str, next_path: str) -> str:
+        """The issuer's authorization URL for a browser holding `binding`."""
+        state, nonce, verifier = new_secret(), new_secret(), new_secret()
+        pending = {
+            "nonce": nonce,
+            "verifier": verifier,
+            "callback": callback_url,
+            "binding": hashed(binding),
+            "next": safe_next(next_path),
+        }
+        url = await self._oidc.authorization_url(callback_url, state, nonce, verifier)
+        now = self._clock()
+        await anyio.to_thread.run_sync(
+            self._store.put_login_state,
+            f"web:{hashed(state)}",
+            json.dumps(pending),
+            now + PENDING_TTL,
+            now,
+        )
+        return url
+
+    async def finish(self, params: Mapping[str, str], binding: str) -> SignedIn:
+        """The issuer's answer; raises SignInFailed (or UpstreamError when the
+        issuer cannot be reached)."""
+        key = f"web:{hashed(params.get('state', ''))}"
+        text = await anyio.to_thread.run_sync(self._store.take_login_state, key, self._clock())
+        if text is None:
+            raise SignInFailed("this sign-in is unknown, expired or already finished")
+        pending = json.loads(text)
+        if not hmac.compare_digest(pending["binding"], hashed(binding)):
+            raise SignInFailed("this sign-in was started in another browser")
+        if "error" in params or "code" not in params:
+            raise SignInFailed("the identity provider did not sign you in")
+        try:
+            id_token = await self._oidc.exchange(
+                params["code"], pending["callback"], pending["verifier"]
+            )
+            who = await self._oidc.validate(id_token, pending["nonce"])
+        except IdTokenInvalid as exc:
+            log.warning("web sign-in refused: %s", exc)  # names the check, never the token
+            raise SignInFailed(str(exc)) from exc
+        now = self._clock()
+        session = SessionRecord(
+            subject=who.subject,
+            email=who.email,
+            groups=who.groups,
+            grants={ns: scope.name for ns, scope in effective(self._grants, who.groups).items()},
+            csrf=new_secret(),
+            created_at=now,
+            expires_at=now + self._settings.session_ttl,
+        )
+        session_id = new_secret()
+        await anyio.to_thread.run_sync(self._store.create_session, hashed(session_id), session)
+        return SignedIn(session_id, session, pending["next"])
+
+    async def session(self, session_id: str) -> SessionRecord | None:
+        return await anyio.to_thread.run_sync(
+            self._store.session, hashed(session_id), self._clock()
+        )
+
+    async def end(self, session_id: str) -> None:
+        await anyio.to_thread.run_sync(self._store.delete_session, hashed(session_id))

@@ -1,0 +1,140 @@
+"""Counting downloads without writing to the database on the request path.
+
+Issues 13 and 14: module and provider downloads are counted per version, per
+UTC day and per token. A download adds one to an in-memory dict keyed by the
+path values as sent (`add`: one dict increment on the event loop's thread, no
+lock, no lookup); `run`, a task of the app's lifespan, swaps the dict every
+`interval` seconds (or sooner when it holds `MAX_PENDING` keys) and writes
+the batch from a thread: path values resolved to module/provider ids and
+version keys, then one transaction of additive upserts through
+`DownloadCountIndex`, so workers and replicas add up. The app's shutdown
+flushes what is left; a crash loses at most the last interval.
+
+After each flush the totals per module and provider are read back (one
+query), so records show counts from every replica without a query per
+request (`total`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from starlette.concurrency import run_in_threadpool
+
+from gitreg.errors import GitregError, NotAVersion
+from gitreg.storage.catalog_protocols import DownloadCountIndex
+from gitreg.storage.download_counts import DownloadRow
+from gitreg.storage.protocols import ModuleIndex, ProviderIndex
+from gitreg.versions import parse_tag_version
+
+log = logging.getLogger("gitreg.downloads")
+
+# (kind, namespace, name, system or "", version, token id), all as sent in the path.
+Key = tuple[str, str, str, str, str, int]
+FLUSH_SECONDS = 5.0  # at most this much counting is lost when a process is killed
+MAX_PENDING = 50_000  # distinct keys before an early flush (build metadata makes many)
+
+
+class DownloadCounter:
+    def __init__(
+        self, store: DownloadCountIndex, index: ModuleIndex, providers: ProviderIndex
+    ) -> None:
+        self.store = store  # per-day and per-token reads (issue 14) go straight to it
+        self._index = index
+        self._providers = providers
+        self._pending: dict[Key, int] = {}
+        self._ids: dict[tuple[str, str, str, str], int | None] = {}
+        self._totals: dict[tuple[str, int], int] = {}
+        self._full = asyncio.Event()
+
+    def add(self, key: Key) -> None:
+        """Count one download (event loop thread only)."""
+        pending = self._pending
+        pending[key] = pending.get(key, 0) + 1
+        if len(pending) >= MAX_PENDING:
+            self._full.set()
+
+    def total(self, kind: str, object_id: int) -> int:
+        """Downloads of a module or provider over all versions, as of the last flush."""
+        return self._totals.get((kind, object_id), 0)
+
+    def take(self) -> dict[Key, int]:
+        """The counts so far, leaving an empty dict (event loop thread only)."""
+        batch, self._pending = self._pending, {}
+        self._full.clear()
+        return batch
+
+    async def run(self, interval: float) -> None:
+        """Flush every `interval` seconds until cancelled."""
+        self._full = asyncio.Event()  # of this loop: an app may be started again
+        await run_in_threadpool(self.refresh)
+        while True:
+            with contextlib.suppress(TimeoutError):  # the interval passed
+                await asyncio.wait_for(self._full.wait(), interval)
+            batch = self.take()
+            try:
+                await run_in_threadpool(self.write, batch)
+            except Exception:  # the database is away: keep the counts for the next try
+                log.exception("cannot write %d download counts; retrying", len(batch))
+                for key, count in batch.items():
+                    self._pending[key] = self._pending.get(key, 0) + count
+                continue
+            await run_in_threadpool(self.refresh)
+
+    def flush(self) -> None:
+        """Write what is pending now (shutdown, with the loop no longer counting)."""
+        batch = self.take()
+        try:
+            self.write(batch)
+        except Exception:  # shutting down: report the loss, do not hide other errors
+            log.exception("lost %d download counts at shutdown", len(batch))
+        self.refresh()
+
+    def write(self, batch: dict[Key, int]) -> None:
+        """Blocking: resolve and store a batch (one transaction); raises if the
+        database refuses it, and then nothing of it was stored."""
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        rows: dict[tuple[str, int, str, int], int] = {}
+        for (kind, namespace, name, system, version, token), count in batch.items():
+            found = self._resolve(kind, namespace.lower(), name.lower(), system.lower(), version)
+            if found is not None:
+                key = (kind, found[0], found[1], token)
+                rows[key] = rows.get(key, 0) + count
+        self.store.add_downloads(
+            [DownloadRow(k, i, v, day, t, n) for (k, i, v, t), n in rows.items()]
+        )
+
+    def refresh(self) -> None:
+        """Re-read the totals (every replica's counts); a failure keeps the old ones."""
+        try:
+            self._totals = self.store.download_totals()
+        except Exception:  # the database is away: stale totals, not a dead task
+            log.exception("cannot read download totals")
+
+    def _resolve(
+        self, kind: str, namespace: str, name: str, system: str, version: str
+    ) -> tuple[int, str] | None:
+        """(object id, version key) of counted path values; None if gone."""
+        try:
+            # Module versions are stored by their key without build metadata.
+            key = str(parse_tag_version(version).without_build()) if kind == "module" else version
+        except NotAVersion:
+            return None
+        ids = (kind, namespace, name, system)
+        if ids not in self._ids:
+            self._ids[ids] = self._lookup(kind, namespace, name, system)
+        object_id = self._ids[ids]
+        return None if object_id is None else (object_id, key)
+
+    def _lookup(self, kind: str, namespace: str, name: str, system: str) -> int | None:
+        try:
+            if kind == "module":
+                module = self._index.find_module(namespace, name, system)
+                return None if module is None else module.id
+            provider = self._providers.find_provider(f"{namespace}/{name}")
+            return None if provider is None else provider.id
+        except GitregError:
+            return None

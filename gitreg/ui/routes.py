@@ -1,0 +1,97 @@
+"""The web UI's routes; app.py adds them after every API route.
+
+    GET  /                                   home: search, recent versions, namespaces
+    GET  /search?q=&page=                    search results
+    GET  /modules/:namespace                 a namespace's modules and providers
+    GET  /modules/:namespace/:name/:system   the latest version (`?tab=`, `?version=`)
+    GET  /modules/:namespace/:name/:system/:version
+    GET  /providers/:namespace/:type         the latest version
+    GET  /providers/:namespace/:type/:version
+    GET  /mirror                             what the mirror and the module proxy hold
+    GET  /ui/token, POST /ui/token           the read-token cookie
+    GET  /ui/sign-in, GET /ui/sign-in/callback   sign-in at the identity provider
+    POST /ui/sign-out                        ends the session, forgets the token
+    GET  /ui/tokens, POST /ui/tokens, POST /ui/tokens/revoke   a person's own tokens
+    GET  /ui/admin/tokens, POST /ui/admin/tokens/revoke       every token (admins)
+    GET  /ui/static/:hash/:file              CSS and JS, cached for a year
+
+None of these paths is a prefix of an API path (`/v1/`, `/.well-known/`,
+`/archives/`, `/mirror/...`, `/webhooks/`, `/admin/`, `/healthz`): `/mirror`
+matches only that exact path, and the mirror protocol's files are four
+segments below it. Browsers asking for anything else get an HTML 404 page
+(`wants_html`); API clients keep the JSON error contract.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gitreg.ui import browse_pages, sign_in, token, tokens_page
+from gitreg.ui.module_page import module_page
+from gitreg.ui.pages import not_found_page, ui_state
+from gitreg.ui.provider_page import provider_doc_page, provider_page
+from gitreg.ui.viewer import current_viewer
+
+# API paths: their errors stay JSON whatever the client accepts.
+API_PREFIXES = (
+    "/v1/",
+    "/.well-known/",
+    "/archives/",
+    "/mirror/",
+    "/webhooks/",
+    "/admin/",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+)
+STATIC_CACHE = "public, max-age=31536000, immutable"
+
+
+async def static_file(request: Request) -> Response:
+    found = ui_state(request).renderer.assets.get(request.path_params["file"])
+    if found is None or found[0] != request.path_params["hash"]:
+        return await html_not_found(request)
+    media = "text/css" if request.path_params["file"].endswith(".css") else "text/javascript"
+    headers = {"Cache-Control": STATIC_CACHE, "X-Content-Type-Options": "nosniff"}
+    return Response(found[1], media_type=f"{media}; charset=utf-8", headers=headers)
+
+
+def wants_html(request: Request) -> bool:
+    """A browser asking for a page outside the API."""
+    path = request.url.path
+    if any(path.startswith(prefix) for prefix in API_PREFIXES):
+        return False
+    return request.method in ("GET", "HEAD") and "text/html" in request.headers.get("accept", "")
+
+
+async def html_not_found(request: Request) -> Response:
+    return not_found_page(request, await current_viewer(request))
+
+
+def routes() -> list[Route]:
+    module = "/modules/{namespace}/{name}/{system}"
+    provider = "/providers/{namespace}/{type}"
+    return [
+        Route("/", browse_pages.home, methods=["GET"]),
+        Route("/search", browse_pages.search, methods=["GET"]),
+        Route("/mirror", browse_pages.mirror, methods=["GET"]),
+        Route("/modules/{namespace}", browse_pages.namespace, methods=["GET"]),
+        Route(module, module_page, methods=["GET"]),
+        Route(module + "/{version}", module_page, methods=["GET"]),
+        Route(provider, provider_page, methods=["GET"]),
+        Route(provider + "/{version}", provider_page, methods=["GET"]),
+        Route(provider + "/{version}/docs/{doc_id}", provider_doc_page, methods=["GET"]),
+        Route("/ui/token", token.token_form, methods=["GET"]),
+        Route("/ui/token", token.token_submit, methods=["POST"]),
+        Route("/ui/sign-out", token.sign_out, methods=["POST"]),
+        Route("/ui/sign-in", sign_in.sign_in, methods=["GET"]),
+        Route(sign_in.CALLBACK, sign_in.callback, methods=["GET"]),
+        Route("/ui/tokens", tokens_page.tokens_page, methods=["GET"]),
+        Route("/ui/tokens", tokens_page.create_token, methods=["POST"]),
+        Route("/ui/tokens/revoke", tokens_page.revoke_own, methods=["POST"]),
+        Route("/ui/admin/tokens", tokens_page.admin_page, methods=["GET"]),
+        Route("/ui/admin/tokens/revoke", tokens_page.admin_revoke, methods=["POST"]),
+        Route("/ui/static/{hash}/{file}", static_file, methods=["GET"]),
+    ]

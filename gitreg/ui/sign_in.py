@@ -1,0 +1,96 @@
+"""`/ui/sign-in`: the web UI's sign-in through the identity provider (issue 14;
+the flow is gitreg/auth/web_sign_in.py, the settings docs/sign-in.md).
+
+GET `/ui/sign-in` sends the browser to the issuer and sets the sign-in's
+binding cookie; GET `/ui/sign-in/callback` is where the issuer sends it back:
+the session cookie is set there, under a new id, and any session the browser
+came with is deleted (rotation at sign-in). Both cookies are HttpOnly, Secure
+and SameSite=Lax: Lax, not Strict, because the callback is a top-level
+navigation coming from the issuer's site, which Strict cookies do not follow.
+Without `oidc_issuer` both paths are the 404 page. Sign-out is
+`POST /ui/sign-out` (gitreg/ui/token.py).
+"""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from gitreg.api.urls import base_url
+from gitreg.auth.oidc import OidcClient, new_secret
+from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, hashed
+from gitreg.errors import UpstreamError
+from gitreg.services import services
+from gitreg.ui.pages import error_page, not_found_page
+from gitreg.ui.viewer import SESSION_COOKIE, current_viewer
+
+CALLBACK = "/ui/sign-in/callback"
+BINDING_COOKIE = "__Host-gitreg_sign_in"
+BINDING_MAX_AGE = 600  # as long as the pending sign-in lives
+NO_STORE = {"Cache-Control": "no-store"}
+_LAX = {"httponly": True, "secure": True, "samesite": "lax", "path": "/"}
+
+
+def _flow(request: Request) -> WebSignIn | None:
+    """One flow per app, built on first use; None without sign-in configured."""
+    svc = services(request)
+    if not svc.settings.oidc_issuer:
+        return None
+    flow = getattr(request.app.state, "web_sign_in", None)
+    if flow is None:
+        flow = WebSignIn(svc.settings, svc.auth, OidcClient(svc.settings))
+        request.app.state.web_sign_in = flow
+    assert isinstance(flow, WebSignIn)
+    return flow
+
+
+async def _unavailable(request: Request) -> Response:
+    response = error_page(
+        request,
+        await current_viewer(request),
+        503,
+        "Sign-in unavailable",
+        "The identity provider cannot be reached. Try again in a minute.",
+    )
+    response.headers["Retry-After"] = "30"
+    return response
+
+
+async def sign_in(request: Request) -> Response:
+    flow = _flow(request)
+    if flow is None:
+        return not_found_page(request, await current_viewer(request))
+    binding = new_secret()
+    callback = base_url(request, services(request).settings) + CALLBACK
+    try:
+        url = await flow.begin(callback, binding, request.query_params.get("next", "/"))
+    except UpstreamError:
+        return await _unavailable(request)
+    response = RedirectResponse(url, status_code=302, headers=NO_STORE)
+    response.set_cookie(BINDING_COOKIE, binding, max_age=BINDING_MAX_AGE, **_LAX)  # type: ignore[arg-type]
+    return response
+
+
+async def callback(request: Request) -> Response:
+    flow = _flow(request)
+    if flow is None:
+        return not_found_page(request, await current_viewer(request))
+    binding = request.cookies.get(BINDING_COOKIE, "")
+    try:
+        done = await flow.finish(dict(request.query_params), binding)
+    except SignInFailed as exc:
+        viewer = await current_viewer(request)
+        page = error_page(request, viewer, 403, "Sign-in failed", f"{exc} Sign in again.")
+        page.delete_cookie(BINDING_COOKIE, **_LAX)  # type: ignore[arg-type]
+        return page
+    except UpstreamError:
+        return await _unavailable(request)
+    old = request.cookies.get(SESSION_COOKIE, "")
+    if old:  # rotation: whatever the browser held before is no session now
+        await run_in_threadpool(services(request).auth.delete_session, hashed(old))
+    response = RedirectResponse(done.next_path, status_code=303, headers=NO_STORE)
+    max_age = int(services(request).settings.session_ttl)
+    response.set_cookie(SESSION_COOKIE, done.session_id, max_age=max_age, **_LAX)  # type: ignore[arg-type]
+    response.delete_cookie(BINDING_COOKIE, **_LAX)  # type: ignore[arg-type]
+    return response

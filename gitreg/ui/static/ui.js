@@ -1,0 +1,107 @@
+// gitreg web UI: progressive enhancement only. Every feature below works
+// without this file (tabs are links, the version picker is a GET form).
+(function () {
+  "use strict";
+
+  function setupTabs() {
+    var list = document.querySelector('[role="tablist"]');
+    if (!list) return;
+    var tabs = Array.prototype.slice.call(list.querySelectorAll('[role="tab"]'));
+    function select(tab, focus) {
+      tabs.forEach(function (other) {
+        var on = other === tab;
+        other.setAttribute("aria-selected", on ? "true" : "false");
+        other.tabIndex = on ? 0 : -1;
+        var panel = document.getElementById(other.getAttribute("aria-controls"));
+        if (panel) panel.hidden = !on;
+      });
+      if (focus) tab.focus();
+      var url = new URL(window.location.href);
+      url.searchParams.set("tab", tab.dataset.tab);
+      window.history.replaceState(null, "", url.toString());
+    }
+    tabs.forEach(function (tab, index) {
+      tab.addEventListener("click", function (event) {
+        event.preventDefault();
+        select(tab, false);
+      });
+      tab.addEventListener("keydown", function (event) {
+        var next = null;
+        if (event.key === "ArrowRight") next = tabs[(index + 1) % tabs.length];
+        else if (event.key === "ArrowLeft") next = tabs[(index - 1 + tabs.length) % tabs.length];
+        else if (event.key === "Home") next = tabs[0];
+        else if (event.key === "End") next = tabs[tabs.length - 1];
+        else if (event.key === " ") next = tab;
+        if (next) {
+          event.preventDefault();
+          select(next, true);
+        }
+      });
+    });
+  }
+
+  function setupPicker() {
+    document.querySelectorAll("select[data-navigate]").forEach(function (select) {
+      var form = select.form;
+      if (form) form.classList.add("js");
+      select.addEventListener("change", function () {
+        var option = select.options[select.selectedIndex];
+        if (!option || !option.dataset.href) return;
+        var tab = new URL(window.location.href).searchParams.get("tab");
+        var query = tab ? "?tab=" + encodeURIComponent(tab) : "";
+        window.location.assign(option.dataset.href + query);
+      });
+    });
+  }
+
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text);
+    }
+    return new Promise(function (resolve, reject) {
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.className = "offscreen";
+      document.body.appendChild(area);
+      area.select();
+      var ok = document.execCommand("copy");
+      document.body.removeChild(area);
+      if (ok) resolve(); else reject(new Error("copy refused"));
+    });
+  }
+
+  function setupCopy() {
+    document.querySelectorAll("button[data-copy]").forEach(function (button) {
+      var label = button.textContent;
+      var live = document.getElementById(button.dataset.copy + "-live");
+      var timer = null;
+      function show(text, copied) {
+        button.textContent = text;
+        button.classList.toggle("done", copied);
+        if (live) live.textContent = copied ? "Copied to the clipboard" : "";
+        if (copied) button.dataset.copied = "true";
+        window.clearTimeout(timer);
+        timer = window.setTimeout(function () {
+          button.textContent = label;
+          button.classList.remove("done");
+          if (live) live.textContent = "";
+        }, 2500);
+      }
+      button.addEventListener("click", function () {
+        var source = document.getElementById(button.dataset.copy);
+        if (!source) return;
+        copyText(source.textContent).then(function () {
+          show("Copied", true);
+        }, function () {
+          show("Select and copy", false);
+        });
+      });
+    });
+  }
+
+  document.documentElement.classList.add("js");
+  setupTabs();
+  setupPicker();
+  setupCopy();
+})();

@@ -1,0 +1,67 @@
+"""Contract: provider documentation pages (ProviderDocsIndex) and download
+counts (DownloadCountIndex), on SQLite and PostgreSQL (migration 0016)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from gitreg.storage.catalog_protocols import DownloadCountIndex, ProviderDocsIndex
+from gitreg.storage.download_counts import DownloadCountStore, DownloadRow
+from gitreg.storage.index import Index
+from gitreg.storage.provider_docs import DocPage, ProviderDocsStore
+from tests.storage.conftest import Backend
+from tests.storage.test_provider_index import _key_row, _version
+
+
+def _published(implementation: Backend) -> tuple[int, int]:
+    providers = implementation.providers
+    provider = providers.add_provider("acme", "null")
+    assert providers.publish_provider_version(_version(provider.id, _key_row(implementation)))
+    version = providers.provider_version(provider.id, "1.0.0")
+    assert version is not None
+    return provider.id, version.id
+
+
+def test_provider_docs_are_stored_once_with_their_pages(implementation: Backend) -> None:
+    docs: ProviderDocsIndex = ProviderDocsStore(cast(Index, implementation.index))
+    provider_id, version_id = _published(implementation)
+    assert [u.version for u in docs.undocumented_provider_versions(1)] == ["1.0.0"]
+    assert docs.undocumented_provider_versions(1)[0].source == "test"
+    pages = [DocPage("overview-index", "<p>a</p>"), DocPage("resources-x", "<p>b</p>")]
+    assert docs.put_provider_docs(version_id, 1, '{"docs": 1}', pages)
+    assert not docs.put_provider_docs(version_id, 1, '{"docs": 2}', [DocPage("other", "")])
+    assert docs.provider_docs(provider_id) == {version_id: '{"docs": 1}'}
+    assert docs.provider_doc_page(version_id, "resources-x") == "<p>b</p>"
+    assert docs.provider_doc_page(version_id, "other") is None
+    assert docs.undocumented_provider_versions(1) == []
+    # A newer format replaces listing and pages together (reindex after a shape change).
+    assert docs.put_provider_docs(version_id, 2, '{"docs": 3}', [DocPage("other", "<p/>")])
+    assert docs.provider_doc_page(version_id, "resources-x") is None
+    assert docs.provider_doc_page(version_id, "other") == "<p/>"
+
+
+def test_download_counts_add_up_across_flushes(implementation: Backend) -> None:
+    counts: DownloadCountIndex = DownloadCountStore(cast(Index, implementation.index))
+    assert counts.download_totals() == {}
+    counts.add_downloads([])
+    first = [
+        DownloadRow("module", 1, "1.0.0", "2026-01-01", 0, 2),
+        DownloadRow("module", 1, "1.1.0", "2026-01-01", 7, 1),
+        DownloadRow("provider", 1, "1.0.0", "2026-01-01", 0, 4),
+    ]
+    counts.add_downloads(first)
+    # Another process (or the next flush) adds to the same rows, never replaces them.
+    counts.add_downloads(
+        [
+            DownloadRow("module", 1, "1.0.0", "2026-01-01", 0, 3),
+            DownloadRow("module", 1, "1.0.0", "2026-01-02", 0, 1),
+        ]
+    )
+    assert counts.download_totals() == {("module", 1): 7, ("provider", 1): 4}
+    assert counts.version_downloads("module", 1) == {"1.0.0": 6, "1.1.0": 1}
+    assert counts.version_downloads("module", 2) == {}
+    assert counts.downloads_by_token("module", 1, "2026-01-01") == {
+        ("1.0.0", 0): 6,
+        ("1.1.0", 7): 1,
+    }
+    assert counts.downloads_by_token("module", 1, "2026-01-02") == {("1.0.0", 0): 1}

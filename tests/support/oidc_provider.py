@@ -1,0 +1,77 @@
+"""The real OpenID Provider of the sign-in tests: the npm package `oidc-provider`
+(pinned in tests/oidc/package-lock.json) run by the machine's Node.js, with
+tests/oidc/provider.mjs's people (alice in platform-team, bob in other, carol
+in registry-admins) and a client `gitreg`. Like Terraform, it is never
+skipped: missing, it fails loudly.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+OIDC_DIR = Path(__file__).parents[1] / "oidc"
+CLIENT_ID = "gitreg"
+
+
+@dataclass(frozen=True)
+class RunningProvider:
+    issuer: str
+    client_id: str
+    client_secret: str
+
+    def gitreg_env(self) -> dict[str, str]:
+        """The variables that point `gitreg serve` at this provider."""
+        return {
+            "GITREG_OIDC_ISSUER": self.issuer,
+            "GITREG_OIDC_CLIENT_ID": self.client_id,
+            "GITREG_OIDC_CLIENT_SECRET": self.client_secret,
+            "GITREG_OIDC_SCOPES": "openid email profile groups",
+        }
+
+
+def _node_modules() -> None:
+    if (OIDC_DIR / "node_modules" / "oidc-provider").is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise AssertionError("npm is missing: the sign-in tests need Node.js (see .ci/run)")
+    subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=OIDC_DIR, check=True)
+
+
+@contextmanager
+def oidc_provider(redirect_uri: str) -> Iterator[RunningProvider]:
+    """Start the provider with one registered redirect URI; stop it on exit."""
+    _node_modules()
+    node = shutil.which("node")
+    if node is None:
+        raise AssertionError("node is missing: the sign-in tests need Node.js")
+    secret = secrets.token_urlsafe(24)
+    process = subprocess.Popen(
+        [node, "provider.mjs", redirect_uri, secret],
+        cwd=OIDC_DIR,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # printed once it listens
+        if not line:
+            raise AssertionError(f"oidc-provider exited {process.wait(10)} before listening")
+        yield RunningProvider(json.loads(line)["issuer"], CLIENT_ID, secret)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
