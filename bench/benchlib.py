@@ -297,10 +297,42 @@ class Finished:
     seconds: float
     maxrss_kib: int
     stdout: str
+    # The largest sum of VmRSS over the command and all its descendants seen at one
+    # poll (archive worker processes, issue 16); 0 when not asked for.
+    tree_rss_kib: int = 0
+    # User + system CPU seconds of the command and of every descendant it waited
+    # for (wait4's rusage): steadier than wall time on a shared machine.
+    cpu_seconds: float = 0.0
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, their children...), from /proc."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        one = todo.pop()
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{one}/task").iterdir():
+                kids = [int(c) for c in (task / "children").read_text().split()]
+                found += kids
+                todo += kids
+    return found
+
+
+def tree_rss(pid: int) -> int:
+    """VmRSS of a process and all its descendants now, in KiB."""
+    total = 0
+    for one in [pid, *descendants(pid)]:
+        with contextlib.suppress(OSError, KeyError):
+            total += proc_status(one)["VmRSS"]
+    return total
 
 
 def run_measured(
-    command: Sequence[str], env: dict[str, str] | None = None, timeout: float = 1800
+    command: Sequence[str],
+    env: dict[str, str] | None = None,
+    timeout: float = 1800,
+    cwd: Path | None = None,
 ) -> Finished:
     """Run a command to completion: wall time and its peak RSS.
 
@@ -309,37 +341,48 @@ def run_measured(
     wait4's ru_maxrss is no good here: Linux carries the RSS of the forking parent (this
     benchmark, holding a synthetic repository in memory) into the child's figure."""
     start = time.perf_counter()
-    peak = 0
+    peak = tree_peak = 0
     with tempfile.TemporaryFile() as out:
         process = subprocess.Popen(
-            list(command), stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+            list(command),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
         )
         deadline = time.monotonic() + timeout
         while True:
             with contextlib.suppress(OSError, KeyError):
                 peak = max(peak, proc_status(process.pid)["VmHWM"])
-            pid, status = os.waitpid(process.pid, os.WNOHANG)
+                tree_peak = max(tree_peak, tree_rss(process.pid))
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 break
             if time.monotonic() > deadline:
                 process.kill()
-                pid, status = os.waitpid(process.pid, 0)
+                pid, status, usage = os.wait4(process.pid, 0)
                 break
             time.sleep(0.01)
         seconds = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode(errors="replace")
-    return Finished(process.returncode, seconds, peak, text)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Finished(process.returncode, seconds, peak, text, tree_peak, cpu)
 
 
 def gitreg_cli(
-    data_dir: Path, *args: str, cpu: str | None = None, env: dict[str, str] | None = None
+    data_dir: Path,
+    *args: str,
+    cpu: str | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Finished:
     """`python -m gitreg ARGS --data-dir D`, measured; raises on failure. `env` adds
-    variables (GITREG_DATABASE_URL...) to this process's environment."""
+    variables (GITREG_DATABASE_URL...) to this process's environment; `cwd` (first on
+    `python -m`'s path) can be a copy of another commit's tree to run that gitreg."""
     command = pinned([PYTHON, "-m", "gitreg", *args, "--data-dir", str(data_dir)], cpu)
-    done = run_measured(command, env=env)
+    done = run_measured(command, env=env, cwd=cwd)
     if done.returncode != 0:
         raise RuntimeError(f"gitreg {' '.join(args)} exited {done.returncode}:\n{done.stdout}")
     return done

@@ -21,6 +21,7 @@ import argparse
 import gzip
 import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -69,12 +70,13 @@ def worker_one(mirror: str) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - start}
 
 
-def worker_archives(mirror: str, sample: int) -> dict[str, Any]:
-    """Per-archive timings on `sample` tags spread over the history."""
+def worker_archives(mirror: str, sample: int, builder: str = "") -> dict[str, Any]:
+    """Per-archive timings on `sample` tags spread over the history; with `builder`
+    (gitreg/archive_format.py) that builder, else the gitreg in use's only one."""
     from dulwich.objects import Blob, ObjectID, Tree
     from dulwich.repo import Repo
 
-    from gitreg.archive import ArchiveLimits, build_archive
+    from gitreg.archive import build_archive
     from gitreg.git.backend import DulwichBackend
 
     tags, _ = DulwichBackend().tags(Path(mirror))
@@ -86,9 +88,11 @@ def worker_archives(mirror: str, sample: int) -> dict[str, Any]:
     for ref in chosen:
         sink = b.NullSink(keep=True)
         start = time.perf_counter()
-        report = build_archive(
-            store, ref.tree_sha.encode(), sink, mtime=ref.commit_time, limits=ArchiveLimits()
-        )
+        root = ref.tree_sha.encode()
+        if builder:
+            report = build_archive(store, root, sink, mtime=ref.commit_time, builder=builder)
+        else:  # the baseline's build_archive has no builder
+            report = build_archive(store, root, sink, mtime=ref.commit_time)
         builds.append(time.perf_counter() - start)
         archive = b"".join(sink.chunks)
         sizes.append(len(archive))
@@ -106,10 +110,15 @@ def worker_archives(mirror: str, sample: int) -> dict[str, Any]:
                 elif isinstance(obj, Blob):
                     obj.as_raw_string()
         reads.append(time.perf_counter() - start)
-        # Compressing the same tar stream at the same level, and nothing else.
+        # Compressing the same tar stream the same way, and nothing else.
         tar = gzip.decompress(archive)
         start = time.perf_counter()
-        gzip.compress(tar, compresslevel=6, mtime=0)
+        if "isal" in builder:
+            from isal import igzip
+
+            igzip.compress(tar, compresslevel=1, mtime=0)
+        else:
+            gzip.compress(tar, compresslevel=6, mtime=0)
         gzips.append(time.perf_counter() - start)
     repo.close()
     return {
@@ -122,36 +131,78 @@ def worker_archives(mirror: str, sample: int) -> dict[str, Any]:
     }
 
 
-def in_worker(*argv: str) -> tuple[dict[str, Any], b.Finished]:
-    done = b.run_measured([b.PYTHON, str(Path(__file__).resolve()), "--worker", *argv])
+def in_worker(*argv: str, cwd: Path | None = None) -> tuple[dict[str, Any], b.Finished]:
+    """A worker of this script in its own process; with `cwd`, the gitreg found there."""
+    env = {"PYTHONPATH": str(cwd)} if cwd else None
+    script = str(Path(__file__).resolve())
+    done = b.run_measured([b.PYTHON, script, "--worker", *argv], env=env, cwd=cwd)
     if done.returncode != 0:
         raise RuntimeError(done.stdout)
     last = done.stdout.strip().splitlines()[-1]
     return json.loads(last), done
 
 
+def baseline_tree(ws: Path, rev: str) -> Path:
+    """A copy of gitreg at `rev` (the baseline of the same run), to run from its dir."""
+    tree = ws / "baseline"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(b.ROOT), "archive", rev, "gitreg"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
 def run(args: argparse.Namespace, ws: Path) -> str:
     start = time.perf_counter()
     src = b.synthetic_repo(ws / "src.git", files=args.files, tags=args.tags)
     made = time.perf_counter() - start
-    data = ws / "data"
+    base = baseline_tree(ws, args.baseline)
+    from gitreg.archive_format import CLASSIC, fast_builder
 
-    b.wait_quiet()
-    added = b.gitreg_cli(data, "repo", "add", str(src.path), "--module", MODULE)
-    b.require(f"{args.tags} published" in added.stdout, f"repo add: {added.stdout[-500:]}")
+    adds: dict[str, b.Finished] = {}
+    for label, env, cwd in [
+        (f"baseline ({args.baseline})", {}, base),
+        ("now, archive_workers = 1", {"GITREG_ARCHIVE_WORKERS": "1"}, None),
+        ("now (archive_workers = 0: one per core)", {}, None),
+    ]:
+        b.wait_quiet()
+        b.progress(f"repo add: {label}")
+        data = ws / f"data-{len(adds)}"
+        done = b.gitreg_cli(
+            data, "repo", "add", str(src.path), "--module", MODULE, env=env, cwd=cwd
+        )
+        b.require(f"{args.tags} published" in done.stdout, f"repo add: {done.stdout[-500:]}")
+        adds[label] = done
+    data, data_base = ws / "data-2", ws / "data-0"
+    mirror = str(data / "git" / "1.git")
     blobs = [p for p in (data / "blobs" / "sha256").rglob("*") if p.is_file()]
-    stored = sum(p.stat().st_size for p in blobs)
+    blobs_base = [p for p in (data_base / "blobs" / "sha256").rglob("*") if p.is_file()]
 
-    b.wait_quiet()
-    fetched, fetch_run = in_worker("fetch", str(src.path), str(ws / "scratch.git"))
-    b.wait_quiet()
-    _, one_run = in_worker("one", str(data / "git" / "1.git"))
-    b.wait_quiet()
-    sample, _ = in_worker("archives", str(data / "git" / "1.git"), str(args.sample))
+    samples = {}
+    for label, builder, cwd in [
+        ("baseline: tarfile + zlib 6", "", base),
+        ("now, builder tar-pax+zlib-6 (headers written directly)", CLASSIC, None),
+        (f"now, builder {fast_builder()}", fast_builder(), None),
+    ]:
+        b.wait_quiet()
+        samples[label], _ = in_worker("archives", mirror, str(args.sample), builder, cwd=cwd)
+    latencies = tag_to_listed(args, ws, src, data, data_base, base)
+    return report(args, src, made, adds, blobs, blobs_base, samples, latencies)
 
-    # Tag to listed, with a server running on the same data dir.
+
+def tag_to_listed(
+    args: argparse.Namespace,
+    ws: Path,
+    src: b.SyntheticRepo,
+    data: Path,
+    base_data: Path,
+    base: Path,
+) -> list[list[Any]]:
+    """`git tag`, then `gitreg sync MODULE` until the running server lists it (now); the
+    baseline's `gitreg sync` of the same tag on its own data dir, timed alone."""
     tls = b.make_tls(ws / "tls")
-    latencies: list[list[Any]] = []
+    rows: list[list[Any]] = []
     with b.servers() as started:
         server = b.start_gitreg(data, tls, ws)
         started.append(server)
@@ -161,29 +212,52 @@ def run(args: argparse.Namespace, ws: Path) -> str:
             b.wait_quiet()
             t0 = time.perf_counter()
             b.tag(src.path, name, commit)
-            tagged = time.perf_counter() - t0
             synced = b.gitreg_cli(data, "sync", MODULE)
-            after_sync = time.perf_counter() - t0
             listed = wait_listed(server, tls, name.lstrip("v"), deadline_s=60)
+            downloaded = download(server, tls, name.lstrip("v"))
             total = time.perf_counter() - t0
-            latencies.append([name, tagged, synced.seconds, after_sync, listed, total])
-        # Where a one-tag sync's time goes.
-        b.wait_quiet()
-        noop = b.gitreg_cli(data, "sync", MODULE)
-        b.wait_quiet()
-        imported, _ = in_worker("import")
-        b.tag(src.path, f"v2.1.{args.new_tags}", src.add_commit())
-        b.wait_quiet()
-        incremental, _ = in_worker("fetch", str(src.path), str(data / "git" / "1.git"))
-        b.wait_quiet()
-        listing, _ = in_worker("tags", str(data / "git" / "1.git"))
+            b.wait_quiet()
+            old = b.gitreg_cli(base_data, "sync", MODULE, cwd=base)
+            b.require("1 published" in old.stdout, f"baseline sync: {old.stdout[-300:]}")
+            rows.append([name, old.seconds, synced.seconds, listed, downloaded, total])
+    return rows
 
-    build, read, gz = sample["build"], sample["read"], sample["gzip"]
-    sizes = sample["archive_bytes"]
-    fetch_s = float(fetched["seconds"])
-    mean_build = statistics.mean(build)
-    rest = added.seconds - fetch_s - args.tags * mean_build
 
+def report(
+    args: argparse.Namespace,
+    src: b.SyntheticRepo,
+    made: float,
+    adds: dict[str, b.Finished],
+    blobs: list[Path],
+    blobs_base: list[Path],
+    samples: dict[str, dict[str, Any]],
+    latencies: list[list[Any]],
+) -> str:
+    stored = sum(p.stat().st_size for p in blobs) / 1e6
+    stored_base = sum(p.stat().st_size for p in blobs_base) / 1e6
+    first = next(iter(adds.values())).seconds
+    add_rows = [
+        [
+            label,
+            f"{d.seconds:.1f}",
+            f"{first / d.seconds:.2f}x",
+            f"{d.cpu_seconds:.1f}",
+            b.mib(d.maxrss_kib),
+            b.mib(d.tree_rss_kib),
+        ]
+        for label, d in adds.items()
+    ]
+    sample_rows = []
+    for label, sample in samples.items():
+        build, read, gz = sample["build"], sample["read"], sample["gzip"]
+        rest = [x - y - z for x, y, z in zip(build, read, gz, strict=True)]
+        sample_rows.append(
+            [
+                label,
+                *(f"{statistics.mean(v):.3f}" for v in (build, read, gz, rest)),
+                f"{statistics.mean(sample['archive_bytes']) / 1e6:.2f}",
+            ]
+        )
     out = [
         "## Publishing a large repository",
         "",
@@ -191,75 +265,43 @@ def run(args: argparse.Namespace, ws: Path) -> str:
         "",
         f"Synthetic repository: {args.files:,} files, {args.tags} tags, tree"
         f" {src.tree_bytes / 1e6:.1f} MB, pack {src.pack_bytes / 1e6:.1f} MB (made in"
-        f" {made:.0f} s). Archives stored: {len(blobs)}, {stored / 1e6:,.0f} MB in all,"
-        f" {statistics.mean(sizes) / 1e6:.1f} MB each.",
+        f" {made:.0f} s). Archives stored: baseline {len(blobs_base)}, {stored_base:,.0f} MB;"
+        f" now {len(blobs)}, {stored:,.0f} MB.",
         "",
         b.table(
-            ["step", "wall s", "peak RSS MiB", "note"],
             [
-                [
-                    f"`gitreg repo add` ({args.tags} versions)",
-                    f"{added.seconds:.1f}",
-                    b.mib(added.maxrss_kib),
-                    "fetch + archives + index, one process",
-                ],
-                [
-                    "of which: fetch into an empty mirror",
-                    f"{fetch_s:.1f}",
-                    b.mib(fetch_run.maxrss_kib),
-                    "measured alone (DulwichBackend.fetch, local path)",
-                ],
-                [
-                    "of which: one archive build",
-                    f"{mean_build:.2f}",
-                    b.mib(one_run.maxrss_kib),
-                    f"mean of {len(build)}; peak RSS of a process building one",
-                ],
-                [
-                    "of which: the rest",
-                    f"{rest:.1f}",
-                    "",
-                    "start-up, tags, fsync of each blob, index writes",
-                ],
+                "`gitreg repo add` (fetch + archives + index)",
+                "wall s",
+                "speed-up",
+                "CPU s (with workers)",
+                "peak RSS MiB (CLI)",
+                "peak RSS MiB (CLI + workers)",
             ],
+            add_rows,
         ),
         "",
-        f"Per-archive build ({len(build)} tags spread over the history, each"
-        f" {statistics.mean(sample['files']):,.0f} files):",
+        f"Per-archive build ({len(next(iter(samples.values()))['build'])} tags spread over"
+        " the history, in one process, to a hashing null sink), mean seconds:",
         "",
         b.table(
-            ["part", "mean s", "min s", "max s", "share"],
-            [
-                _row("whole build (to a hashing null sink)", build, mean_build),
-                _row("reading tree + blob objects (dulwich)", read, mean_build),
-                _row("gzip level 6 of the tar stream", gz, mean_build),
-                _row(
-                    "rest: tarfile, name checks, sorting",
-                    [x - y - z for x, y, z in zip(build, read, gz, strict=True)],
-                    mean_build,
-                ),
-            ],
+            ["code and builder", "build", "object reads", "deflate", "rest (tar, checks)", "MB"],
+            sample_rows,
         ),
         "",
-        "Tag to listed (`git tag`, then `gitreg sync MODULE`, then poll the running"
-        " server's versions answer every 20 ms):",
+        "Tag to installable: `git tag`, `gitreg sync MODULE`, then poll the running server's"
+        " versions answer every 20 ms, then `download` and the whole archive it points to"
+        " (now); the baseline's `gitreg sync` of the same tag, timed alone:",
         "",
         b.table(
-            ["tag", "git tag s", "gitreg sync s", "tag+sync s", "then listed after s", "total s"],
+            [
+                "tag",
+                "baseline sync s",
+                "now sync s",
+                "then listed s",
+                "then downloaded s",
+                "now: tag to installable s",
+            ],
             [[row[0], *(f"{v:.2f}" for v in row[1:])] for row in latencies],
-        ),
-        "",
-        "Where a one-tag sync's time goes (each measured alone):",
-        "",
-        b.table(
-            ["part", "s"],
-            [
-                ["`gitreg sync MODULE` with nothing new (whole CLI run)", f"{noop.seconds:.2f}"],
-                ["of which: importing gitreg (CLI + services)", f"{imported['seconds']:.2f}"],
-                ["incremental fetch of 1 new tag into the mirror", f"{incremental['seconds']:.2f}"],
-                [f"listing and peeling {listing['tags']} tags", f"{listing['seconds']:.2f}"],
-                ["building the one new archive (mean above)", f"{mean_build:.2f}"],
-            ],
         ),
     ]
     return "\n".join(out)
@@ -290,12 +332,23 @@ def wait_listed(server: b.Server, tls: b.Tls, version: str, deadline_s: float) -
     raise SystemExit(f"{version} not listed within {deadline_s} s")
 
 
+def download(server: b.Server, tls: b.Tls, version: str) -> float:
+    """Seconds for `download` (204 + X-Terraform-Get) and the archive it names."""
+    start = time.perf_counter()
+    status, headers, _ = b.fetch(server.url(f"/v1/modules/{MODULE}/{version}/download"), tls.ca)
+    b.require(status == 204, f"download answered {status}")
+    status, _, body = b.fetch(headers["X-Terraform-Get"], tls.ca)
+    b.require(status == 200 and len(body) > 0, f"archive answered {status}")
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=5_000)
     parser.add_argument("--tags", type=int, default=200)
     parser.add_argument("--sample", type=int, default=12, help="tags timed one by one")
     parser.add_argument("--new-tags", type=int, default=3, help="tag-to-listed repetitions")
+    parser.add_argument("--baseline", default="main", help="git revision to compare with")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -310,7 +363,7 @@ def main() -> None:
         elif kind == "import":
             result = worker_import()
         else:
-            result = worker_archives(rest[0], int(rest[1]))
+            result = worker_archives(rest[0], int(rest[1]), *rest[2:])
         print(json.dumps(result))
         sys.exit(0)
     with b.workspace("publish", args.keep) as ws:

@@ -17,8 +17,6 @@ Every dropped entry is reported as a `"path: reason"` line so the publisher can 
 
 from __future__ import annotations
 
-import gzip
-import io
 import posixpath
 import re
 import tarfile
@@ -29,6 +27,7 @@ from typing import BinaryIO, Protocol, TypeVar
 
 from dulwich.objects import Blob, ObjectID, ShaFile, Tree, TreeEntry
 
+from gitreg.archive_format import CLASSIC, TarStream, gzip_writer
 from gitreg.errors import ArchiveTooLarge
 
 __all__ = ["ArchiveLimits", "ArchiveReport", "build_archive"]
@@ -43,9 +42,8 @@ _GIT_EXECUTABLE = 0o100755
 
 _T = TypeVar("_T", bound=ShaFile)
 
-# A5: everything that could vary between builds is pinned here.
-_TAR_FORMAT = tarfile.PAX_FORMAT
-_GZIP_LEVEL = 6
+# A5: everything that could vary between builds is pinned here and in
+# gitreg/archive_format.py (the tar format, and the gzip layer named by a builder).
 
 # A1: code points HFS+ ignores when comparing names, so `.git\u200c` *is* `.git` on a Mac.
 # The same list as git's `is_hfs_dotgit` (utf8.c, CVE-2014-9390).
@@ -93,27 +91,29 @@ def build_archive(
     *,
     mtime: int,
     limits: ArchiveLimits = ArchiveLimits(),  # frozen, so one shared default is safe
+    builder: str = CLASSIC,
+    prefix: str = "",
 ) -> ArchiveReport:
     """Write the tree `tree_id` as a deterministic `.tar.gz` to `out` and report on it.
 
-    The gzip stream is written incrementally and blobs are read one at a time, so memory stays
-    around one file's size. On `ArchiveTooLarge` (or a dulwich error for a corrupt or missing
-    object) `out` holds a partial stream that the caller must discard.
+    The same tree, mtime and `builder` (gitreg/archive_format.py) always give the same
+    bytes (A5). The gzip stream is written incrementally and blobs are read one at a
+    time, so memory stays around one file's size. On `ArchiveTooLarge` (or a dulwich
+    error for a corrupt or missing object) `out` holds a partial stream that the caller
+    must discard. With `prefix` (a checked subdirectory path, issue 16) every entry
+    is written under it: the archive of one directory of a monorepo, at its place.
     """
     report = ArchiveReport()
     root = _load(object_store, ObjectID(tree_id), Tree)
     if root is None:
         raise ValueError(f"{tree_id!r} is not a tree object")
-    # A5: fixed gzip header (mtime 0, no file name) and compression level.
-    with (
-        gzip.GzipFile(
-            fileobj=out, mode="wb", mtime=0, filename="", compresslevel=_GZIP_LEVEL
-        ) as gz,
-        tarfile.open(fileobj=gz, mode="w", format=_TAR_FORMAT, encoding="utf-8") as tar,
-    ):
+    with gzip_writer(out, builder) as gz:
+        tar = TarStream(gz)
         writer = _Writer(object_store, tar, mtime, limits, report)
-        for path, mode, sha in _walk(object_store, root, limits, report):
+        start = prefix.encode("utf-8") + b"/" if prefix else b""
+        for path, mode, sha in _walk(object_store, root, limits, report, start):
             writer.add(path, mode, sha)
+        tar.close()
     return report
 
 
@@ -121,7 +121,7 @@ def build_archive(
 
 
 def _walk(
-    store: ObjectSource, root: Tree, limits: ArchiveLimits, report: ArchiveReport
+    store: ObjectSource, root: Tree, limits: ArchiveLimits, report: ArchiveReport, start: bytes
 ) -> Iterator[tuple[bytes, int, ObjectID]]:
     """Yield every non-directory entry with a safe path, in full-path byte order (A5).
 
@@ -129,7 +129,7 @@ def _walk(
     Python's recursion limit; depth is bounded anyway by `max_path_length` (A6).
     Unsafe names and non-tree "directories" are reported and not descended into (A1).
     """
-    stack: list[tuple[bytes, Iterator[TreeEntry]]] = [(b"", _children(root))]
+    stack: list[tuple[bytes, Iterator[TreeEntry]]] = [(start, _children(root))]
     while stack:
         prefix, entries = stack[-1]
         entry = next(entries, None)
@@ -186,7 +186,7 @@ class _Writer:
     def __init__(
         self,
         store: ObjectSource,
-        tar: tarfile.TarFile,
+        tar: TarStream,
         mtime: int,
         limits: ArchiveLimits,
         report: ArchiveReport,
@@ -223,7 +223,7 @@ class _Writer:
         self._report.total_bytes += size
         info = self._info(path, tarfile.REGTYPE, perm)
         info.size = size
-        self._tar.addfile(info, io.BytesIO(blob.as_raw_string()))
+        self._tar.add(info, blob.as_raw_string())
 
     def _add_symlink(self, path: bytes, sha: ObjectID) -> None:
         """Keep a symlink only if its target provably stays inside the archive (A2)."""
@@ -240,7 +240,7 @@ class _Writer:
         self._count_file(path)
         info = self._info(path, tarfile.SYMTYPE, 0o755)  # A4: 0644/0755 only, even here
         info.linkname = target.decode("utf-8")
-        self._tar.addfile(info)
+        self._tar.add(info)
 
     def _info(self, path: bytes, kind: bytes, perm: int) -> tarfile.TarInfo:
         """A tar header with every field pinned: owner 0/0, no names, one mtime (A4, A5)."""

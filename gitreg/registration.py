@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from gitreg.addresses import check_subdir, parse_local_provider_address, parse_module_address
 from gitreg.errors import BadRequest, NotFound
 from gitreg.git.remotes import forge_name_from_url, normalise_remote
+from gitreg.modules.globs import check_module_glob, check_tag_pattern
 from gitreg.services import Services
 from gitreg.settings import Settings
 from gitreg.storage.records import ModuleRecord, RepoRecord
-from gitreg.storage.registration import ModuleLink, ProviderLink, RepoRow
+from gitreg.storage.registration import ModuleGlobLink, ModuleLink, ProviderLink, RepoRow
 from gitreg.versions import unsafe_ref_reason
 
 
@@ -42,6 +43,25 @@ def module_link(address: str, subdir: str, tag_prefix: str) -> ModuleLink:
     )
 
 
+def module_glob_link(
+    pattern: str, namespace: str, system: str, tag_pattern: str, whole_tree: bool
+) -> ModuleGlobLink:
+    """`repo add --modules PATTERN`: checked like `--module` addresses, with the
+    directory name as each module's NAME (docs/modules.md "Monorepos")."""
+    if not namespace or not system:
+        raise BadRequest(
+            "--modules needs --namespace and --system (e.g. --namespace acme --system aws)"
+        )
+    address = parse_module_address(f"{namespace}/x/{system}")
+    return ModuleGlobLink(
+        check_module_glob(pattern),
+        address.namespace,
+        address.system,
+        check_tag_pattern(tag_pattern),
+        "repository" if whole_tree else "subdir",
+    )
+
+
 def check_prefix(tag_prefix: str) -> str:
     if tag_prefix and (reason := unsafe_ref_reason(tag_prefix)):
         raise BadRequest(f"invalid tag prefix {tag_prefix!r}: {reason}")
@@ -49,7 +69,10 @@ def check_prefix(tag_prefix: str) -> str:
 
 
 def register_repo(
-    svc: Services, source: RepoSource, link: ModuleLink | ProviderLink, fetch_first: bool
+    svc: Services,
+    source: RepoSource,
+    link: ModuleLink | ProviderLink | ModuleGlobLink,
+    fetch_first: bool,
 ) -> RepoRecord:
     """Register a repository and what it feeds; raises, writing nothing, on bad input.
 

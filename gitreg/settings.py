@@ -48,6 +48,9 @@ class Settings:
     max_archive_bytes: int = 256 * 1024 * 1024
     max_archive_files: int = 20_000
     max_file_bytes: int = 64 * 1024 * 1024
+    # Processes that build archives side by side when a sync needs several
+    # (issue 16, gitreg/modules/builds.py); 0: one per core this process may use.
+    archive_workers: int = 0
     # How often the server notices writes made by other processes (CLI, workers).
     refresh_interval: float = 0.25
     # Scale-out (docs/scale-out.md): `postgresql://USER:PASS@HOST:PORT/DB` puts the
@@ -302,6 +305,8 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("header_timeout must be > 0 and at most 3600 seconds")
     if settings.http_impl not in ("auto", "httptools", "h11"):
         raise ConfigError(f"http_impl must be auto, httptools or h11, got {settings.http_impl!r}")
+    if settings.archive_workers < 0:
+        raise ConfigError("archive_workers must be >= 0 (0: one per core)")
     if settings.job_workers < 0 or settings.job_max_attempts < 1:
         raise ConfigError("job_workers must be >= 0 and job_max_attempts >= 1")
     if settings.job_lease < 1 or settings.job_backoff < 0 or settings.reconcile_interval < 0:

@@ -26,6 +26,7 @@ class RepoSync:
     published: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     yanked: list[str] = field(default_factory=list)
+    registered: list[str] = field(default_factory=list)  # modules found by `--modules`
 
     @property
     def summary(self) -> str:
@@ -38,6 +39,7 @@ class RepoSync:
             "published": self.published,
             "conflicts": self.conflicts,
             "yanked": self.yanked,
+            "registered": self.registered,
         }
 
 
@@ -69,6 +71,7 @@ class SyncService:
                 result.published += modules.published
                 result.conflicts += modules.conflicts
                 result.yanked += modules.yanked
+                result.registered += modules.registered
         if feeds_providers and self._providers is not None:
             releases = self._providers.sync_repo(repo)
             result.summaries.append(releases.summary())

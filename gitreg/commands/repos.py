@@ -10,9 +10,16 @@ from typing import Any
 from gitreg.addresses import parse_module_address
 from gitreg.catalog.records import deprecation
 from gitreg.commands.providers import add_repo_options, repo_add_provider
-from gitreg.errors import GitError, NotFound
+from gitreg.errors import BadRequest, GitError, NotFound
 from gitreg.modules.publisher import SyncResult, sync_status
-from gitreg.registration import RepoSource, module_link, register_repo, remove_repo, set_repo
+from gitreg.registration import (
+    RepoSource,
+    module_glob_link,
+    module_link,
+    register_repo,
+    remove_repo,
+    set_repo,
+)
 from gitreg.services import Services
 from gitreg.storage.records import RepoRecord
 from gitreg.versions import sort_key
@@ -21,6 +28,8 @@ Parser = argparse.ArgumentParser
 
 
 def _print_result(result: SyncResult, verbose: bool) -> None:
+    for line in result.registered:
+        print(f"registered {line}")
     for line in result.published:
         print(f"published {line}")
     for line in result.conflicts:
@@ -45,6 +54,26 @@ def repo_add(
     repo = register_repo(svc, RepoSource(url, forge_repo, webhook_secret), link, fetch_first=sync)
     print(f"registered {link.namespace}/{link.name}/{link.system} from {repo.url}")
     if not sync:
+        return 0
+    result = svc.publisher.sync_repo(repo)
+    _print_result(result, verbose=False)
+    print(result.summary())
+    return 0
+
+
+def repo_add_modules(svc: Services, args: argparse.Namespace) -> int:
+    """`repo add URL --modules PATTERN`: every module directory under PATTERN."""
+    link = module_glob_link(
+        args.modules, args.namespace, args.system, args.tag_pattern, args.whole_tree
+    )
+    source = RepoSource(args.url, args.forge_repo, args.webhook_secret)
+    repo = register_repo(svc, source, link, fetch_first=not args.no_sync)
+    tags = f"tags {link.tag_pattern}" if link.tag_pattern else "shared tags"
+    print(
+        f"registered {link.pattern} as {link.namespace}/{{name}}/{link.system}"
+        f" ({tags}) from {repo.url}"
+    )
+    if args.no_sync:
         return 0
     result = svc.publisher.sync_repo(repo)
     _print_result(result, verbose=False)
@@ -193,6 +222,13 @@ def _repo_add_command(svc: Services, args: argparse.Namespace) -> int:
     """`repo add` registers a module, or with --provider a provider repository."""
     if args.provider:
         return repo_add_provider(svc, args)
+    glob_only = [args.namespace, args.system, args.tag_pattern, args.whole_tree]
+    if args.modules:
+        if args.subdir or args.tag_prefix:
+            raise BadRequest("--modules takes --tag-pattern, not --subdir or --tag-prefix")
+        return repo_add_modules(svc, args)
+    if any(glob_only):
+        raise BadRequest("--namespace, --system, --tag-pattern and --whole-tree go with --modules")
     return repo_add(
         svc,
         args.url,
@@ -213,6 +249,12 @@ def _register_repo_add(repo_sub: argparse._SubParsersAction[Parser], common: Par
     what = add.add_mutually_exclusive_group(required=True)
     what.add_argument("--module", metavar="NAMESPACE/NAME/SYSTEM")
     what.add_argument("--provider", metavar="NAMESPACE/TYPE", help="publish its forge releases")
+    what.add_argument(
+        "--modules",
+        metavar="PATTERN",
+        help="every module directory under PATTERN (e.g. 'modules/*'), now and later;"
+        " needs --namespace and --system",
+    )
     add.add_argument("--subdir", default="", help="the module's directory in a monorepo")
     add.add_argument("--tag-prefix", default="", help="e.g. 'vpc/' for tags like vpc/v1.2.0")
     add.add_argument(
@@ -228,8 +270,28 @@ def _register_repo_add(repo_sub: argparse._SubParsersAction[Parser], common: Par
         help="this repository's webhook secret, or where to read it (docs/webhooks.md)",
     )
     add.add_argument("--no-sync", action="store_true", help="register only, publish later")
+    _add_glob_options(add)
     add_repo_options(add)
     add.set_defaults(handler=_repo_add_command)
+
+
+def _add_glob_options(add: Parser) -> None:
+    """The options of `repo add --modules` (docs/modules.md "Monorepos")."""
+    add.add_argument("--namespace", default="", help="with --modules: the modules' namespace")
+    add.add_argument("--system", default="", help="with --modules: the modules' system")
+    add.add_argument(
+        "--tag-pattern",
+        default="",
+        metavar="PATTERN",
+        help="with --modules: tags per module, e.g. '{name}/v{version}'"
+        " (default: every module gets every v* tag)",
+    )
+    add.add_argument(
+        "--whole-tree",
+        action="store_true",
+        help="with --modules: archive the whole repository for each module (for"
+        " modules that use ../ paths) instead of the module's directory alone",
+    )
 
 
 def _register_repo_changes(repo_sub: argparse._SubParsersAction[Parser], common: Parser) -> None:

@@ -15,7 +15,7 @@ import threading
 import time
 import traceback
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -31,15 +31,18 @@ from dulwich.config import ConfigDict
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.file import FileLocked
 from dulwich.object_store import ObjectStoreGraphWalker
-from dulwich.objects import Commit, ObjectID, Tag, Tree
+from dulwich.objects import Commit, ObjectID, Tag
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
+from gitreg.archive_format import CLASSIC
 from gitreg.catalog.provider_tree import read_provider_docs
 from gitreg.catalog.tree import read_doc_files
 from gitreg.errors import GitError, MirrorLocked, storage_full
 from gitreg.git.leftovers import remove_leftovers
+from gitreg.git.sessions import MirrorSessions
+from gitreg.git.trees import TreeReader
 
 TAG_PREFIX = Ref(b"refs/tags/")
 PEELED = b"^{}"
@@ -96,9 +99,30 @@ class GitBackend(Protocol):
 
     def subtree(self, mirror: Path, tree_sha: str, subdir: str) -> str | None: ...
 
+    def subtrees(
+        self, mirror: Path, wanted: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], str | None]:
+        """`subtree` for many (tree sha, subdir) pairs on one open mirror."""
+        ...
+
+    def module_dirs(self, mirror: Path, tree_shas: Iterable[str], pattern: str) -> dict[str, str]:
+        """Directories matching a `--modules` pattern in any of the trees, each with
+        why it is not a module ("" when it is one: it holds a .tf file)."""
+        ...
+
     def archive(
-        self, mirror: Path, tree_sha: str, out: BinaryIO, mtime: int, limits: ArchiveLimits
-    ) -> ArchiveReport: ...
+        self,
+        mirror: Path,
+        tree_sha: str,
+        out: BinaryIO,
+        mtime: int,
+        limits: ArchiveLimits,
+        builder: str = CLASSIC,
+        subdir: str = "",
+    ) -> ArchiveReport:
+        """The archive of a tree; with `subdir`, `tree_sha` is that directory's
+        tree and the archive holds it alone, under its path (issue 16)."""
+        ...
 
     def doc_files(self, mirror: Path, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
         """The README, CHANGELOG and .tf files documentation is made from (issue 13)."""
@@ -108,6 +132,11 @@ class GitBackend(Protocol):
         self, mirror: Path, tree_sha: str
     ) -> tuple[list[tuple[str, str, bytes]], list[str]]:
         """A provider release's docs/ pages: (path, category, bytes) (issue 13)."""
+        ...
+
+    def session(self, mirror: Path) -> contextlib.AbstractContextManager[None]:
+        """Reads of `mirror` on this thread share one open repository until the
+        block ends (gitreg/git/sessions.py)."""
         ...
 
 
@@ -120,6 +149,7 @@ class DulwichBackend:
         self._config.set((b"http",), b"timeout", str(int(timeout)).encode())
         self._timeout = timeout
         self._max_pack_bytes = max_pack_bytes
+        self._sessions = MirrorSessions()
 
     def _open_mirror(self, mirror: Path) -> Repo:
         if not (mirror / "HEAD").is_file():
@@ -219,37 +249,48 @@ class DulwichBackend:
 
     def subtree(self, mirror: Path, tree_sha: str, subdir: str) -> str | None:
         """The sha of `subdir` inside a tree, or None if it is not a directory there."""
-        repo = self._open_mirror(mirror)
-        try:
-            tree = repo[tree_sha.encode()]
-            for part in subdir.split("/") if subdir else []:
-                if not isinstance(tree, Tree) or part.encode() not in tree:
-                    return None
-                mode, sha = tree[part.encode()]
-                if mode & 0o170000 != 0o040000:
-                    return None
-                tree = repo[sha]
-            return tree.id.decode() if isinstance(tree, Tree) else None
-        finally:
-            repo.close()
+        with self._sessions.reading(mirror, self._open_mirror) as repo:
+            return TreeReader(repo.object_store).subtree(tree_sha, subdir)
+
+    def subtrees(
+        self, mirror: Path, wanted: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], str | None]:
+        with self._sessions.reading(mirror, self._open_mirror) as repo:
+            reader = TreeReader(repo.object_store)
+            return {(tree, subdir): reader.subtree(tree, subdir) for tree, subdir in wanted}
+
+    def module_dirs(self, mirror: Path, tree_shas: Iterable[str], pattern: str) -> dict[str, str]:
+        with self._sessions.reading(mirror, self._open_mirror) as repo:
+            return TreeReader(repo.object_store).matching_dirs(tree_shas, pattern)
 
     def archive(
-        self, mirror: Path, tree_sha: str, out: BinaryIO, mtime: int, limits: ArchiveLimits
+        self,
+        mirror: Path,
+        tree_sha: str,
+        out: BinaryIO,
+        mtime: int,
+        limits: ArchiveLimits,
+        builder: str = CLASSIC,
+        subdir: str = "",
     ) -> ArchiveReport:
-        repo = self._open_mirror(mirror)
-        try:
+        with self._sessions.reading(mirror, self._open_mirror) as repo:
             return build_archive(
-                repo.object_store, tree_sha.encode(), out, mtime=mtime, limits=limits
+                repo.object_store,
+                tree_sha.encode(),
+                out,
+                mtime=mtime,
+                limits=limits,
+                builder=builder,
+                prefix=subdir,
             )
-        finally:
-            repo.close()
 
     def doc_files(self, mirror: Path, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
-        repo = self._open_mirror(mirror)
-        try:
+        with self._sessions.reading(mirror, self._open_mirror) as repo:
             return read_doc_files(repo.object_store, tree_sha)
-        finally:
-            repo.close()
+
+    def session(self, mirror: Path) -> contextlib.AbstractContextManager[None]:
+        """Keep `mirror` open for this thread's reads until the block ends (one sync)."""
+        return self._sessions.session(mirror, self._open_mirror)
 
     def provider_doc_files(
         self, mirror: Path, tree_sha: str

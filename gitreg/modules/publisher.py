@@ -19,14 +19,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, cast
 
 from gitreg import metrics
 from gitreg.archive import ArchiveLimits
+from gitreg.archive_format import fast_builder
 from gitreg.catalog.service import Documenter, Published
 from gitreg.errors import ArchiveTooLarge, GitError, MirrorLocked, NotAVersion, NotFound
 from gitreg.git.backend import GitBackend, TagProblem, TagRef
 from gitreg.locks import file_lock
+from gitreg.modules.builds import ArchiveBuilds, ArchiveKey, Built, worker_count
+from gitreg.modules.globs import discover_modules
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.protocols import ModuleIndex
@@ -45,10 +47,13 @@ class SyncResult:
     conflicts: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # "tag: reason"
     yanked: list[str] = field(default_factory=list)  # tag deleted upstream (yank_deleted_tags)
+    registered: list[str] = field(default_factory=list)  # modules found under --modules
     error: str = ""
 
     def summary(self) -> str:
         parts = [f"{len(self.published)} published"]
+        if self.registered:
+            parts.insert(0, f"{len(self.registered)} modules registered")
         if self.conflicts:
             parts.append(f"{len(self.conflicts)} conflicts")
         if self.error:
@@ -84,11 +89,14 @@ class Publisher:
         self._blobs = blobs
         self._git = git
         self._on_change = on_change
-        self._limits = ArchiveLimits(
+        limits = ArchiveLimits(
             max_total_bytes=settings.max_archive_bytes,
             max_files=settings.max_archive_files,
             max_file_bytes=settings.max_file_bytes,
         )
+        # New archives use the fastest builder installed; published ones never change.
+        workers = worker_count(settings.archive_workers)
+        self.builds = ArchiveBuilds(git, blobs, limits, fast_builder, workers)
 
     def mirror_path(self, repo: RepoRecord) -> Path:
         return self._settings.git_dir / f"{repo.id}.git"
@@ -164,12 +172,31 @@ class Publisher:
                 self._index.record_fetch(repo.id, str(exc))
                 raise
             self._index.record_fetch(repo.id, "")
-            for module in self._index.modules_of_repo(repo.id):
-                self._sync_module(repo, module, tags, problems, result)
+            # One open mirror for every read of this sync (subtrees, archives, docs).
+            with self._git.session(mirror):
+                self._publish_tags(repo, mirror, tags, problems, result)
         if result.published or result.yanked:
             self._on_change()
         log.info("sync %s", result.summary())
         return result
+
+    def _publish_tags(
+        self,
+        repo: RepoRecord,
+        mirror: Path,
+        tags: list[TagRef],
+        problems: list[TagProblem],
+        result: SyncResult,
+    ) -> None:
+        """Register new `--modules` directories, then publish every module's new tags."""
+        found, not_modules = discover_modules(self._index, self._git, repo, mirror, tags)
+        result.registered += found
+        result.ignored += not_modules
+        plans = [_plan(m, tags, problems) for m in self._index.modules_of_repo(repo.id)]
+        archives = _Archives(self._index, self._blobs, self.builds, self._git, mirror)
+        archives.prepare(plans)
+        for plan in plans:
+            self._sync_module(repo, plan, archives, result)
 
     def fetch_mirror(self, repo: RepoRecord) -> Path:
         """Fetch the repository into its mirror and return it: a provider's
@@ -206,25 +233,11 @@ class Publisher:
         return removed
 
     def _sync_module(
-        self,
-        repo: RepoRecord,
-        module: ModuleRecord,
-        tags: list[TagRef],
-        problems: list[TagProblem],
-        result: SyncResult,
+        self, repo: RepoRecord, plan: ModulePlan, archives: _Archives, result: SyncResult
     ) -> None:
-        ignored = [f"{p.name}: {p.reason}" for p in problems]
-        candidates: list[tuple[TagVersion, TagRef]] = []
-        for ref in tags:
-            try:
-                candidates.append((version_from_tag(ref.name, module.tag_prefix), ref))
-            except NotAVersion as exc:
-                ignored.append(f"{ref.name}: {exc}")
-        # Oldest version first; for one version, `1.0.0` before `v1.0.0`, so which
-        # tag spelling wins a tie is stable across syncs.
-        candidates.sort(key=lambda c: (sort_key(c[0].key), c[1].name))
+        module, candidates, ignored = plan.module, plan.candidates, plan.ignored
         for tv, ref in candidates:
-            outcome = self._publish_one(repo, module, tv, ref, ignored)
+            outcome = self._publish_one(repo, module, tv, ref, ignored, archives)
             if outcome.startswith("published"):
                 result.published.append(f"{module.address} {tv.version}")
             elif outcome.startswith("conflict"):
@@ -260,6 +273,7 @@ class Publisher:
         tv: TagVersion,
         ref: TagRef,
         notes: list[str],
+        archives: _Archives,
     ) -> str:
         """Publish one tag; returns "" (already there), "published", "conflict: ..."
         or the reason it was skipped. What the archive left out goes to `notes` (A3)."""
@@ -278,13 +292,13 @@ class Publisher:
                 log.warning("%s: %s", module.address, reason)
             return reason
         mirror = self.mirror_path(repo)
-        if module.subdir and self._git.subtree(mirror, ref.tree_sha, module.subdir) is None:
+        key = archives.key(module, ref)
+        if key is None:
             return f"subdirectory {module.subdir!r} does not exist at this tag"
-        try:
-            sha256, size, skipped = self._archive(mirror, ref)
-        except ArchiveTooLarge as exc:
-            return f"not published: {exc}"
-        notes.extend(f"{ref.name}: archive leaves out {line}" for line in skipped)
+        built = archives.get(key)
+        if isinstance(built, str):
+            return f"not published: {built}"
+        notes.extend(f"{ref.name}: archive leaves out {line}" for line in built.skipped)
         inserted = self._index.publish_version(
             NewVersion(
                 module_id=module.id,
@@ -294,32 +308,149 @@ class Publisher:
                 tag_sha=ref.tag_sha,
                 commit_sha=ref.commit_sha,
                 tree_sha=ref.tree_sha,
-                archive_sha256=sha256,
-                archive_size=size,
-                archive_mtime=ref.commit_time,
+                archive_sha256=built.sha256,
+                archive_size=built.size,
+                archive_mtime=key.mtime,
+                archive_builder=self.builds.builder,
+                archive_subtree=key.tree_sha if key.subdir else "",
+                archive_subdir=key.subdir,
             )
         )
         if not inserted:
             # Another process published this version between our check and insert.
-            return self._publish_one(repo, module, tv, ref, notes)
-        log.info("published %s %s from %s (%s)", module.address, tv.version, ref.name, sha256)
+            return self._publish_one(repo, module, tv, ref, notes, archives)
+        log.info("published %s %s from %s (%s)", module.address, tv.version, ref.name, built.sha256)
         metrics.published("module", str(module.address))
         if self._docs is not None:
             published = Published(tv.version, tv.key, ref.commit_sha, ref.tree_sha)
             self._docs.document(mirror, repo, module, published, search=False)
         return "published"
 
-    def _archive(self, mirror: Path, ref: TagRef) -> tuple[str, int, list[str]]:
-        """The archive for a tree, built once (A5) and kept under its sha256."""
-        known = self._index.archive_for_tree(ref.tree_sha, ref.commit_time)
-        if known is not None and self._blobs.exists(known[0]):
-            return known[0], known[1], []
-        started = time.monotonic()
-        with self._blobs.writer() as sink:
-            out = cast(BinaryIO, sink)
-            report = self._git.archive(mirror, ref.tree_sha, out, ref.commit_time, self._limits)
-        metrics.archive_built(time.monotonic() - started)
-        assert sink.result is not None
-        for line in report.skipped:
-            log.warning("archive of %s left out %s", ref.name, line)
-        return sink.result.sha256, sink.result.size, report.skipped
+
+@dataclass
+class ModulePlan:
+    """One module's tags this sync: the versions they map to, oldest first, and
+    the tags that map to none (with why)."""
+
+    module: ModuleRecord
+    candidates: list[tuple[TagVersion, TagRef]]
+    ignored: list[str]
+
+
+def _plan(module: ModuleRecord, tags: list[TagRef], problems: list[TagProblem]) -> ModulePlan:
+    ignored = [f"{p.name}: {p.reason}" for p in problems]
+    candidates: list[tuple[TagVersion, TagRef]] = []
+    others = 0
+    for ref in tags:
+        if not ref.name.startswith(module.tag_prefix):
+            # Another module's tag in a monorepo: counted, not listed one by one (with
+            # 50 modules x 100 tags that would be 245,000 lines a sync).
+            others += 1
+            continue
+        try:
+            candidates.append((version_from_tag(ref.name, module.tag_prefix), ref))
+        except NotAVersion as exc:
+            ignored.append(f"{ref.name}: {exc}")
+    if others:
+        ignored.append(f"{others} tags do not start with the module's tag prefix")
+    # Oldest version first; for one version, `1.0.0` before `v1.0.0`, so which
+    # tag spelling wins a tie is stable across syncs.
+    candidates.sort(key=lambda c: (sort_key(c[0].key), c[1].name))
+    return ModulePlan(module, candidates, ignored)
+
+
+class _Archives:
+    """The archives one sync needs: found in the index, or built, once each (A5).
+
+    `prepare` finds, before anything is published, every archive that the new
+    versions of all modules need and that does not exist yet, and builds them
+    together (gitreg/modules/builds.py: on every core when there are several).
+    An archive of a module's directory alone (archive_scope 'subdir') is keyed by
+    that directory's tree: a tag that leaves the directory unchanged reuses it.
+    """
+
+    def __init__(
+        self,
+        index: ModuleIndex,
+        blobs: BlobStore,
+        builds: ArchiveBuilds,
+        git: GitBackend,
+        mirror: Path,
+    ) -> None:
+        self._index = index
+        self._blobs = blobs
+        self._builds = builds
+        self._git = git
+        self._mirror = mirror
+        self._subtrees: dict[tuple[str, str], str | None] = {}
+        self._ready: dict[tuple[str, str, int], Built | str] = {}
+
+    def prepare(self, plans: list[ModulePlan]) -> None:
+        new = [
+            (plan.module, ref)
+            for plan in plans
+            for tv, ref in plan.candidates
+            if self._index.version_by_key(plan.module.id, tv.key) is None
+        ]
+        wanted = {(ref.tree_sha, m.subdir) for m, ref in new if m.subdir}
+        self._subtrees = self._git.subtrees(self._mirror, wanted) if wanted else {}
+        needed: dict[tuple[str, str, int], ArchiveKey] = {}
+        for module, ref in new:
+            key = self.key(module, ref)
+            if key is not None and _ident(key) not in needed and self._known(key) is None:
+                needed[_ident(key)] = key
+        for key, outcome in self._builds.build_many(self._mirror, list(needed.values())):
+            self._ready[_ident(key)] = outcome
+            _log_skipped(key, outcome)
+
+    def key(self, module: ModuleRecord, ref: TagRef) -> ArchiveKey | None:
+        """What `module`'s archive at `ref` is made of; None if its subdir is missing."""
+        if not module.subdir:
+            return ArchiveKey(ref.tree_sha, "", ref.commit_time)
+        pair = (ref.tree_sha, module.subdir)
+        if pair not in self._subtrees:
+            self._subtrees[pair] = self._git_subtree(pair)
+        subtree = self._subtrees[pair]
+        if subtree is None:
+            return None
+        if module.archive_scope == "subdir":
+            return ArchiveKey(subtree, module.subdir, ref.commit_time)
+        return ArchiveKey(ref.tree_sha, "", ref.commit_time)
+
+    def get(self, key: ArchiveKey) -> Built | str:
+        """The archive for `key`: prepared, already stored, or built now."""
+        ready = self._ready.get(_ident(key))
+        if ready is not None:
+            return ready
+        known = self._known(key)
+        if known is not None:
+            return known
+        try:
+            built: Built | str = self._builds.build_one(self._mirror, key)
+        except ArchiveTooLarge as exc:
+            built = str(exc)
+        self._ready[_ident(key)] = built
+        _log_skipped(key, built)
+        return built
+
+    def _known(self, key: ArchiveKey) -> Built | None:
+        if key.subdir:
+            known = self._index.archive_for_subtree(key.tree_sha, key.subdir)
+        else:
+            known = self._index.archive_for_tree(key.tree_sha, key.mtime)
+        if known is None or not self._blobs.exists(known[0]):
+            return None
+        return Built(known[0], known[1], ())
+
+    def _git_subtree(self, pair: tuple[str, str]) -> str | None:
+        return self._git.subtree(self._mirror, *pair)
+
+
+def _log_skipped(key: ArchiveKey, built: Built | str) -> None:
+    for line in built.skipped if isinstance(built, Built) else ():
+        log.warning("archive of tree %s left out %s", key.tree_sha[:12], line)
+
+
+def _ident(key: ArchiveKey) -> tuple[str, str, int]:
+    # A directory archive is the same whatever the tag's time: the first tag's is kept.
+    return (key.tree_sha, key.subdir, 0 if key.subdir else key.mtime)

@@ -18,6 +18,7 @@ from gitreg.errors import ConfigError, Conflict, NotFound
 from gitreg.storage.database import Connection, Database, Dialect, Params, Row, is_postgres_url
 from gitreg.storage.records import (
     ConflictRecord,
+    ModuleGlob,
     ModuleRecord,
     NewVersion,
     RepoRecord,
@@ -43,6 +44,7 @@ def link_module(
     system: str,
     subdir: str,
     tag_prefix: str,
+    archive_scope: str = "repository",
 ) -> None:
     """Inside a write transaction: give the repository this module address.
     Idempotent for the same repository, subdirectory and tag prefix; the
@@ -54,8 +56,8 @@ def link_module(
     if existing is None:
         conn.execute(
             "INSERT INTO modules (repo_id, namespace, name, system, address_key,"
-            " subdir, tag_prefix, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (repo_id, namespace, name, system, key, subdir, tag_prefix, utcnow()),
+            " subdir, tag_prefix, archive_scope, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (repo_id, namespace, name, system, key, subdir, tag_prefix, archive_scope, utcnow()),
         )
     elif tuple(existing) != (repo_id, subdir, tag_prefix):
         raise Conflict(
@@ -150,11 +152,18 @@ class Index:
     # -- modules ------------------------------------------------------------
 
     def add_module(
-        self, repo_id: int, namespace: str, name: str, system: str, subdir: str, tag_prefix: str
+        self,
+        repo_id: int,
+        namespace: str,
+        name: str,
+        system: str,
+        subdir: str,
+        tag_prefix: str,
+        archive_scope: str = "repository",
     ) -> ModuleRecord:
         """Register a module address for a repository; the address is unique."""
         with self._write() as conn:
-            link_module(conn, repo_id, namespace, name, system, subdir, tag_prefix)
+            link_module(conn, repo_id, namespace, name, system, subdir, tag_prefix, archive_scope)
         module = self.find_module(namespace, name, system)
         assert module is not None
         return module
@@ -203,11 +212,7 @@ class Index:
         without bytes.
         """
         with self._write() as conn:
-            conn.execute(
-                "INSERT INTO archives (tree_sha, mtime, sha256, size) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT DO NOTHING",
-                (new.tree_sha, new.archive_mtime, new.archive_sha256, new.archive_size),
-            )
+            _record_archive(conn, new)
             cursor = conn.execute(
                 "INSERT INTO module_versions (module_id, version, version_key, tag, tag_sha,"
                 " commit_sha, tree_sha, archive_sha256, archive_size, published_at)"
@@ -256,6 +261,30 @@ class Index:
             "SELECT sha256, size FROM archives WHERE tree_sha = ? AND mtime = ?", (tree_sha, mtime)
         )
         return (rows[0]["sha256"], rows[0]["size"]) if rows else None
+
+    def archive_for_subtree(self, subtree_sha: str, subdir: str) -> tuple[str, int] | None:
+        """An archive of this directory at this path, built for an earlier tag (issue 16)."""
+        rows = self._rows(
+            "SELECT sha256, size FROM subtree_archives WHERE subtree_sha = ? AND subdir = ?",
+            (subtree_sha, subdir),
+        )
+        return (rows[0]["sha256"], rows[0]["size"]) if rows else None
+
+    def archive_builder(self, sha256: str) -> str | None:
+        """The builder recorded with an archive (gitreg/archive_format.py), or None."""
+        rows = self._rows(
+            "SELECT builder FROM archives WHERE sha256 = ?"
+            " UNION ALL SELECT builder FROM subtree_archives WHERE sha256 = ?",
+            (sha256, sha256),
+        )
+        return str(rows[0]["builder"]) if rows else None
+
+    def module_globs(self, repo_id: int) -> list[ModuleGlob]:
+        """The `--modules` patterns of a repository, oldest first."""
+        rows = self._rows(
+            "SELECT * FROM module_globs WHERE repo_id = ? ORDER BY created_at, pattern", (repo_id,)
+        )
+        return [from_row(ModuleGlob, r) for r in rows]
 
     # -- conflicts ----------------------------------------------------------
 
@@ -340,6 +369,35 @@ def from_row(cls: type[R], row: Row, **converted: Any) -> R:
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     values = {n: converted[n] if n in converted else row[n] for n in names}
     return cls(**values)
+
+
+def _record_archive(conn: Connection, new: NewVersion) -> None:
+    """Keep the archive's key, bytes and builder, for later versions of the same tree."""
+    if new.archive_subtree:
+        conn.execute(
+            "INSERT INTO subtree_archives (subtree_sha, subdir, mtime, sha256, size, builder)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (
+                new.archive_subtree,
+                new.archive_subdir,
+                new.archive_mtime,
+                new.archive_sha256,
+                new.archive_size,
+                new.archive_builder,
+            ),
+        )
+        return
+    conn.execute(
+        "INSERT INTO archives (tree_sha, mtime, sha256, size, builder) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
+        (
+            new.tree_sha,
+            new.archive_mtime,
+            new.archive_sha256,
+            new.archive_size,
+            new.archive_builder,
+        ),
+    )
 
 
 def _repo(row: Row) -> RepoRecord:

@@ -28,12 +28,13 @@ from gitreg.storage.providers import (
 )
 from gitreg.storage.records import (
     ConflictRecord,
+    ModuleGlob,
     ModuleRecord,
     NewVersion,
     RepoRecord,
     VersionRecord,
 )
-from gitreg.storage.registration import ModuleLink, ProviderLink, RepoRow
+from gitreg.storage.registration import ModuleGlobLink, ModuleLink, ProviderLink, RepoRow
 from gitreg.storage.sessions import SessionRecord
 
 
@@ -81,7 +82,14 @@ class ModuleIndex(Protocol):
         ...
 
     def add_module(
-        self, repo_id: int, namespace: str, name: str, system: str, subdir: str, tag_prefix: str
+        self,
+        repo_id: int,
+        namespace: str,
+        name: str,
+        system: str,
+        subdir: str,
+        tag_prefix: str,
+        archive_scope: str = "repository",
     ) -> ModuleRecord:
         """Get or create; the address is unique regardless of case, and raises
         `Conflict` when it belongs to another repository, subdir or prefix."""
@@ -124,6 +132,19 @@ class ModuleIndex(Protocol):
         (A5: build once), or None."""
         ...
 
+    def archive_for_subtree(self, subtree_sha: str, subdir: str) -> tuple[str, int] | None:
+        """(sha256, size) of an archive of the directory `subdir` with this tree
+        sha, built for an earlier tag (archive_scope 'subdir', issue 16), or None."""
+        ...
+
+    def archive_builder(self, sha256: str) -> str | None:
+        """The builder recorded with an archive (gitreg/archive_format.py)."""
+        ...
+
+    def module_globs(self, repo_id: int) -> list[ModuleGlob]:
+        """The `repo add --modules` patterns of a repository (docs/modules.md)."""
+        ...
+
     def record_conflict(
         self, module_id: int, version: str, tag: str, published: str, seen: str, reason: str
     ) -> bool:
@@ -138,7 +159,7 @@ class RegistrationIndex(Protocol):
     """Registering, changing and removing repositories (gitreg/registration.py).
     Each method is ONE transaction: a refused link leaves nothing behind."""
 
-    def register(self, repo: RepoRow, link: ModuleLink | ProviderLink) -> int:
+    def register(self, repo: RepoRow, link: ModuleLink | ProviderLink | ModuleGlobLink) -> int:
         """The repository and the module or provider it feeds, together; the
         repository id. Idempotent for the same link; raises `Conflict` when
         the address is already fed by another repository (or another subdir

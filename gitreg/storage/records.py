@@ -27,6 +27,9 @@ class ModuleRecord:
     tag_prefix: str
     last_sync_at: str | None
     sync_report: str
+    # 'repository': the archive is the whole repository tree (installed with
+    # `//subdir`); 'subdir': only the module's directory, at its path (issue 16).
+    archive_scope: str = "repository"
 
     @property
     def address(self) -> str:
@@ -80,3 +83,22 @@ class NewVersion:
     archive_sha256: str
     archive_size: int
     archive_mtime: int
+    # gitreg/archive_format.py: what made the archive's bytes (recorded with it).
+    archive_builder: str = "tar-pax+zlib-6"
+    # For an archive of the module's directory only: that directory's tree sha
+    # and path, under which the archive is kept for later tags (else "").
+    archive_subtree: str = ""
+    archive_subdir: str = ""
+
+
+@dataclass(frozen=True)
+class ModuleGlob:
+    """`repo add --modules PATTERN`: every directory under PATTERN is a module
+    NAMESPACE/<directory name>/SYSTEM, with tags named by `tag_pattern`."""
+
+    repo_id: int
+    pattern: str
+    namespace: str
+    system: str
+    tag_pattern: str  # "" (shared repository tags) or e.g. "{name}/v{version}"
+    archive_scope: str

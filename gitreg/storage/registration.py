@@ -32,6 +32,18 @@ class ModuleLink:
 
 
 @dataclass(frozen=True)
+class ModuleGlobLink:
+    """`repo add --modules PATTERN`: the pattern is kept, and each sync registers
+    the directories under it as modules (gitreg/modules/globs.py)."""
+
+    pattern: str
+    namespace: str
+    system: str
+    tag_pattern: str
+    archive_scope: str
+
+
+@dataclass(frozen=True)
 class ProviderLink:
     namespace: str
     type: str
@@ -58,6 +70,27 @@ def _link_module(conn: Connection, repo_id: int, m: ModuleLink) -> None:
     link_module(conn, repo_id, m.namespace, m.name, m.system, m.subdir, m.tag_prefix)
 
 
+def _link_glob(conn: Connection, repo_id: int, g: ModuleGlobLink) -> None:
+    """Idempotent for the same pattern and options; other options are a Conflict
+    (the modules already registered from it keep theirs)."""
+    row = conn.execute(
+        "SELECT namespace, system, tag_pattern, archive_scope FROM module_globs"
+        " WHERE repo_id = ? AND pattern = ?",
+        (repo_id, g.pattern),
+    ).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO module_globs (repo_id, pattern, namespace, system, tag_pattern,"
+            " archive_scope, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (repo_id, g.pattern, g.namespace, g.system, g.tag_pattern, g.archive_scope, utcnow()),
+        )
+    elif tuple(row) != (g.namespace, g.system, g.tag_pattern, g.archive_scope):
+        raise Conflict(
+            f"modules {g.pattern!r} of this repository are already registered"
+            " with another namespace, system, tag pattern or archive scope"
+        )
+
+
 def _link_provider(conn: Connection, repo_id: int, p: ProviderLink) -> None:
     key = f"{p.namespace}/{p.type}".lower()
     row = conn.execute("SELECT repo_id FROM providers WHERE address_key = ?", (key,)).fetchone()
@@ -77,12 +110,15 @@ def _link_provider(conn: Connection, repo_id: int, p: ProviderLink) -> None:
 
 
 class RegistrationStore(IndexBackedStore):
-    def register(self, repo: RepoRow, link: ModuleLink | ProviderLink) -> int:
-        """Repository and module or provider in one transaction; the repository id."""
+    def register(self, repo: RepoRow, link: ModuleLink | ProviderLink | ModuleGlobLink) -> int:
+        """Repository and module, module glob or provider in one transaction; the
+        repository id."""
         with self._write() as conn:
             repo_id = _upsert_repo(conn, repo)
             if isinstance(link, ModuleLink):
                 _link_module(conn, repo_id, link)
+            elif isinstance(link, ModuleGlobLink):
+                _link_glob(conn, repo_id, link)
             else:
                 _link_provider(conn, repo_id, link)
         return repo_id
@@ -126,6 +162,7 @@ class RegistrationStore(IndexBackedStore):
                     (utcnow(), repo_id),
                 )
             else:
+                conn.execute("DELETE FROM module_globs WHERE repo_id = ?", (repo_id,))
                 conn.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
             return not kept
 

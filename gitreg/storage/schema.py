@@ -402,6 +402,40 @@ MIGRATIONS: list[tuple[str, str]] = [
     """,
     ),
     (
+        # Issue 16 (docs/performance.md "Publishing", docs/modules.md "Monorepos"):
+        # - every archive records the builder that made its bytes
+        #   (gitreg/archive_format.py); archives before this were all zlib level 6;
+        # - a module can have an archive of its own directory only
+        #   (archive_scope 'subdir'), built once per subtree: a tag that leaves the
+        #   module's directory unchanged reuses the archive (subtree_archives);
+        # - `repo add --modules GLOB` registers the glob, so directories that appear
+        #   under it later are registered by the next sync (module_globs).
+        "0017-archive-builders-and-module-globs",
+        """
+    ALTER TABLE archives ADD COLUMN builder TEXT NOT NULL DEFAULT 'tar-pax+zlib-6';
+    ALTER TABLE modules ADD COLUMN archive_scope TEXT NOT NULL DEFAULT 'repository';
+    CREATE TABLE subtree_archives (
+        subtree_sha TEXT NOT NULL,
+        subdir TEXT NOT NULL,
+        mtime INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        builder TEXT NOT NULL,
+        PRIMARY KEY (subtree_sha, subdir)
+    );
+    CREATE TABLE module_globs (
+        repo_id INTEGER NOT NULL REFERENCES repos(id),
+        pattern TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        system TEXT NOT NULL,
+        tag_pattern TEXT NOT NULL,
+        archive_scope TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (repo_id, pattern)
+    );
+    """,
+    ),
+    (
         # Issue 16, target 5: a repository's modules are read on every sync and
         # publish; with 10,000 modules that was a scan of the whole table.
         "0018-modules-repo-index",

@@ -1,0 +1,207 @@
+"""Building the archives a sync needs, in worker processes when there are several.
+
+An archive build is mostly Python (tree walk, tar headers, blob reads) holding the
+GIL, so threads do not run builds side by side; processes do (measured in
+docs/performance.md "Publishing": threads gain nothing beyond the deflate, which
+ISA-L already makes small). `repo add` of a repository with 200 tags therefore
+builds on every core; a sync that needs one archive, or a few small ones, builds
+them in-process, since a worker process costs a few hundred milliseconds to start.
+
+Workers write each archive to a scratch file; this process streams it into the
+blob store (durable first, S2) and only then is a version recorded by the
+publisher. A worker never touches the index or the blob store itself.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import multiprocessing
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, cast
+
+from gitreg import metrics
+from gitreg.archive import ArchiveLimits
+from gitreg.errors import ArchiveTooLarge
+from gitreg.git.backend import GitBackend
+from gitreg.storage.blobs import BlobStore
+
+# What starting the worker processes costs (spawn + importing dulwich and gitreg's
+# archive code: 0.3-0.5 s here, docs/performance.md "Publishing").
+_WORKER_START_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class ArchiveKey:
+    """What an archive is made of: a tree (the root tree, or with `subdir` that
+    directory's tree, archived under its path) and the mtime of every entry."""
+
+    tree_sha: str
+    subdir: str
+    mtime: int
+
+
+@dataclass(frozen=True)
+class Built:
+    sha256: str
+    size: int
+    skipped: tuple[str, ...]  # "path: reason" for each entry left out (A3)
+
+
+def worker_count(setting: int) -> int:
+    """`archive_workers`, or with 0 the cores this process may run on."""
+    if setting > 0:
+        return setting
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class ArchiveBuilds:
+    """Builds archives into the blob store with one builder (gitreg/archive_format.py)."""
+
+    def __init__(
+        self,
+        git: GitBackend,
+        blobs: BlobStore,
+        limits: ArchiveLimits,
+        builder: Callable[[], str],
+        workers: int,
+    ) -> None:
+        self._git = git
+        self._blobs = blobs
+        self._limits = limits
+        self._choose_builder = builder
+        self._builder = ""
+        self._workers = workers
+        self._pool = threading.Lock()
+
+    @property
+    def builder(self) -> str:
+        """Chosen at the first build, so a server process that never publishes does
+        not import the deflate library (gitreg/archive_format.py `fast_builder`)."""
+        if not self._builder:
+            self._builder = self._choose_builder()
+        return self._builder
+
+    def build_one(self, mirror: Path, key: ArchiveKey) -> Built:
+        """Build in this process; raises ArchiveTooLarge (nothing is stored then)."""
+        started = time.monotonic()
+        with self._blobs.writer() as sink:
+            report = self._git.archive(
+                mirror,
+                key.tree_sha,
+                cast(BinaryIO, sink),
+                key.mtime,
+                self._limits,
+                builder=self.builder,
+                subdir=key.subdir,
+            )
+        metrics.archive_built(time.monotonic() - started)
+        assert sink.result is not None
+        return Built(sink.result.sha256, sink.result.size, tuple(report.skipped))
+
+    def build_many(
+        self, mirror: Path, keys: Sequence[ArchiveKey]
+    ) -> Iterator[tuple[ArchiveKey, Built | str]]:
+        """Each key with its archive, or why there is none (ArchiveTooLarge's
+        message), in the order builds finish."""
+        rest = list(keys)
+        while rest:
+            key = rest.pop(0)
+            started = time.monotonic()
+            yield key, self._here(mirror, key)
+            workers = min(self._workers, len(rest))
+            # Processes pay off once the builds they would take over save more than
+            # starting them costs; small modules are built here, one after another.
+            saved = (time.monotonic() - started) * len(rest) * (1 - 1 / max(workers, 1))
+            # One pool per process at a time: the job threads of a server syncing
+            # several repositories would otherwise start cores x threads processes.
+            if workers >= 2 and saved > _WORKER_START_SECONDS and self._pool.acquire(False):
+                try:
+                    with self._blobs.scratch_dir("archives-") as scratch:
+                        yield from self._in_processes(mirror, rest, workers, scratch)
+                finally:
+                    self._pool.release()
+                return
+
+    def _here(self, mirror: Path, key: ArchiveKey) -> Built | str:
+        try:
+            return self.build_one(mirror, key)
+        except ArchiveTooLarge as exc:
+            return str(exc)
+
+    def _in_processes(
+        self, mirror: Path, keys: Sequence[ArchiveKey], workers: int, scratch: Path
+    ) -> Iterator[tuple[ArchiveKey, Built | str]]:
+        # spawn, not fork: a server process has threads (jobs, cache watcher).
+        context = multiprocessing.get_context("spawn")
+        pending = iter(enumerate(keys))
+        running: dict[futures.Future[tuple[str, ...] | str], tuple[ArchiveKey, Path, float]] = {}
+        pool = futures.ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_exit_with_parent, initargs=(os.getpid(),)
+        )
+        with pool:
+            # At most two builds per worker in flight, so scratch files stay few
+            # even when storing them is slower than building them.
+            while True:
+                while len(running) < 2 * workers and (item := next(pending, None)):
+                    n, key = item
+                    path = scratch / f"{n}.tar.gz"
+                    args = (self._git, mirror, key, self._limits, self.builder, path)
+                    running[pool.submit(_build_file, *args)] = (key, path, time.monotonic())
+                if not running:
+                    return
+                done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+                for future in done:
+                    key, path, started = running.pop(future)
+                    yield key, self._store(future.result(), path, started)
+
+    def _store(self, result: tuple[str, ...] | str, path: Path, started: float) -> Built | str:
+        if isinstance(result, str):
+            return result
+        with path.open("rb") as built, self._blobs.writer() as sink:
+            shutil.copyfileobj(built, cast(BinaryIO, sink), 1024 * 1024)
+        path.unlink()
+        metrics.archive_built(time.monotonic() - started)
+        assert sink.result is not None
+        return Built(sink.result.sha256, sink.result.size, result)
+
+
+def _build_file(
+    git: GitBackend,
+    mirror: Path,
+    key: ArchiveKey,
+    limits: ArchiveLimits,
+    builder: str,
+    path: Path,
+) -> tuple[str, ...] | str:
+    """In a worker process: one archive into `path`; what it left out, or why
+    there is none (a str: ArchiveTooLarge's message)."""
+    try:
+        with path.open("wb") as out:
+            report = git.archive(
+                mirror, key.tree_sha, out, key.mtime, limits, builder=builder, subdir=key.subdir
+            )
+    except ArchiveTooLarge as exc:
+        path.unlink(missing_ok=True)
+        return str(exc)
+    return tuple(report.skipped)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In a worker process: exit when the process that started it is gone (killed
+    with SIGKILL, say), instead of waiting forever for work that will not come."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()

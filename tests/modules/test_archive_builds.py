@@ -1,0 +1,57 @@
+"""gitreg/modules/builds.py: archives built in worker processes are the in-process bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitreg.archive import ArchiveLimits
+from gitreg.archive_format import fast_builder
+from gitreg.git.backend import DulwichBackend
+from gitreg.modules import builds
+from gitreg.modules.builds import ArchiveBuilds, ArchiveKey, Built
+from gitreg.storage.blobs import FileBlobStore
+from tests.support.gitrepo import GitRepo
+
+
+def _keys(tmp_path: Path) -> tuple[Path, list[ArchiveKey]]:
+    work = GitRepo(tmp_path / "work")
+    for n in range(5):
+        work.write("main.tf", f'output "n" {{\n  value = {n}\n}}\n' + "# pad\n" * (200 * n))
+        work.write(f"modules/m{n}/main.tf", f"# module {n}\n")
+        work.commit(f"change {n}", date=f"2024-01-0{n + 1}T00:00:00Z")
+        work.tag(f"v1.0.{n}")
+    mirror = tmp_path / "mirror.git"
+    backend = DulwichBackend()
+    backend.fetch(str(work.path), mirror)
+    tags, _ = backend.tags(mirror)
+    keys = [ArchiveKey(t.tree_sha, "", t.commit_time) for t in tags]
+    keys.append(ArchiveKey(tags[-1].tree_sha, "", 0))  # the files limit below stops it
+    subtree = backend.subtree(mirror, tags[-1].tree_sha, "modules/m4")
+    assert subtree is not None
+    keys.append(ArchiveKey(subtree, "modules/m4", tags[-1].commit_time))
+    return mirror, keys
+
+
+def _build(tmp_path: Path, keys: list[ArchiveKey], mirror: Path) -> dict[ArchiveKey, Built | str]:
+    blobs = FileBlobStore(tmp_path / "blobs")
+    runner = ArchiveBuilds(DulwichBackend(), blobs, ArchiveLimits(max_files=20), fast_builder, 2)
+    limited = ArchiveBuilds(DulwichBackend(), blobs, ArchiveLimits(max_files=1), fast_builder, 2)
+    found = dict(runner.build_many(mirror, keys[:-2] + keys[-1:]))
+    found.update(limited.build_many(mirror, keys[-2:-1]))
+    return found
+
+
+def test_builds_in_worker_processes_give_the_same_archives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mirror, keys = _keys(tmp_path)
+    here = _build(tmp_path / "here", keys, mirror)
+    monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
+    there = _build(tmp_path / "there", keys, mirror)
+    assert there == here
+    assert len({b.sha256 for b in here.values() if isinstance(b, Built)}) == len(keys) - 1
+    assert "max_files=1" in str(here[keys[-2]])
+    blobs = FileBlobStore(tmp_path / "there" / "blobs")
+    assert all(blobs.exists(b.sha256) for b in there.values() if isinstance(b, Built))
