@@ -17,32 +17,20 @@ Outside CI the test is skipped when /usr/bin/chromium is missing; in CI
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import BrowserContext, Dialog, Page, expect, sync_playwright
+from playwright.sync_api import BrowserContext, Dialog, Page, expect
 
+from tests.support.browser import chromium_context, require_chromium
 from tests.support.gitrepo import GitRepo
 from tests.support.provider_dist import make_dist
 from tests.support.server import RunningServer, cli, start_server
 from tests.support.terraform import run_terraform
 
-CHROMIUM = Path("/usr/bin/chromium")
-# The closed network makes Chromium hang on its background services.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 README = """# Network
 
 Builds the platform network, its subnets and routes.
@@ -129,10 +117,7 @@ def _read_token(data: Path) -> str:
 
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[Site]:
-    if not CHROMIUM.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    require_chromium()
     data = tmp_path / "data"
     _publish(tmp_path, data)
     token = _read_token(data)
@@ -148,23 +133,9 @@ def site(tmp_path: Path) -> Iterator[Site]:
 
 @pytest.fixture
 def browser(site: Site, tmp_path: Path) -> Iterator[BrowserContext]:
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),  # a fresh profile each run
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=CHROMIUM_ARGS,
-            # gitreg's local CA is not in Chromium's store; only the browser skips the check
-            # (terraform below verifies it through SSL_CERT_FILE).
-            ignore_https_errors=True,
-            viewport={"width": 1280, "height": 900},
-        )
-        context.set_default_timeout(30_000)
+    with chromium_context(tmp_path / "chromium-profile") as context:
         context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.server.url)
-        try:
-            yield context
-        finally:
-            context.close()
+        yield context
 
 
 def _trap(page: Page) -> list[str]:

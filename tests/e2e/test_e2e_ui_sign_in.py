@@ -15,7 +15,6 @@ the start.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,9 +22,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.e2e.test_e2e_ui_browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.browser import chromium_context, require_chromium
 from tests.support.gitrepo import GitRepo
 from tests.support.oidc_provider import oidc_provider
 from tests.support.server import RunningServer, cli, free_port, start_server
@@ -52,10 +51,7 @@ class Site:
 
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[Site]:
-    if not CHROMIUM.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    require_chromium()
     data = tmp_path / "data"
     for namespace, name, words in (("acme", "network", "open"), ("team", "vault", "classified")):
         repo = GitRepo(tmp_path / f"{namespace}-{name}")
@@ -81,20 +77,8 @@ def site(tmp_path: Path) -> Iterator[Site]:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[BrowserContext]:
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=CHROMIUM_ARGS,
-            ignore_https_errors=True,  # gitreg's local CA; terraform verifies it below
-            viewport={"width": 1280, "height": 900},
-        )
-        context.set_default_timeout(30_000)
-        try:
-            yield context
-        finally:
-            context.close()
+    with chromium_context(tmp_path / "chromium-profile") as context:
+        yield context
 
 
 def _shots(page: Page, site: Site, name: str) -> None:
