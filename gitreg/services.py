@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 
 from gitreg.auth.access import Access
+from gitreg.auth.grants import parse_grants
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.cache import MetadataCache
 from gitreg.catalog.provider_docs import ProviderDocumenter
@@ -87,6 +88,9 @@ class Services:
 
 
 def build_services(settings: Settings) -> Services:
+    # A bad [[grants]] table stops every command and `serve` at start, before
+    # anything is opened (docs/sign-in.md).
+    parse_grants(settings.extra.get("grants"))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     # The one place that names the SQLite and file implementations; everything
     # else sees the protocols (gitreg/storage/protocols.py).

@@ -383,11 +383,8 @@ def _validate_blob_store(settings: Settings) -> None:
 
 
 def _validate_sign_in(settings: Settings) -> None:
-    # Imported here: grants parse scopes with gitreg.auth, which settings
-    # must not depend on at import time.
-    from gitreg.auth.grants import parse_grants
-
-    parse_grants(settings.extra.get("grants"))
+    # The [[grants]] tables are checked by build_services (gitreg.auth.grants):
+    # settings sit below gitreg.auth and do not import it.
     if not 3600 <= settings.login_token_ttl <= 400 * 86400:
         raise ConfigError("login_token_ttl must be between 3600 s and 400 days")
     if not 300 <= settings.session_ttl <= 30 * 86400:
