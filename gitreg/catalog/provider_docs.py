@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitreg.catalog.provider_tree import read_provider_docs
 from gitreg.catalog.readme import render, web_url
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
@@ -167,7 +168,8 @@ class ProviderDocumenter:
         ref = next((r for name in tags for r in refs if r.name == name), None)
         if ref is None:
             raise ValueError(f"no tag {' or '.join(tags)} in {repo.url}")
-        files, problems = self._git.provider_doc_files(mirror, ref.tree_sha)
+        with self._git.objects(mirror) as store:
+            files, problems = read_provider_docs(store, ref.tree_sha)
         entries, pages = build_pages(files, Release(repo.url, ref.commit_sha), problems)
         listing = {
             "format": PROVIDER_DOCS_FORMAT,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, extract, search_text
+from gitreg.catalog.tree import read_doc_files
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
 from gitreg.storage.catalog import SearchEntry
@@ -103,7 +104,8 @@ class Documenter:
             if found is None:
                 raise ValueError(f"subdirectory {module.subdir!r} is missing at this commit")
             tree = found
-        files, notes = self._git.doc_files(mirror, tree)
+        with self._git.objects(mirror) as store:
+            files, notes = read_doc_files(store, tree)
         origin = Origin(repo.url, version.commit_sha, module.subdir, version.version)
         return extract(files, origin, notes)
 

@@ -35,10 +35,8 @@ from dulwich.objects import Commit, ObjectID, Tag
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
+from gitreg.archive import ArchiveLimits, ArchiveReport, ObjectSource, build_archive
 from gitreg.archive_format import CLASSIC
-from gitreg.catalog.provider_tree import read_provider_docs
-from gitreg.catalog.tree import read_doc_files
 from gitreg.errors import GitError, MirrorLocked, storage_full
 from gitreg.git.leftovers import remove_leftovers
 from gitreg.git.sessions import MirrorSessions
@@ -124,14 +122,10 @@ class GitBackend(Protocol):
         tree and the archive holds it alone, under its path (issue 16)."""
         ...
 
-    def doc_files(self, mirror: Path, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
-        """The README, CHANGELOG and .tf files documentation is made from (issue 13)."""
-        ...
-
-    def provider_doc_files(
-        self, mirror: Path, tree_sha: str
-    ) -> tuple[list[tuple[str, str, bytes]], list[str]]:
-        """A provider release's docs/ pages: (path, category, bytes) (issue 13)."""
+    def objects(self, mirror: Path) -> contextlib.AbstractContextManager[ObjectSource]:
+        """`mirror`'s objects for the block's reads: what the catalog reads
+        documentation through (gitreg/catalog/tree.py, provider_tree.py), so
+        git/ does not need to know what documentation is."""
         ...
 
     def session(self, mirror: Path) -> contextlib.AbstractContextManager[None]:
@@ -284,22 +278,14 @@ class DulwichBackend:
                 prefix=subdir,
             )
 
-    def doc_files(self, mirror: Path, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
+    @contextlib.contextmanager
+    def objects(self, mirror: Path) -> Iterator[ObjectSource]:
         with self._sessions.reading(mirror, self._open_mirror) as repo:
-            return read_doc_files(repo.object_store, tree_sha)
+            yield repo.object_store
 
     def session(self, mirror: Path) -> contextlib.AbstractContextManager[None]:
         """Keep `mirror` open for this thread's reads until the block ends (one sync)."""
         return self._sessions.session(mirror, self._open_mirror)
-
-    def provider_doc_files(
-        self, mirror: Path, tree_sha: str
-    ) -> tuple[list[tuple[str, str, bytes]], list[str]]:
-        repo = self._open_mirror(mirror)
-        try:
-            return read_provider_docs(repo.object_store, tree_sha)
-        finally:
-            repo.close()
 
 
 class MirrorRepo(Repo):
