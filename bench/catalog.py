@@ -185,7 +185,7 @@ def module_repo(root: Path, tags: int) -> Path:
 
 def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, float]:
     """(wall, CPU) seconds of one `sync_repo` of every tag into a fresh data dir."""
-    from gitreg.catalog import hcl, readme
+    from gitreg.catalog import hcl, readme, tree
     from gitreg.git.backend import DulwichBackend
     from gitreg.modules.publisher import Publisher
     from gitreg.services import build_services
@@ -194,6 +194,8 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
     hcl._parse_cached.cache_clear()  # each run as a fresh process would: nothing parsed yet
     if hasattr(readme, "_render_cached"):  # absent before it existed (a "before" run)
         readme._render_cached.cache_clear()
+    if hasattr(tree, "_TEXTS"):  # the blob cache, likewise
+        tree._TEXTS.clear()
     svc = build_services(load_settings({"data_dir": data}, environ={}))
     record = svc.index.add_repo(str(source), "")
     svc.index.add_module(record.id, "acme", "bench", "aws", "", "")

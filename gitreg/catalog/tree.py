@@ -8,6 +8,9 @@ extraction costs a few blob reads on top of the archive's walk.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 from dulwich.objects import Blob, ObjectID, Tree
 
 from gitreg.archive import ObjectSource
@@ -17,6 +20,48 @@ MAX_DOC_FILES = 2000  # bounds the work one hostile tag can cause
 _DIR = 0o040000
 _FMT = 0o170000
 NESTED = ("modules", "examples")
+CACHE_BYTES = 16 * 1024 * 1024  # per process; most files are unchanged from tag to tag
+
+
+class BlobTexts:
+    """The bytes of documentation blobs by their sha, least recently used out
+    first. A blob's bytes never change for its sha, so the cache is right for
+    every repository; it spares re-reading (and inflating) the same .tf and
+    README files for each version of a module (issue 13: extraction adds
+    under 10% to publish time)."""
+
+    def __init__(self, max_bytes: int = CACHE_BYTES) -> None:
+        self._max = max_bytes
+        self._size = 0
+        self._texts: OrderedDict[bytes, bytes] = OrderedDict()
+        self._lock = threading.Lock()  # publishing runs on several job threads
+
+    def get(self, sha: bytes) -> bytes | None:
+        with self._lock:
+            text = self._texts.get(sha)
+            if text is not None:
+                self._texts.move_to_end(sha)
+            return text
+
+    def clear(self) -> None:
+        with self._lock:
+            self._texts.clear()
+            self._size = 0
+
+    def put(self, sha: bytes, text: bytes) -> None:
+        if len(text) > self._max // 16:
+            return
+        with self._lock:
+            if sha in self._texts:
+                return
+            self._texts[sha] = text
+            self._size += len(text)
+            while self._size > self._max:
+                _, dropped = self._texts.popitem(last=False)
+                self._size -= len(dropped)
+
+
+_TEXTS = BlobTexts()
 
 
 def _wanted(name: str, top: bool) -> bool:
@@ -75,10 +120,16 @@ def _read_dir(
         if len(files) >= MAX_DOC_FILES:
             notes.append(f"{prefix}{name}: more than {MAX_DOC_FILES} documentation files")
             return
+        known = _TEXTS.get(entry.sha)
+        if known is not None:
+            files[prefix + name] = known
+            continue
         blob = store[entry.sha]
         if not isinstance(blob, Blob):
             continue
         if blob.raw_length() > MAX_DOC_FILE_BYTES:
             notes.append(f"{prefix}{name}: larger than {MAX_DOC_FILE_BYTES} bytes, not read")
             continue
-        files[prefix + name] = blob.as_raw_string()
+        text = blob.as_raw_string()
+        _TEXTS.put(entry.sha, text)
+        files[prefix + name] = text
