@@ -1,0 +1,39 @@
+"""The documentation blob cache (gitreg/catalog/tree.py): bounded in bytes,
+least recently used out first, and never holding a blob too large to share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dulwich.repo import Repo
+
+from gitreg.catalog import tree
+from gitreg.catalog.tree import BlobTexts, read_doc_files
+from tests.support.gitrepo import GitRepo
+
+
+def test_the_cache_stays_within_its_bytes_and_drops_the_least_recently_used() -> None:
+    cache = BlobTexts(max_bytes=1_600)
+    for n in range(16):
+        cache.put(f"{n:040x}".encode(), bytes([n]) * 100)
+    assert cache.get(f"{0:040x}".encode()) == b"\x00" * 100  # now the most recent
+    cache.put(b"f" * 40, b"x" * 100)  # over the bound: the least recently used goes
+    assert cache.get(f"{1:040x}".encode()) is None
+    assert cache.get(f"{0:040x}".encode()) is not None
+    cache.put(b"e" * 40, b"y" * 101)  # more than a sixteenth of the bound: not kept
+    assert cache.get(b"e" * 40) is None
+
+
+def test_read_doc_files_keeps_what_it_read_for_the_next_version(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "module")
+    repo.write("main.tf", 'variable "x" {}\n')
+    repo.write("README.md", "# Module\n")
+    repo.commit("one")
+    tree._TEXTS.clear()
+    with Repo(str(repo.path)) as git:
+        root = git[git.head()].tree.decode()
+        files, notes = read_doc_files(git.object_store, root)
+        assert files == {"main.tf": b'variable "x" {}\n', "README.md": b"# Module\n"}
+        assert notes == []
+        sha = git.object_store[git[git.head()].tree][b"main.tf"][1]
+        assert tree._TEXTS.get(sha) == b'variable "x" {}\n'
