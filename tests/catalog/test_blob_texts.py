@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dulwich.objects import Commit, Tree
 from dulwich.repo import Repo
 
 from gitreg.catalog import tree
@@ -31,9 +32,12 @@ def test_read_doc_files_keeps_what_it_read_for_the_next_version(tmp_path: Path) 
     repo.commit("one")
     tree._TEXTS.clear()
     with Repo(str(repo.path)) as git:
-        root = git[git.head()].tree.decode()
-        files, notes = read_doc_files(git.object_store, root)
+        commit = git[git.head()]
+        assert isinstance(commit, Commit)
+        root = git.object_store[commit.tree]
+        assert isinstance(root, Tree)
+        files, notes = read_doc_files(git.object_store, commit.tree.decode())
         assert files == {"main.tf": b'variable "x" {}\n', "README.md": b"# Module\n"}
         assert notes == []
-        sha = git.object_store[git[git.head()].tree][b"main.tf"][1]
+        sha = root[b"main.tf"][1]
         assert tree._TEXTS.get(sha) == b'variable "x" {}\n'
