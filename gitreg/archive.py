@@ -140,7 +140,7 @@ def _walk(
         path = prefix + name
         # The entry's own name is checked, never a component re-split from `path`: a name
         # like `/etc/passwd` or `../x` must be refused as a whole (A1).
-        reason = _unsafe_name_reason(name)
+        reason = unsafe_name_reason(name)
         if reason is not None:
             if mode & _S_IFMT == _S_IFDIR:
                 reason += " (directory and everything under it left out)"
@@ -272,7 +272,7 @@ def _check_limit(name: str, value: int, limit: int, path: bytes) -> None:
 # --- Name and target checks -------------------------------------------------------------
 
 
-def _unsafe_name_reason(name: bytes) -> str | None:
+def unsafe_name_reason(name: bytes) -> str | None:
     """Why one path component must not be extracted, or None if it is safe (A1, A3).
 
     Checked on the raw bytes first (separators, NUL, controls), then as UTF-8 text, because
@@ -329,7 +329,7 @@ def _symlink_problem(link_path: bytes, target: bytes) -> str | None:
     if b".." in names:
         return "'..' after a name in the target"
     for part in names:
-        if (reason := _unsafe_name_reason(part)) is not None:
+        if (reason := unsafe_name_reason(part)) is not None:
             return f"target component: {reason}"
     if climbs > link_path.count(b"/"):
         return "target leaves the archive root"

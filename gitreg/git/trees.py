@@ -15,6 +15,8 @@ from typing import Protocol
 
 from dulwich.objects import ObjectID, ShaFile, Tree
 
+from gitreg.archive import unsafe_name_reason
+
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000
 _CACHED_TREES = 1024
@@ -87,7 +89,9 @@ class TreeReader:
             return
         head, rest = parts[0], parts[1:]
         for entry in tree.iteritems():
-            if entry.mode & _S_IFMT != _S_IFDIR:
+            # A name the archive would refuse (`x/../..`, which `*` matches, a
+            # control character, a `.git` disguise) never becomes a module path.
+            if entry.mode & _S_IFMT != _S_IFDIR or unsafe_name_reason(entry.path):
                 continue
             try:
                 name = entry.path.decode("utf-8")

@@ -9,10 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from dulwich.object_store import MemoryObjectStore
+from dulwich.objects import Blob, Tree
 
 from gitreg.archive_format import fast_builder
 from gitreg.errors import BadRequest
 from gitreg.git.backend import DulwichBackend
+from gitreg.git.trees import TreeReader
 from gitreg.modules.globs import check_tag_pattern, tag_prefix_for
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
@@ -198,3 +201,22 @@ def test_tag_pattern_gives_each_module_its_prefix(pattern: str, prefix: str) -> 
 def test_bad_tag_patterns_are_refused(pattern: str) -> None:
     with pytest.raises(BadRequest):
         check_tag_pattern(pattern)
+
+
+def test_a_hostile_directory_name_never_becomes_a_module_path() -> None:
+    # `*` (fnmatch) matches '/', so a crafted tree entry `x/../../evil` would
+    # otherwise be registered as a module directory and used as the archive prefix.
+    store = MemoryObjectStore()
+    module = Tree()
+    module.add(b"main.tf", 0o100644, Blob.from_string(b"# module\n").id)
+    store.add_object(Blob.from_string(b"# module\n"))
+    store.add_object(module)
+    modules = Tree()
+    for name in (b"x/../../evil", b"ok", b"bell\x07", b".GIT"):
+        modules.add(name, 0o040000, module.id)
+    store.add_object(modules)
+    root = Tree()
+    root.add(b"modules", 0o040000, modules.id)
+    store.add_object(root)
+    found = TreeReader(store).matching_dirs([root.id.decode()], "modules/*")
+    assert found == {"modules/ok": ""}
