@@ -15,12 +15,14 @@ publisher. A worker never touches the index or the blob store itself.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import logging
 import multiprocessing
 import os
 import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
@@ -30,6 +32,8 @@ from gitreg.archive import ArchiveLimits
 from gitreg.errors import ArchiveTooLarge
 from gitreg.git.backend import GitBackend
 from gitreg.storage.blobs import BlobStore
+
+log = logging.getLogger("gitreg.publisher")
 
 # What starting the worker processes costs (spawn + importing dulwich and gitreg's
 # archive code: 0.3-0.5 s here, docs/performance.md "Publishing").
@@ -140,6 +144,10 @@ class ArchiveBuilds:
     def _in_processes(
         self, mirror: Path, keys: Sequence[ArchiveKey], workers: int, scratch: Path
     ) -> Iterator[tuple[ArchiveKey, Built | str]]:
+        """A worker that dies (killed, out of memory) or a pool that cannot start
+        its processes ends the builds here, with a warning: the keys not yielded
+        are built in this process when the publisher asks for them
+        (ArchiveSource.get), so the sync goes on."""
         # spawn, not fork: a server process has threads (jobs, cache watcher).
         context = multiprocessing.get_context("spawn")
         pending = iter(enumerate(keys))
@@ -155,13 +163,23 @@ class ArchiveBuilds:
                     n, key = item
                     path = scratch / f"{n}.tar.gz"
                     args = (self._git, mirror, key, self._limits, self.builder, path)
-                    running[pool.submit(_build_file, *args)] = (key, path, time.monotonic())
+                    try:
+                        future = pool.submit(_build_file, *args)
+                    except (OSError, BrokenProcessPool) as exc:  # no process could start
+                        log.warning("archive workers failed (%s): building here", exc)
+                        return
+                    running[future] = (key, path, time.monotonic())
                 if not running:
                     return
                 done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
                 for future in done:
                     key, path, started = running.pop(future)
-                    yield key, self._store(future.result(), path, started)
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool as exc:  # a worker died
+                        log.warning("archive workers failed (%s): building here", exc)
+                        return
+                    yield key, self._store(result, path, started)
 
     def _store(self, result: tuple[str, ...] | str, path: Path, started: float) -> Built | str:
         if isinstance(result, str):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gitreg.archive import ArchiveLimits
+from gitreg.archive import ArchiveLimits, ArchiveReport
 from gitreg.archive_format import fast_builder
 from gitreg.git.backend import DulwichBackend
 from gitreg.modules import builds
@@ -55,3 +58,31 @@ def test_builds_in_worker_processes_give_the_same_archives(
     assert "max_files=1" in str(here[keys[-2]])
     blobs = FileBlobStore(tmp_path / "there" / "blobs")
     assert all(blobs.exists(b.sha256) for b in there.values() if isinstance(b, Built))
+
+
+class _DiesInWorkers(DulwichBackend):
+    """Builds in the process that made it; a worker process building with it dies."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.home = os.getpid()
+
+    def archive(self, *args: Any, **kwargs: Any) -> ArchiveReport:
+        if os.getpid() != self.home:
+            os._exit(1)  # as a worker killed by the OOM killer
+        return super().archive(*args, **kwargs)
+
+
+def test_a_dead_worker_ends_the_pool_and_the_rest_is_built_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mirror, keys = _keys(tmp_path)
+    monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
+    blobs = FileBlobStore(tmp_path / "blobs")
+    runner = ArchiveBuilds(_DiesInWorkers(), blobs, ArchiveLimits(), fast_builder, 2)
+    found = dict(runner.build_many(mirror, keys[:4]))
+    assert list(found) == keys[:1]  # built here before the pool; no error raised
+    assert multiprocessing.active_children() == []
+    assert not list((tmp_path / "blobs").rglob("archives-*"))  # scratch removed
+    rest = runner.build_one(mirror, keys[1])  # what ArchiveSource.get then does
+    assert blobs.exists(rest.sha256)
