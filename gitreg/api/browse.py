@@ -166,14 +166,22 @@ class _ModulePage:
     downloads: int = -1
     answer: CachedJson | None = None
 
-    def response(self, svc: Services, request: Request) -> Response:
-        downloads = svc.downloads.total("module", self.module_id)
+    @property
+    def body(self) -> bytes:
+        """What the metadata cache sizes this entry by (`entry_bytes`): a
+        record with its README is kilobytes, not one small entry."""
+        return self.answer.body if self.answer is not None else b""
+
+    def answer_for(self, downloads: int) -> CachedJson:
         answer = self.answer
         if answer is None or downloads != self.downloads:
-            # Event loop thread only: a concurrent request sees either answer.
+            # Event loop thread only once cached: a concurrent request sees either answer.
             answer = CachedJson.of(self.record | {"downloads": downloads})
             self.answer, self.downloads = answer, downloads
-        return answer.response(request)
+        return answer
+
+    def response(self, svc: Services, request: Request) -> Response:
+        return self.answer_for(svc.downloads.total("module", self.module_id)).response(request)
 
 
 def _module_body(svc: Services, request: Request, version: str | None) -> _ModulePage | None:
@@ -189,7 +197,9 @@ def _module_body(svc: Services, request: Request, version: str | None) -> _Modul
         chosen = next((v for v in svc.index.versions(module.id) if v.version == version), None)
     if chosen is None:
         return None
-    return _ModulePage(module.id, full_record(svc.index, svc.catalog, module, chosen))
+    page = _ModulePage(module.id, full_record(svc.index, svc.catalog, module, chosen))
+    page.answer_for(svc.downloads.total("module", module.id))  # serialised here, in the loader
+    return page
 
 
 async def _module(request: Request, version: str | None) -> _ModulePage:
