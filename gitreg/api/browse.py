@@ -278,17 +278,22 @@ async def provider_doc_page(request: Request) -> Response:
         request, p["namespace"], f"provider {p['namespace']}/{p['type']} not found"
     )
     key = ("browse-provider-doc", p["namespace"].lower(), p["type"].lower(), p["version"], p["id"])
-    found = await svc.cache.get(
-        key,
-        lambda: provider_doc(
-            svc.providers.store, svc.provider_docs, p["namespace"], p["type"], p["version"], p["id"]
-        ),
+    found = await svc.cache.get(key, lambda: _doc_answer(svc, p))
+    if not isinstance(found, CachedJson):
+        raise NotFound(not_found)
+    return found.response(request)
+
+
+def _doc_answer(svc: Services, p: dict[str, Any]) -> CachedJson | None:
+    """A doc page serialised once, in the loader: its HTML is not encoded
+    again per request, and the cache's byte bound sees the page's size."""
+    found = provider_doc(
+        svc.providers.store, svc.provider_docs, p["namespace"], p["type"], p["version"], p["id"]
     )
     if not isinstance(found, dict):
-        raise NotFound(not_found)
+        return None
     fields = ("id", "title", "path", "category", "slug", "subcategory")
-    body = {k: found[k] for k in fields} | {"content_html": found["html"]}
-    return CachedJson.of(body).response(request)
+    return CachedJson.of({k: found[k] for k in fields} | {"content_html": found["html"]})
 
 
 def routes() -> list[Route]:
