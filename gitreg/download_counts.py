@@ -80,6 +80,9 @@ class DownloadCounter:
                 log.exception("cannot write %d download counts; retrying", len(batch))
                 for key, count in batch.items():
                     self._pending[key] = self._pending.get(key, 0) + count
+                # A full dict sets `_full` on every download: wait the interval
+                # anyway, or a database that is away is retried in a tight loop.
+                await asyncio.sleep(interval)
                 continue
             await run_in_threadpool(self.refresh)
 
