@@ -159,7 +159,11 @@ def test_rendered_pages_are_bounded_per_page_and_per_release(
 def test_ingest_stores_pages_and_the_api_serves_them(svc: Services, tmp_path: Path) -> None:
     _ingest(svc, tmp_path)
     with TestClient(create_app(svc.settings, svc), base_url=BASE) as client:
-        record = client.get("/v1/providers/acme/null/1.0.0").json()
+        answer = client.get("/v1/providers/acme/null/1.0.0")
+        # Serialised once in the cache's loader, not per request on the event loop.
+        cached = svc.cache.peek(("browse-provider", "acme", "null", "1.0.0"))
+        assert getattr(cached, "body", None) == answer.content
+        record = answer.json()
         assert [d["id"] for d in record["docs"]] == [
             "overview-index",
             "resources-resource",
