@@ -211,3 +211,12 @@ def test_a_cached_module_page_is_sized_by_its_record(
     assert answer.status_code == 200
     cached = svc.cache.peek(("browse-module", "acme", "vpc", "aws", None))
     assert entry_bytes(cached) >= len(answer.content)
+
+
+def test_a_head_of_a_download_is_not_counted(app_client: tuple[TestClient, Services]) -> None:
+    client, svc = app_client
+    path = "/v1/modules/acme/vpc/aws/1.0.0/download"
+    assert client.head(path).status_code == 204
+    assert svc.downloads.take() == {}
+    assert client.get(path).status_code == 204
+    assert list(svc.downloads.take().values()) == [1]
