@@ -46,7 +46,6 @@ class DownloadCounter:
         self._index = index
         self._providers = providers
         self._pending: dict[Key, int] = {}
-        self._ids: dict[tuple[str, str, str, str], int | None] = {}
         self._totals: dict[tuple[str, int], int] = {}
         self._full = asyncio.Event()
 
@@ -81,6 +80,9 @@ class DownloadCounter:
                 log.exception("cannot write %d download counts; retrying", len(batch))
                 for key, count in batch.items():
                     self._pending[key] = self._pending.get(key, 0) + count
+                # A full dict sets `_full` on every download: wait the interval
+                # anyway, or a database that is away is retried in a tight loop.
+                await asyncio.sleep(interval)
                 continue
             await run_in_threadpool(self.refresh)
 
@@ -98,8 +100,12 @@ class DownloadCounter:
         database refuses it, and then nothing of it was stored."""
         day = time.strftime("%Y-%m-%d", time.gmtime())
         rows: dict[tuple[str, int, str, int], int] = {}
+        # Names to ids for this batch only: a module removed and registered
+        # again gets a new id, and the next batch must count to that one.
+        ids: dict[tuple[str, str, str, str], int | None] = {}
         for (kind, namespace, name, system, version, token), count in batch.items():
-            found = self._resolve(kind, namespace.lower(), name.lower(), system.lower(), version)
+            names = (kind, namespace.lower(), name.lower(), system.lower())
+            found = self._resolve(ids, names, version)
             if found is not None:
                 key = (kind, found[0], found[1], token)
                 rows[key] = rows.get(key, 0) + count
@@ -115,18 +121,21 @@ class DownloadCounter:
             log.exception("cannot read download totals")
 
     def _resolve(
-        self, kind: str, namespace: str, name: str, system: str, version: str
+        self,
+        ids: dict[tuple[str, str, str, str], int | None],
+        names: tuple[str, str, str, str],
+        version: str,
     ) -> tuple[int, str] | None:
         """(object id, version key) of counted path values; None if gone."""
+        kind = names[0]
         try:
             # Module versions are stored by their key without build metadata.
             key = str(parse_tag_version(version).without_build()) if kind == "module" else version
         except NotAVersion:
             return None
-        ids = (kind, namespace, name, system)
-        if ids not in self._ids:
-            self._ids[ids] = self._lookup(kind, namespace, name, system)
-        object_id = self._ids[ids]
+        if names not in ids:
+            ids[names] = self._lookup(*names)
+        object_id = ids[names]
         return None if object_id is None else (object_id, key)
 
     def _lookup(self, kind: str, namespace: str, name: str, system: str) -> int | None:

@@ -157,26 +157,36 @@ async def module_systems(request: Request) -> Response:
 
 
 @dataclass
-class _ModulePage:
-    """A module version's record, cached until a publish, and its answer,
-    serialised again only when its download total moved (after a flush)."""
+class _Page:
+    """A module or provider version's record, cached until a publish, and its
+    answer, serialised again only when its download total moved (after a flush)."""
 
-    module_id: int
+    kind: str  # "module" or "provider": whose download total it shows
+    object_id: int
     record: dict[str, Any]
     downloads: int = -1
     answer: CachedJson | None = None
 
-    def response(self, svc: Services, request: Request) -> Response:
-        downloads = svc.downloads.total("module", self.module_id)
+    @property
+    def body(self) -> bytes:
+        """What the metadata cache sizes this entry by (`entry_bytes`): a
+        record with its README is kilobytes, not one small entry."""
+        return self.answer.body if self.answer is not None else b""
+
+    def answer_for(self, downloads: int) -> CachedJson:
         answer = self.answer
         if answer is None or downloads != self.downloads:
-            # Event loop thread only: a concurrent request sees either answer.
+            # Event loop thread only once cached: a concurrent request sees either answer.
             answer = CachedJson.of(self.record | {"downloads": downloads})
             self.answer, self.downloads = answer, downloads
-        return answer.response(request)
+        return answer
+
+    def response(self, svc: Services, request: Request) -> Response:
+        downloads = svc.downloads.total(self.kind, self.object_id)
+        return self.answer_for(downloads).response(request)
 
 
-def _module_body(svc: Services, request: Request, version: str | None) -> _ModulePage | None:
+def _module_body(svc: Services, request: Request, version: str | None) -> _Page | None:
     p = request.path_params
     addr = module_address(p["namespace"], p["name"], p["system"])
     module = svc.index.find_module(addr.namespace, addr.name, addr.system)
@@ -189,10 +199,12 @@ def _module_body(svc: Services, request: Request, version: str | None) -> _Modul
         chosen = next((v for v in svc.index.versions(module.id) if v.version == version), None)
     if chosen is None:
         return None
-    return _ModulePage(module.id, full_record(svc.index, svc.catalog, module, chosen))
+    page = _Page("module", module.id, full_record(svc.index, svc.catalog, module, chosen))
+    page.answer_for(svc.downloads.total("module", module.id))  # serialised here, in the loader
+    return page
 
 
-async def _module(request: Request, version: str | None) -> _ModulePage:
+async def _module(request: Request, version: str | None) -> _Page:
     svc = services(request)
     p = request.path_params
     where = f"module {p['namespace']}/{p['name']}/{p['system']}"
@@ -202,7 +214,7 @@ async def _module(request: Request, version: str | None) -> _ModulePage:
     body = await svc.cache.get(key, lambda: _module_body(svc, request, version))
     if body is None:
         raise NotFound(not_found)
-    assert isinstance(body, _ModulePage)
+    assert isinstance(body, _Page)
     return body
 
 
@@ -231,23 +243,45 @@ async def _provider(request: Request, version: str | None) -> Response:
     not_found = f"provider {p['namespace']}/{p['type']} not found"
     await svc.access.require_read(request, p["namespace"], not_found)
     key = ("browse-provider", p["namespace"].lower(), p["type"].lower())
-    found = await svc.cache.get(
-        key,
-        lambda: provider_record(svc.providers.store, p["namespace"], p["type"], svc.provider_docs),
-    )
-    releases = found["releases"] if isinstance(found, dict) else []
+    found = await svc.cache.get(key, lambda: _provider_record(svc, key))
+    if version is not None:
+        not_found = f"provider {p['namespace']}/{p['type']} {version} not found"
+    if not isinstance(found, dict):
+        raise NotFound(not_found)
+    page = await svc.cache.get((*key, version), lambda: _provider_page(svc, key, version))
+    if page is None:
+        raise NotFound(not_found)
+    assert isinstance(page, _Page)
+    return page.response(svc, request)
+
+
+def _provider_record(svc: Services, key: tuple[str, str, str]) -> dict[str, Any] | None:
+    return provider_record(svc.providers.store, key[1], key[2], svc.provider_docs)
+
+
+def _provider_page(svc: Services, key: tuple[str, str, str], version: str | None) -> _Page | None:
+    """One version's answer, serialised in the loader (not per request on the
+    event loop: a release lists all its doc pages). The record is the cached
+    one if it is still there: one of an older generation is never peeked, so
+    a page built in this generation is never built from a stale record."""
+    found = svc.cache.peek(key)
+    if not isinstance(found, dict):
+        found = _provider_record(svc, key)
+    if found is None:
+        return None
+    releases = found["releases"]
     if version is None:
         chosen = next((r for r in releases if not r["yanked"]), None)
     else:
         # Exact version, yanked ones included: they stay served (issue 15).
         chosen = next((r for r in releases if r["version"] == version), None)
-        not_found = f"provider {p['namespace']}/{p['type']} {version} not found"
-    if chosen is None or not isinstance(found, dict):
-        raise NotFound(not_found)
+    if chosen is None:
+        return None
     body = {**chosen, "namespace": found["namespace"], "name": found["name"]}
     body["versions"] = found["versions"]
-    body["downloads"] = svc.downloads.total("provider", found["provider_id"])
-    return CachedJson.of(body).response(request)
+    page = _Page("provider", found["provider_id"], body)
+    page.answer_for(svc.downloads.total("provider", page.object_id))
+    return page
 
 
 async def provider_latest(request: Request) -> Response:
@@ -268,17 +302,22 @@ async def provider_doc_page(request: Request) -> Response:
         request, p["namespace"], f"provider {p['namespace']}/{p['type']} not found"
     )
     key = ("browse-provider-doc", p["namespace"].lower(), p["type"].lower(), p["version"], p["id"])
-    found = await svc.cache.get(
-        key,
-        lambda: provider_doc(
-            svc.providers.store, svc.provider_docs, p["namespace"], p["type"], p["version"], p["id"]
-        ),
+    found = await svc.cache.get(key, lambda: _doc_answer(svc, p))
+    if not isinstance(found, CachedJson):
+        raise NotFound(not_found)
+    return found.response(request)
+
+
+def _doc_answer(svc: Services, p: dict[str, Any]) -> CachedJson | None:
+    """A doc page serialised once, in the loader: its HTML is not encoded
+    again per request, and the cache's byte bound sees the page's size."""
+    found = provider_doc(
+        svc.providers.store, svc.provider_docs, p["namespace"], p["type"], p["version"], p["id"]
     )
     if not isinstance(found, dict):
-        raise NotFound(not_found)
+        return None
     fields = ("id", "title", "path", "category", "slug", "subcategory")
-    body = {k: found[k] for k in fields} | {"content_html": found["html"]}
-    return CachedJson.of(body).response(request)
+    return CachedJson.of({k: found[k] for k in fields} | {"content_html": found["html"]})
 
 
 def routes() -> list[Route]:

@@ -27,6 +27,11 @@ def _token_id(scope: Scope, counter: Services) -> int:
     return 0
 
 
+def _counted(scope: Scope) -> bool:
+    """A GET: a HEAD (Starlette answers it on every GET route) downloads nothing."""
+    return bool(scope["method"] == "GET")
+
+
 def _services(scope: Scope) -> Services:
     # The scope directly, not `services(request)`: this runs on every download.
     found: Services = scope["app"].state.services
@@ -38,6 +43,8 @@ def count_module_download(request: Request) -> None:
     the browse API's latest `/download`: Terraform follows it here). Names
     are lower-cased when the counts are flushed, not here."""
     scope = request.scope
+    if not _counted(scope):
+        return
     svc = _services(scope)
     p = scope["path_params"]
     key = ("module", p["namespace"], p["name"], p["system"], p["version"], _token_id(scope, svc))
@@ -47,6 +54,8 @@ def count_module_download(request: Request) -> None:
 def count_provider_download(request: Request) -> None:
     """After a provider package's download answer was made."""
     scope = request.scope
+    if not _counted(scope):
+        return
     svc = _services(scope)
     p = scope["path_params"]
     key = ("provider", p["namespace"], p["type"], "", p["version"], _token_id(scope, svc))

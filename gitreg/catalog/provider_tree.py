@@ -18,10 +18,10 @@ from __future__ import annotations
 from dulwich.objects import Blob, ObjectID, Tree
 
 from gitreg.archive import ObjectSource
+from gitreg.catalog.tree import subtree
 
 MAX_DOC_BYTES = 512 * 1024
 MAX_DOCS = 1000
-_DIR = 0o040000
 _FMT = 0o170000
 _FILE = 0o100000
 
@@ -67,14 +67,8 @@ def read_provider_docs(
 
 def _walk(store: ObjectSource, tree: Tree, path: str) -> Tree | None:
     for part in path.split("/"):
-        key = part.encode()
-        if key not in tree:
-            return None
-        mode, sha = tree[key]
-        if mode & _FMT != _DIR:
-            return None
-        found = store[sha]
-        if not isinstance(found, Tree):
+        found = subtree(store, tree, part)
+        if found is None:
             return None
         tree = found
     return tree

@@ -83,18 +83,19 @@ def read_doc_files(store: ObjectSource, tree_sha: str) -> tuple[dict[str, bytes]
         return files, [f"{tree_sha} is not a tree"]
     _read_dir(store, root, "", True, files, notes)
     for nested in NESTED:
-        parent = _subtree(store, root, nested)
+        parent = subtree(store, root, nested)
         if parent is None:
             continue
         for entry in sorted(parent.iteritems()):
-            child = _subtree(store, parent, entry.path.decode("utf-8", "replace"))
+            child = subtree(store, parent, entry.path.decode("utf-8", "replace"))
             if child is not None:
                 prefix = f"{nested}/{entry.path.decode('utf-8', 'replace')}/"
                 _read_dir(store, child, prefix, False, files, notes)
     return files, notes
 
 
-def _subtree(store: ObjectSource, tree: Tree, name: str) -> Tree | None:
+def subtree(store: ObjectSource, tree: Tree, name: str) -> Tree | None:
+    """The directory `name` of a tree; None when there is none (or it is a file)."""
     key = name.encode()
     if key not in tree:
         return None

@@ -51,7 +51,11 @@ def _check_link(link: str) -> str:
     return link
 
 
-def _find(svc: Services, address: str, version: str) -> tuple[ModuleRecord, str, VersionRecord]:
+def find_version(
+    svc: Services, address: str, version: str
+) -> tuple[ModuleRecord, str, VersionRecord]:
+    """A module version named on the command line, with its version key (no
+    build metadata); `yank` and `deprecate` both find theirs here."""
     parsed = parse_module_address(address)
     key = str(parse_tag_version(version).without_build())  # NotAVersion is a BadRequest
     module = svc.index.find_module(parsed.namespace, parsed.name, parsed.system)
@@ -66,7 +70,7 @@ def _find(svc: Services, address: str, version: str) -> tuple[ModuleRecord, str,
 def module_deprecate(svc: Services, address: str, version: str, reason: str, link: str) -> int:
     reason = _check_reason(reason)
     link = _check_link(link) if link else ""
-    module, key, found = _find(svc, address, version)
+    module, key, found = find_version(svc, address, version)
     what = f"module {module.address} {found.version}"
     if (found.deprecation_reason, found.deprecation_link) == (reason, link):
         print(f"{what} was already deprecated with this reason; nothing changed")
@@ -79,7 +83,7 @@ def module_deprecate(svc: Services, address: str, version: str, reason: str, lin
 
 
 def module_undeprecate(svc: Services, address: str, version: str) -> int:
-    module, key, found = _find(svc, address, version)
+    module, key, found = find_version(svc, address, version)
     what = f"module {module.address} {found.version}"
     if not found.deprecated:
         print(f"{what} is not deprecated; nothing changed")

@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gitreg.addresses import parse_local_provider_address, parse_module_address
+from gitreg.addresses import parse_local_provider_address
 from gitreg.commands import deprecate, usage
 from gitreg.errors import NotFound
 from gitreg.providers.names import check_version
 from gitreg.services import Services
-from gitreg.versions import parse_tag_version
 
 Parser = argparse.ArgumentParser
 
@@ -42,14 +41,7 @@ def _report(what: str, version: str, yanked: bool, changed: bool) -> None:
 
 
 def module_yank(svc: Services, address: str, version: str, yanked: bool) -> int:
-    parsed = parse_module_address(address)
-    key = str(parse_tag_version(version).without_build())  # NotAVersion is a BadRequest
-    module = svc.index.find_module(parsed.namespace, parsed.name, parsed.system)
-    if module is None:
-        raise NotFound(f"module {parsed} is not registered")
-    found = svc.index.version_by_key(module.id, key)
-    if found is None:
-        raise NotFound(f"module {module.address} has no version {version}")
+    module, key, found = deprecate.find_version(svc, address, version)
     changed = found.yanked != yanked
     if changed:
         svc.index.set_yanked(module.id, key, yanked)

@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
+from gitreg.cache import entry_bytes
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from tests.catalog.test_extraction import full_module
@@ -198,3 +199,24 @@ def test_unknown_providers_are_404(app_client: tuple[TestClient, Services]) -> N
     assert answer.status_code == 404
     assert answer.json() == {"errors": ["provider acme/nothing not found"]}
     assert client.get("/v1/providers/secret/nothing").status_code == 401
+
+
+def test_a_cached_module_page_is_sized_by_its_record(
+    app_client: tuple[TestClient, Services],
+) -> None:
+    # The metadata cache's byte bound must see a README-sized record, or a
+    # crawler reading every version keeps thousands of them in one worker.
+    client, svc = app_client
+    answer = client.get("/v1/modules/acme/vpc/aws")
+    assert answer.status_code == 200
+    cached = svc.cache.peek(("browse-module", "acme", "vpc", "aws", None))
+    assert entry_bytes(cached) >= len(answer.content)
+
+
+def test_a_head_of_a_download_is_not_counted(app_client: tuple[TestClient, Services]) -> None:
+    client, svc = app_client
+    path = "/v1/modules/acme/vpc/aws/1.0.0/download"
+    assert client.head(path).status_code == 204
+    assert svc.downloads.take() == {}
+    assert client.get(path).status_code == 204
+    assert list(svc.downloads.take().values()) == [1]

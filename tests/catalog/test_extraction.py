@@ -107,15 +107,19 @@ def full_module(repo: GitRepo) -> None:
     repo.write("examples/basic/main.tf", 'module "vpc" {\n  source = "../.."\n  name = "demo"\n}\n')
 
 
-def test_interface_readme_changelog_submodule_and_example(
-    svc: Services, make_repo: Callable[[str], GitRepo]
-) -> None:
-    repo = make_repo("vpc")
+def _published_full(svc: Services, repo: GitRepo) -> tuple[dict[str, Any], str]:
+    """`full_module` published as 1.1.0: its document and commit."""
     full_module(repo)
     commit = repo.commit()
     repo.tag("v1.1.0")
     publish(svc, repo)
-    doc = document(svc, "1.1.0")
+    return document(svc, "1.1.0"), commit
+
+
+def test_interface_readme_changelog_submodule_and_example(
+    svc: Services, make_repo: Callable[[str], GitRepo]
+) -> None:
+    doc, commit = _published_full(svc, make_repo("vpc"))
     assert doc["format"] == DOCS_FORMAT and doc["commit"] == commit and doc["problems"] == []
     root = doc["root"]
     inputs = {i["name"]: i for i in root["inputs"]}
@@ -163,18 +167,12 @@ def assert_safe(html: str) -> None:
 def test_readme_is_sanitised_and_links_resolved_against_the_commit(
     svc: Services, make_repo: Callable[[str], GitRepo]
 ) -> None:
-    repo = make_repo("vpc")
-    full_module(repo)
-    commit = repo.commit()
-    repo.tag("v1.1.0")
     # A forge remote is known by its web address; a local path has none.
-    publish(svc, repo)
-    html = document(svc, "1.1.0")["root"]["readme_html"]
+    html = _published_full(svc, make_repo("vpc"))[0]["root"]["readme_html"]
     assert_safe(html)
     assert "&lt;script&gt;" in html
     assert 'href="examples/basic/main.tf"' in html  # no web URL: left relative, still safe
     assert 'href="https://example.com/x"' in html
-    assert commit
 
 
 def test_relative_links_point_at_the_forge_at_that_commit() -> None:

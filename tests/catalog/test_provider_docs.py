@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
+from gitreg.cache import entry_bytes
 from gitreg.catalog import provider_tree
 from gitreg.catalog.provider_docs import Release, build_pages, front_matter, slug_of, tag_of
 from gitreg.commands.reindex import reindex
@@ -158,7 +159,11 @@ def test_rendered_pages_are_bounded_per_page_and_per_release(
 def test_ingest_stores_pages_and_the_api_serves_them(svc: Services, tmp_path: Path) -> None:
     _ingest(svc, tmp_path)
     with TestClient(create_app(svc.settings, svc), base_url=BASE) as client:
-        record = client.get("/v1/providers/acme/null/1.0.0").json()
+        answer = client.get("/v1/providers/acme/null/1.0.0")
+        # Serialised once in the cache's loader, not per request on the event loop.
+        cached = svc.cache.peek(("browse-provider", "acme", "null", "1.0.0"))
+        assert getattr(cached, "body", None) == answer.content
+        record = answer.json()
         assert [d["id"] for d in record["docs"]] == [
             "overview-index",
             "resources-resource",
@@ -181,6 +186,12 @@ def test_ingest_stores_pages_and_the_api_serves_them(svc: Services, tmp_path: Pa
             "content_html",
         }
         assert body["subcategory"] == "Utility" and "&lt;script&gt;" in body["content_html"]
+        # Cached serialised: not encoded again per request, and the cache's
+        # byte bound sees the page's size, not that of a small dict.
+        key = ("browse-provider-doc", "acme", "null", "1.0.0", "resources-resource")
+        cached = svc.cache.peek(key)
+        assert getattr(cached, "body", None) == page.content
+        assert entry_bytes(cached) >= len(page.content)
         missing = client.get("/v1/providers/acme/null/1.0.0/docs/resources-nope")
         assert missing.status_code == 404
         assert missing.json() == {

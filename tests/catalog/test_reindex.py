@@ -15,27 +15,36 @@ from gitreg.catalog.service import Published
 from gitreg.cli import main
 from gitreg.git.backend import DulwichBackend
 from gitreg.modules.publisher import Publisher
-from gitreg.services import build_services
+from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from gitreg.storage.copy import tables_in_order
+from gitreg.storage.records import ModuleRecord, RepoRecord
 from tests.support.gitrepo import GitRepo, simple_module
+
+
+def _published_undocumented(
+    data: Path, repo: GitRepo, tags: tuple[str, ...] = ("v1.0.0",)
+) -> tuple[Services, RepoRecord, ModuleRecord, Publisher]:
+    """acme/vpc/aws published by a publisher without documentation: how
+    versions were published before reindex existed."""
+    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    simple_module(repo)
+    repo.commit()
+    for tag in tags:
+        repo.tag(tag)
+    record = svc.index.add_repo(str(repo.path), "")
+    module = svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
+    old = Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
+    old.sync_repo(svc.index.repo(record.id))
+    return svc, record, module, old
 
 
 def test_reindex_documents_old_versions_and_resumes(
     tmp_path: Path, make_repo: Callable[[str], GitRepo], capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "data"
-    svc = build_services(load_settings({"data_dir": data}, environ={}))
-    repo = make_repo("vpc")
-    simple_module(repo)
-    repo.commit()
-    for tag in ("v1.0.0", "v1.1.0", "v1.2.0"):
-        repo.tag(tag)
-    record = svc.index.add_repo(str(repo.path), "")
-    module = svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
-    # A publisher without documentation: how versions were published before.
-    old = Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
-    old.sync_repo(svc.index.repo(record.id))
+    tags = ("v1.0.0", "v1.1.0", "v1.2.0")
+    svc, record, module, old = _published_undocumented(data, make_repo("vpc"), tags)
     assert [svc.catalog.docs(module.id, v) for v in ("1.0.0", "1.1.0", "1.2.0")] == [None] * 3
     # An interrupted run: it had documented the first version when it stopped.
     first = svc.catalog.missing_docs(1, 0, 1)[0]
@@ -71,15 +80,7 @@ def test_reindex_rebuilds_search_rows_a_module_lacks(
 ) -> None:
     """As after `gitreg migrate-storage`, which copies documents but not search rows."""
     data = tmp_path / "data"
-    svc = build_services(load_settings({"data_dir": data}, environ={}))
-    repo = make_repo("vpc")
-    simple_module(repo)
-    repo.commit()
-    repo.tag("v1.0.0")
-    record = svc.index.add_repo(str(repo.path), "")
-    module = svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
-    old = Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
-    old.sync_repo(svc.index.repo(record.id))
+    svc, record, module, old = _published_undocumented(data, make_repo("vpc"))
     stored = svc.index.version_by_key(module.id, "1.0.0")
     assert stored is not None
     published = Published(stored.version, "1.0.0", stored.commit_sha, stored.tree_sha)
@@ -101,15 +102,7 @@ def test_a_version_whose_mirror_is_gone_fails_and_is_retried_later(
     tmp_path: Path, make_repo: Callable[[str], GitRepo], capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "data"
-    svc = build_services(load_settings({"data_dir": data}, environ={}))
-    repo = make_repo("vpc")
-    simple_module(repo)
-    repo.commit()
-    repo.tag("v1.0.0")
-    record = svc.index.add_repo(str(repo.path), "")
-    svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
-    old = Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
-    old.sync_repo(svc.index.repo(record.id))
+    svc, record, _, old = _published_undocumented(data, make_repo("vpc"))
     mirror = old.mirror_path(record)
     mirror.rename(mirror.with_suffix(".away"))
     svc.close()
