@@ -46,6 +46,10 @@ ENTRY_BYTES = 512
 # but under a smaller bound of their own: a flood of made-up names then cannot
 # push real answers out (bench/rss.py, docs/performance.md).
 MAX_NOT_FOUND = 5_000
+# One answer may take at most this share of the bound: a larger one (the
+# browse list of more than ~3,000 modules) is rebuilt on each request instead
+# of evicting every other entry, and holding the cache past its bound by itself.
+LARGEST_SHARE = 2
 MISSING = object()
 
 
@@ -112,13 +116,15 @@ class MetadataCache(Generic[T]):
         with self._lock:
             if generation != self.generation or key in self._entries:
                 return
+            size = entry_bytes(value)
+            if size > self._max_bytes // LARGEST_SHARE:
+                return  # kept, it would push out most of the cache, or exceed it alone
             if value is None:
                 if self._not_found >= MAX_NOT_FOUND:
                     kept = {k: v for k, v in self._entries.items() if v is not None}
                     metrics.cache_evicted("not_found_full", len(self._entries) - len(kept))
                     self._reset(kept)
                 self._not_found += 1
-            size = entry_bytes(value)
             self._evict(self._max_bytes - size)
             self._entries[key] = value
             self._order.append((key, size))

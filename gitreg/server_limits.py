@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from gitreg.errors import ConfigError
+from gitreg.settings import HTTP_IMPLS
 
 logger = logging.getLogger("gitreg.server")
 
@@ -241,9 +242,6 @@ class TlsDeadlinesMixin(_LoopBase):
 
 class LimitedEventLoop(TlsDeadlinesMixin, asyncio.SelectorEventLoop):
     """asyncio's selector loop with the TLS deadlines."""
-
-
-HTTP_IMPLS = ("auto", "httptools", "h11")
 
 
 # httptools (C parser) and uvloop (libuv) where they import; at module level so

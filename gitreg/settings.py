@@ -21,6 +21,8 @@ from gitreg.errors import ConfigError
 from gitreg.numbers import plain_int
 
 ENV_PREFIX = "GITREG_"
+# `http_impl`: uvicorn's HTTP parser and event loop (gitreg/server_limits.py).
+HTTP_IMPLS = ("auto", "httptools", "h11")
 
 
 @dataclass(frozen=True)
@@ -303,8 +305,10 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("max_connections must be >= 0 (0: derived from the open-file limit)")
     if not 0 < settings.header_timeout <= 3600:
         raise ConfigError("header_timeout must be > 0 and at most 3600 seconds")
-    if settings.http_impl not in ("auto", "httptools", "h11"):
-        raise ConfigError(f"http_impl must be auto, httptools or h11, got {settings.http_impl!r}")
+    if settings.http_impl not in HTTP_IMPLS:
+        raise ConfigError(
+            f"http_impl must be one of {', '.join(HTTP_IMPLS)}, got {settings.http_impl!r}"
+        )
     if settings.archive_workers < 0:
         raise ConfigError("archive_workers must be >= 0 (0: one per core)")
     if settings.job_workers < 0 or settings.job_max_attempts < 1:

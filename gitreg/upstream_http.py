@@ -160,9 +160,13 @@ class UpstreamHttp:
         import httpx
 
         o = self.limits
+        if self._ssl is None:
+            # Once per instance: loading the CA bundle takes ~14 ms on the event
+            # loop, and an unpooled owner makes a client per request.
+            self._ssl = outbound_ssl_context()
         return httpx.AsyncClient(
             transport=self._transport,
-            verify=self._ssl or outbound_ssl_context(),
+            verify=self._ssl,
             timeout=httpx.Timeout(
                 connect=o.connect_timeout,
                 read=o.read_timeout,

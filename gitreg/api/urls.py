@@ -18,7 +18,8 @@ from gitreg.settings import Settings
 _HOST = re.compile(r"^[A-Za-z0-9.\-\[\]:]{1,300}$")
 # (scheme, raw Host header) -> base URL, for the hot path: a `download` answer
 # built the same string from the same two values on every request (issue 16,
-# target 1). Bounded: the Host header comes from clients.
+# target 1). Bounded: the Host header comes from clients, so a full cache
+# starts over (made-up hosts cannot keep the real one out of it for good).
 _bases: dict[tuple[str, bytes], str] = {}
 _MAX_BASES = 256
 
@@ -42,7 +43,9 @@ def base_url(request: Request, settings: Settings) -> str:
         if found is not None:
             return found
         host = key[1].decode("latin-1")
-        if _HOST.match(host) and len(_bases) < _MAX_BASES:  # settings play no part
+        if _HOST.match(host):  # settings play no part
+            if len(_bases) >= _MAX_BASES:
+                _bases.clear()
             found = _bases[key] = f"{key[0]}://{host}"
             return found
     return _base_url(request, settings)

@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from starlette.types import Message
 
 from gitreg.api import blob_file
 from gitreg.api.blob_file import PIECE, BlobFileResponse, PageCacheFile
@@ -131,3 +132,34 @@ def test_a_file_system_without_nowait_reads_falls_back(
 
     assert anyio.run(read_all) == data
     assert len(asked) == 1
+
+
+def test_the_response_reads_through_page_cache_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BlobFileResponse replaces Starlette's private `_open_file`: should a
+    Starlette release rename it, 1 MiB thread reads would come back unnoticed."""
+    data = random.Random(4).randbytes(2 * PIECE + 1)
+    path = tmp_path / "blob"
+    path.write_bytes(data)
+    reads: list[int] = []
+    real_read = PageCacheFile.read
+
+    async def counted(self: PageCacheFile, size: int) -> bytes:
+        reads.append(size)
+        return await real_read(self, size)
+
+    monkeypatch.setattr(PageCacheFile, "read", counted)
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        await anyio.sleep_forever()  # the client stays connected
+        raise AssertionError
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "query_string": b""}
+    anyio.run(BlobFileResponse(path), scope, receive, send)
+    assert b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body") == data
+    assert reads == [PIECE, PIECE, PIECE]

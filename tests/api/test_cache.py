@@ -63,3 +63,20 @@ def test_evicted_not_found_entries_free_their_bound() -> None:
     asyncio.run(fill())
     assert store.peek("real") == 1
     assert store.size_bytes <= 10 * cache.ENTRY_BYTES
+
+
+def test_an_answer_too_large_for_the_bound_evicts_nothing() -> None:
+    """One huge answer is not kept: it would push every other entry out and,
+    past the bound by itself, hold the cache over its memory budget."""
+    bound = 20 * cache.ENTRY_BYTES
+    store: MetadataCache[object] = MetadataCache(lambda: 0, max_bytes=bound)
+    huge = b"x" * bound
+
+    async def fill() -> object:
+        await store.get("small", lambda: b"kept")
+        return await store.get("huge", lambda: huge)
+
+    assert asyncio.run(fill()) is huge  # still answered
+    assert store.peek("small") == b"kept"
+    assert store.peek("huge") is MISSING
+    assert store.size_bytes <= bound

@@ -11,7 +11,7 @@ import logging
 import re
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -177,19 +177,26 @@ def _request_through_access_log() -> None:
     assert sent[0]["status"] == 200
 
 
-def test_the_fast_access_line_is_the_line_the_json_formatter_writes() -> None:
+def _probe_fast_slow(log_format: str, write: Callable[..., bool]) -> list[str]:
+    """Three access lines: one written directly, one through the middleware's
+    fast path, one through logging (another handler was added)."""
     out = io.StringIO()
-    logs.configure("json", "INFO", stream=out)
+    logs.configure(log_format, "INFO", stream=out)
     context = logs.job.set((3, 4))
     try:
-        assert logs.access_json("GET", "/probe", 200, 0.1, 1, None, None)  # fast path taken...
+        assert write("GET", "/probe", 200, 0.1, 1, None, None)  # fast path taken...
         _request_through_access_log()  # ...here too
         logging.getLogger().addHandler(logging.NullHandler())  # another handler: via logging
         _request_through_access_log()
     finally:
         logs.job.reset(context)
         logs.configure("text", "WARNING")
-    probe, fast, slow = (json.loads(line) for line in out.getvalue().splitlines())
+    return out.getvalue().splitlines()
+
+
+def test_the_fast_access_line_is_the_line_the_json_formatter_writes() -> None:
+    lines = _probe_fast_slow("json", logs.access_json)
+    probe, fast, slow = (json.loads(line) for line in lines)
     assert probe["msg"] == "GET /probe 200 100.0ms" and probe["client"] is None
     assert list(fast) == list(slow)  # the same fields in the same order
     for line in (fast, slow):
@@ -204,18 +211,7 @@ def test_the_fast_access_line_is_the_line_the_json_formatter_writes() -> None:
 def test_the_fast_text_access_line_is_the_line_the_text_formatter_writes() -> None:
     """Issue 16, target 1: the text access line skips logging too, and writes the
     line TextFormatter would, context and fields in the same order."""
-    out = io.StringIO()
-    logs.configure("text", "INFO", stream=out)
-    context = logs.job.set((3, 4))
-    try:
-        assert logs.access_text("GET", "/probe", 200, 0.1, 1, None, None)  # fast path taken...
-        _request_through_access_log()  # ...here too
-        logging.getLogger().addHandler(logging.NullHandler())  # another handler: via logging
-        _request_through_access_log()
-    finally:
-        logs.job.reset(context)
-        logs.configure("text", "WARNING")
-    probe, fast, slow = out.getvalue().splitlines()
+    probe, fast, slow = _probe_fast_slow("text", logs.access_text)
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
     assert re.fullmatch(
         stamp + r" INFO gitreg\.access: GET /probe 200 100\.0ms \[job_id=3 repo_id=4 method=GET"

@@ -25,6 +25,11 @@ LAZY = {
     "pysequoia": "provider signing and verification",
     "cryptography": "the local CA (made in a child process)",
     "markdown_it": "README rendering at publish",
+    # pyproject.toml's cost comments count on these staying out of an API worker:
+    "jinja2": "the web UI's first page",
+    "pygments": "the web UI's HCL highlighting",
+    "joserfc": "sign-in (id_token validation)",
+    "isal": "building a module archive",
 }
 
 PROBE = """
