@@ -46,9 +46,10 @@ ENTRY_BYTES = 512
 # but under a smaller bound of their own: a flood of made-up names then cannot
 # push real answers out (bench/rss.py, docs/performance.md).
 MAX_NOT_FOUND = 5_000
-# One answer may take at most this share of the bound: a larger one (the
-# browse list of more than ~3,000 modules) is rebuilt on each request instead
-# of evicting every other entry, and holding the cache past its bound by itself.
+# One answer may take at most this share of the bound: a larger one is rebuilt
+# on each request instead of evicting every other entry and holding the cache
+# past its bound by itself. The browse list, which outgrows it at ~3,000
+# modules, is a `snapshot` instead.
 LARGEST_SHARE = 2
 MISSING = object()
 
@@ -78,6 +79,10 @@ class MetadataCache(Generic[T]):
         self._not_found = 0
         self._lock = threading.Lock()
         self.generation = 0
+        # One value per registry (the browse list of every module), kept apart
+        # from the byte bound: at 10,000 modules it is over the bound alone, and
+        # rebuilding it reads the index for every module (see `snapshot`).
+        self._snapshots: dict[Hashable, T] = {}
 
     @property
     def size_bytes(self) -> int:
@@ -87,6 +92,7 @@ class MetadataCache(Generic[T]):
         with self._lock:
             metrics.cache_evicted("invalidated", len(self._entries))
             self._reset({})
+            self._snapshots = {}
             self.generation += 1
         metrics.cache_size(0)
 
@@ -109,6 +115,22 @@ class MetadataCache(Generic[T]):
         generation = self.generation
         value = await run_in_threadpool(build)
         self._store(key, value, generation)
+        return value
+
+    async def snapshot(self, key: Hashable, build: Callable[[], T]) -> T:
+        """Like `get`, for the few values that stand for the whole registry
+        (a fixed set of keys, never one per request path): kept whatever their
+        size until the next invalidation, instead of being rebuilt on every
+        request once they outgrow the byte bound."""
+        try:
+            return self._snapshots[key]
+        except KeyError:
+            pass
+        generation = self.generation
+        value = await run_in_threadpool(build)
+        with self._lock:
+            if generation == self.generation:
+                self._snapshots[key] = value
         return value
 
     def _store(self, key: Hashable, value: T, generation: int) -> None:

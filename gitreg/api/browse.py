@@ -104,7 +104,7 @@ def _page(request: Request, svc: Services, found: list[Listed]) -> Response:
 
 
 async def _listed(svc: Services) -> list[Listed]:
-    found = await svc.cache.get(("browse-all",), lambda: all_listed(svc.index, svc.catalog))
+    found = await svc.cache.snapshot(("listed",), lambda: all_listed(svc.index, svc.catalog))
     assert isinstance(found, list)
     return found
 

@@ -46,7 +46,7 @@ class Mirrored:
 
 
 async def listed(svc: Services) -> list[Listed]:
-    found = await svc.cache.get(("ui-all",), lambda: all_listed(svc.index, svc.catalog))
+    found = await svc.cache.snapshot(("listed",), lambda: all_listed(svc.index, svc.catalog))
     assert isinstance(found, list)
     return found
 

@@ -80,3 +80,29 @@ def test_an_answer_too_large_for_the_bound_evicts_nothing() -> None:
     assert store.peek("small") == b"kept"
     assert store.peek("huge") is MISSING
     assert store.size_bytes <= bound
+
+
+def test_a_snapshot_is_built_once_per_generation_whatever_its_size() -> None:
+    """The browse list outgrows the byte bound at ~3,000 modules; as a snapshot
+    it is built once, not on every request, kept apart from the bounded
+    entries, and dropped on invalidation like them."""
+    bound = 20 * cache.ENTRY_BYTES
+    store: MetadataCache[object] = MetadataCache(lambda: 0, max_bytes=bound)
+    builds: list[int] = []
+
+    def build() -> object:
+        builds.append(1)
+        return list(range(10 * bound))  # far over the bound
+
+    async def read() -> object:
+        await store.get("small", lambda: b"kept")
+        first = await store.snapshot(("listed",), build)
+        assert await store.snapshot(("listed",), build) is first
+        return first
+
+    asyncio.run(read())
+    assert len(builds) == 1
+    assert store.peek("small") == b"kept"  # the snapshot pushed nothing out
+    store.invalidate()
+    asyncio.run(read())
+    assert len(builds) == 2
