@@ -132,11 +132,3 @@ class WebSignIn:
         session_id = new_secret()
         await anyio.to_thread.run_sync(self._store.create_session, hashed(session_id), session)
         return SignedIn(session_id, session, pending["next"])
-
-    async def session(self, session_id: str) -> SessionRecord | None:
-        return await anyio.to_thread.run_sync(
-            self._store.session, hashed(session_id), self._clock()
-        )
-
-    async def end(self, session_id: str) -> None:
-        await anyio.to_thread.run_sync(self._store.delete_session, hashed(session_id))
