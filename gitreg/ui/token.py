@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from gitreg import metrics
-from gitreg.auth.web_sign_in import hashed
+from gitreg.auth.pending import hashed
 from gitreg.errors import TooManyRequests
 from gitreg.services import services
 from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf

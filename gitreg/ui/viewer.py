@@ -22,8 +22,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from gitreg.auth.access import AccessSnapshot
+from gitreg.auth.pending import hashed
 from gitreg.auth.tokens import Principal, Scope, token_hash
-from gitreg.auth.web_sign_in import hashed
 from gitreg.services import services
 from gitreg.storage.sessions import SessionRecord
 
