@@ -86,3 +86,12 @@ def test_the_token_is_never_written_to_a_page(ui: Ui) -> None:
     ui.sign_in(token)
     for path in ("/", "/ui/token", "/modules/acme/vpc/aws", "/nope"):
         assert token not in ui.client.get(path).text
+
+
+def test_a_form_with_too_many_fields_is_refused_not_a_server_error(ui: Ui) -> None:
+    """`parse_qs(max_num_fields=...)` raises on a longer form: a 403, not a 500."""
+    fields = {"csrf": ui.csrf(), "token": ui.token(["secret"])}
+    fields |= {f"pad{i}": "x" for i in range(60)}
+    answer = ui.client.post("/ui/token", data=fields)
+    assert answer.status_code == 403 and "Form expired" in answer.text
+    assert "Token: on" not in ui.client.get("/").text
