@@ -30,8 +30,9 @@ from gitreg.ui.pages import error_page
 from gitreg.ui.viewer import Viewer, current_viewer
 
 CSRF_COOKIE = "gitreg_ui_csrf"
-MAX_FORM_BYTES = 4096
-MAX_FORM_FIELDS = 40
+# The token form posts one scope per granted namespace: room for hundreds.
+MAX_FORM_BYTES = 16 * 1024
+MAX_FORM_FIELDS = 1000
 
 
 def cookie_csrf(request: Request) -> str:

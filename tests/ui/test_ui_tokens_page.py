@@ -177,3 +177,18 @@ def test_non_ascii_digits_are_refused_not_a_server_error(make_site: Make) -> Non
     assert status == 400 and "offered expiries" in text
     answer = alice.post("/ui/tokens/revoke", data={"csrf": site.csrf(alice), "id": "²"})
     assert answer.status_code == 404
+
+
+def test_a_person_granted_many_namespaces_can_still_create_a_token(make_site: Make) -> None:
+    """The form posts one scope field per granted namespace: fifty grants are
+    well within the form's limits."""
+    many = "".join(
+        f'[[grants]]\ngroup = "platform-team"\nnamespace = "team-{i:02d}"\nscope = "read"\n'
+        for i in range(50)
+    )
+    site = make_site(ALICE_READS_PLATFORM + many)
+    alice = site.browser()
+    site.sign_in(alice, "alice")
+    fields = {f"scope:team-{i:02d}": "none" for i in range(50)}
+    status, token = _create(site, alice, **fields, **{"scope:platform": "read"})
+    assert status == 201 and _api(site, token) == 200
