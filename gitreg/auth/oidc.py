@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+import anyio.to_thread
+
 from gitreg.errors import Forbidden, UpstreamError
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
@@ -172,7 +174,10 @@ class OidcClient:
         import httpx
 
         auth: httpx.BasicAuth | None = None
-        secret = resolve_secret(self._secret_ref) if self._secret_ref else ""
+        # `file:` references are read at each use (rotation without restart): a
+        # file read, so not on the event loop.
+        ref = self._secret_ref
+        secret = await anyio.to_thread.run_sync(resolve_secret, ref) if ref else ""
         if not secret:
             form["client_id"] = self.client_id  # a public client: PKCE is its proof
         elif "client_secret_basic" in metadata.auth_methods:
