@@ -180,10 +180,9 @@ class LoginFlow:
             # The issuer refused (the person cancelled, or is not assigned to the app).
             return refuse("access_denied", "the identity provider did not sign you in")
         try:
-            id_token = await self._oidc.exchange(
-                params["code"], pending["callback"], pending["verifier"]
+            who = await self._oidc.identify(
+                params["code"], pending["callback"], pending["verifier"], pending["nonce"]
             )
-            who = await self._oidc.validate(id_token, pending["nonce"])
         except IdTokenInvalid as exc:
             log.warning("sign-in refused: %s", exc)  # names the check, never the token
             return refuse("access_denied", str(exc))

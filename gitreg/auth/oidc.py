@@ -202,6 +202,10 @@ class OidcClient:
             raise IdTokenInvalid("the identity provider's answer has no id_token")
         return id_token
 
+    async def identify(self, code: str, redirect_uri: str, verifier: str, nonce: str) -> Identity:
+        """The person a sign-in code names: `exchange`, then `validate`."""
+        return await self.validate(await self.exchange(code, redirect_uri, verifier), nonce)
+
     async def _key_set(self, kid: str | None) -> KeySet:
         """The issuer's keys; fetched again for a kid not among them, rate-limited."""
         from joserfc.jwk import KeySet

@@ -99,10 +99,9 @@ class WebSignIn:
         if "error" in params or "code" not in params:
             raise SignInFailed("the identity provider did not sign you in")
         try:
-            id_token = await self._oidc.exchange(
-                params["code"], pending["callback"], pending["verifier"]
+            who = await self._oidc.identify(
+                params["code"], pending["callback"], pending["verifier"], pending["nonce"]
             )
-            who = await self._oidc.validate(id_token, pending["nonce"])
         except IdTokenInvalid as exc:
             log.warning("web sign-in refused: %s", exc)  # names the check, never the token
             raise SignInFailed(str(exc)) from exc
