@@ -74,6 +74,12 @@ class AccessSnapshot:
         """Whether any namespace can be private; if not, no blob can be."""
         return self.default_private or any(self.visibility.values())
 
+    def holder(self, token: str) -> Principal | None:
+        """The holder of a token (a Bearer value or the UI's cookie); None when
+        it is unknown, revoked or expired."""
+        found = self.tokens.get(token_hash(token.strip()))
+        return None if found is None or found.expired() else found
+
 
 @dataclass(frozen=True)
 class _Cached:
@@ -191,8 +197,8 @@ class Access:
         scheme, _, token = authorization.partition(" ")
         if snapshot is None or scheme.lower() != "bearer":
             return 0
-        found = snapshot.tokens.get(token_hash(token.strip()))
-        return found.token_id if found is not None and not found.expired() else 0
+        found = snapshot.holder(token)
+        return found.token_id if found is not None else 0
 
     def _client(self, request: Request) -> str:
         return request.client.host if request.client else "unknown"
@@ -206,10 +212,8 @@ class Access:
         self.limiter.check(client)
         scheme, _, token = header.partition(" ")
         snapshot = await self.snapshot()
-        found = (
-            snapshot.tokens.get(token_hash(token.strip())) if scheme.lower() == "bearer" else None
-        )
-        if found is None or found.expired():
+        found = snapshot.holder(token) if scheme.lower() == "bearer" else None
+        if found is None:
             self.limiter.failed(client)
             metrics.auth_failed("token")
             raise Unauthorized("invalid, expired or revoked token")

@@ -21,9 +21,7 @@ any replica can serve any step, and taking one deletes it: codes are single-use
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
 import logging
 import re
 import time
@@ -36,6 +34,7 @@ import anyio.to_thread
 
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret, pkce_challenge
+from gitreg.auth.pending import put_step, step_key, take_step
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.errors import BadRequest, UpstreamError
 from gitreg.settings import Settings
@@ -103,11 +102,6 @@ def _with_query(uri: str, params: Mapping[str, str]) -> str:
     return f"{uri}?{urlencode({k: v for k, v in params.items() if v})}"
 
 
-def _key(kind: str, secret: str) -> str:
-    """Stored keys are hashes: the database never holds a usable state or code."""
-    return f"{kind}:{hashlib.sha256(secret.encode()).hexdigest()}"
-
-
 class LoginFlow:
     def __init__(
         self,
@@ -128,13 +122,10 @@ class LoginFlow:
         self._on_change = on_change
 
     async def _put(self, key: str, payload: dict[str, Any], ttl: float) -> None:
-        now = self._clock()
-        text = json.dumps(payload)
-        await anyio.to_thread.run_sync(self._store.put_login_state, key, text, now + ttl, now)
+        await put_step(self._store, key, payload, ttl, self._clock())
 
     async def _take(self, key: str) -> dict[str, Any] | None:
-        text = await anyio.to_thread.run_sync(self._store.take_login_state, key, self._clock())
-        return None if text is None else dict(json.loads(text))
+        return await take_step(self._store, key, self._clock())
 
     async def begin(self, params: Mapping[str, str], callback_url: str) -> Redirect:
         """Step 1. Raises OAuthError (shown, never redirected) while the client
@@ -168,14 +159,14 @@ class LoginFlow:
             "callback": callback_url,
         }
         url = await self._oidc.authorization_url(callback_url, idp_state, nonce, verifier)
-        await self._put(_key("login", idp_state), pending, PENDING_TTL)
+        await self._put(step_key("login", idp_state), pending, PENDING_TTL)
         return Redirect(url)
 
     async def finish(self, params: Mapping[str, str]) -> Redirect | Refusal:
         """Step 2, the issuer's answer. OAuthError when there is no pending
         sign-in to answer (unknown, used or expired state); a Refusal when the
         person may not have a token."""
-        pending = await self._take(_key("login", params.get("state", "")))
+        pending = await self._take(step_key("login", params.get("state", "")))
         if pending is None:
             raise OAuthError(
                 "invalid_request", "this sign-in is unknown, expired or already finished"
@@ -189,10 +180,9 @@ class LoginFlow:
             # The issuer refused (the person cancelled, or is not assigned to the app).
             return refuse("access_denied", "the identity provider did not sign you in")
         try:
-            id_token = await self._oidc.exchange(
-                params["code"], pending["callback"], pending["verifier"]
+            who = await self._oidc.identify(
+                params["code"], pending["callback"], pending["verifier"], pending["nonce"]
             )
-            who = await self._oidc.validate(id_token, pending["nonce"])
         except IdTokenInvalid as exc:
             log.warning("sign-in refused: %s", exc)  # names the check, never the token
             return refuse("access_denied", str(exc))
@@ -216,7 +206,7 @@ class LoginFlow:
             "email": who.email,
             "groups": list(who.groups),
         }
-        await self._put(_key("code", code), granted, CODE_TTL)
+        await self._put(step_key("code", code), granted, CODE_TTL)
         fields = {"code": code, "state": pending["state"]}
         return Redirect(_with_query(pending["redirect_uri"], fields))
 
@@ -227,7 +217,7 @@ class LoginFlow:
             raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code")
         if form.get("client_id") != CLIENT_ID:
             raise OAuthError("invalid_client", f"client_id must be {CLIENT_ID}")
-        granted = await self._take(_key("code", form.get("code", "")))
+        granted = await self._take(step_key("code", form.get("code", "")))
         if granted is None:
             raise OAuthError("invalid_grant", "the code is unknown, expired or already used")
         if form.get("redirect_uri") != granted["redirect_uri"]:

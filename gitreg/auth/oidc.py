@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+import anyio.to_thread
+
 from gitreg.errors import Forbidden, UpstreamError
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
@@ -172,7 +174,10 @@ class OidcClient:
         import httpx
 
         auth: httpx.BasicAuth | None = None
-        secret = resolve_secret(self._secret_ref) if self._secret_ref else ""
+        # `file:` references are read at each use (rotation without restart): a
+        # file read, so not on the event loop.
+        ref = self._secret_ref
+        secret = await anyio.to_thread.run_sync(resolve_secret, ref) if ref else ""
         if not secret:
             form["client_id"] = self.client_id  # a public client: PKCE is its proof
         elif "client_secret_basic" in metadata.auth_methods:
@@ -196,6 +201,10 @@ class OidcClient:
         if not isinstance(id_token, str):
             raise IdTokenInvalid("the identity provider's answer has no id_token")
         return id_token
+
+    async def identify(self, code: str, redirect_uri: str, verifier: str, nonce: str) -> Identity:
+        """The person a sign-in code names: `exchange`, then `validate`."""
+        return await self.validate(await self.exchange(code, redirect_uri, verifier), nonce)
 
     async def _key_set(self, kid: str | None) -> KeySet:
         """The issuer's keys; fetched again for a kid not among them, rate-limited."""

@@ -20,9 +20,7 @@ seconds later or at sign-out, whichever comes first.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -32,6 +30,7 @@ import anyio.to_thread
 
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret
+from gitreg.auth.pending import hashed, put_step, step_key, take_step
 from gitreg.errors import Forbidden
 from gitreg.settings import Settings
 from gitreg.storage.protocols import AuthIndex
@@ -51,10 +50,6 @@ class SignedIn:
     session_id: str  # the cookie's value; stored only as its sha256
     session: SessionRecord
     next_path: str
-
-
-def hashed(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def safe_next(path: str) -> str:
@@ -89,33 +84,24 @@ class WebSignIn:
             "next": safe_next(next_path),
         }
         url = await self._oidc.authorization_url(callback_url, state, nonce, verifier)
-        now = self._clock()
-        await anyio.to_thread.run_sync(
-            self._store.put_login_state,
-            f"web:{hashed(state)}",
-            json.dumps(pending),
-            now + PENDING_TTL,
-            now,
-        )
+        await put_step(self._store, step_key("web", state), pending, PENDING_TTL, self._clock())
         return url
 
     async def finish(self, params: Mapping[str, str], binding: str) -> SignedIn:
         """The issuer's answer; raises SignInFailed (or UpstreamError when the
         issuer cannot be reached)."""
-        key = f"web:{hashed(params.get('state', ''))}"
-        text = await anyio.to_thread.run_sync(self._store.take_login_state, key, self._clock())
-        if text is None:
+        key = step_key("web", params.get("state", ""))
+        pending = await take_step(self._store, key, self._clock())
+        if pending is None:
             raise SignInFailed("this sign-in is unknown, expired or already finished")
-        pending = json.loads(text)
         if not hmac.compare_digest(pending["binding"], hashed(binding)):
             raise SignInFailed("this sign-in was started in another browser")
         if "error" in params or "code" not in params:
             raise SignInFailed("the identity provider did not sign you in")
         try:
-            id_token = await self._oidc.exchange(
-                params["code"], pending["callback"], pending["verifier"]
+            who = await self._oidc.identify(
+                params["code"], pending["callback"], pending["verifier"], pending["nonce"]
             )
-            who = await self._oidc.validate(id_token, pending["nonce"])
         except IdTokenInvalid as exc:
             log.warning("web sign-in refused: %s", exc)  # names the check, never the token
             raise SignInFailed(str(exc)) from exc
@@ -132,11 +118,3 @@ class WebSignIn:
         session_id = new_secret()
         await anyio.to_thread.run_sync(self._store.create_session, hashed(session_id), session)
         return SignedIn(session_id, session, pending["next"])
-
-    async def session(self, session_id: str) -> SessionRecord | None:
-        return await anyio.to_thread.run_sync(
-            self._store.session, hashed(session_id), self._clock()
-        )
-
-    async def end(self, session_id: str) -> None:
-        await anyio.to_thread.run_sync(self._store.delete_session, hashed(session_id))

@@ -30,7 +30,9 @@ from gitreg.ui.pages import error_page
 from gitreg.ui.viewer import Viewer, current_viewer
 
 CSRF_COOKIE = "gitreg_ui_csrf"
-MAX_FORM_BYTES = 4096
+# The token form posts one scope per granted namespace: room for hundreds.
+MAX_FORM_BYTES = 16 * 1024
+MAX_FORM_FIELDS = 1000
 
 
 def cookie_csrf(request: Request) -> str:
@@ -50,7 +52,10 @@ async def read_form(request: Request) -> dict[str, str] | None:
         body += chunk
         if len(body) > MAX_FORM_BYTES:
             return None
-    parsed = parse_qs(body.decode("utf-8", "replace"), max_num_fields=40)
+    try:
+        parsed = parse_qs(body.decode("utf-8", "replace"), max_num_fields=MAX_FORM_FIELDS)
+    except ValueError:  # more fields than any of our forms has
+        return None
     return {k: v[0] for k, v in parsed.items()}
 
 

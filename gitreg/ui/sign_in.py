@@ -19,7 +19,8 @@ from starlette.responses import RedirectResponse, Response
 
 from gitreg.api.urls import base_url
 from gitreg.auth.oidc import OidcClient, new_secret
-from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, hashed
+from gitreg.auth.pending import hashed
+from gitreg.auth.web_sign_in import SignInFailed, WebSignIn
 from gitreg.errors import UpstreamError
 from gitreg.services import services
 from gitreg.ui.pages import error_page, not_found_page

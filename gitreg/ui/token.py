@@ -18,12 +18,12 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from gitreg import metrics
-from gitreg.auth.web_sign_in import hashed
+from gitreg.auth.pending import hashed
 from gitreg.errors import TooManyRequests
 from gitreg.services import services
 from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf
 from gitreg.ui.pages import html_response, render
-from gitreg.ui.viewer import SESSION_COOKIE, TOKEN_COOKIE, current_viewer, principal_for
+from gitreg.ui.viewer import SESSION_COOKIE, TOKEN_COOKIE, current_viewer
 
 TOKEN_MAX_AGE = 30 * 86400  # the browser forgets it after 30 days; expiry still applies
 COOKIE_FLAGS = {"httponly": True, "secure": True, "samesite": "strict", "path": "/"}
@@ -55,7 +55,7 @@ async def token_submit(request: Request) -> Response:
     except TooManyRequests as exc:
         return await _form_page(request, str(exc), 429)
     token = form.get("token", "").strip()
-    if principal_for(await svc.access.snapshot(), token) is None:
+    if (await svc.access.snapshot()).holder(token) is None:
         svc.access.limiter.failed(client)
         metrics.auth_failed("token")
         message = "That token is not valid: it is unknown, revoked or expired."

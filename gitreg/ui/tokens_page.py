@@ -25,6 +25,7 @@ from starlette.responses import RedirectResponse, Response
 
 from gitreg.auth.tokens import Scope, new_token, token_hash
 from gitreg.errors import BadRequest, NotFound
+from gitreg.numbers import plain_int
 from gitreg.services import services
 from gitreg.storage.auth import Identity, TokenRecord
 from gitreg.storage.sessions import SessionRecord
@@ -133,10 +134,10 @@ def _name_and_days(form: dict[str, str]) -> tuple[str, int]:
     name = " ".join(form.get("name", "").split())
     if not name or len(name) > MAX_NAME:
         raise BadRequest(f"give the token a name of 1 to {MAX_NAME} characters")
-    days = form.get("expires_days", "")
-    if not days.isdigit() or int(days) not in EXPIRY_DAYS:
+    days = plain_int(form.get("expires_days", ""))
+    if days not in EXPIRY_DAYS:
         raise BadRequest("choose one of the offered expiries")
-    return name, int(days)
+    return name, days
 
 
 async def create_token(request: Request) -> Response:
@@ -164,10 +165,11 @@ async def create_token(request: Request) -> Response:
 
 
 async def _revoke(request: Request, allowed: list[TokenRecord], token_id: str) -> bool:
-    if not token_id.isdigit() or int(token_id) not in {t.id for t in allowed}:
+    wanted = plain_int(token_id)
+    if wanted is None or wanted not in {t.id for t in allowed}:
         return False
     try:
-        await run_in_threadpool(services(request).auth.revoke, int(token_id))
+        await run_in_threadpool(services(request).auth.revoke, wanted)
     except NotFound:
         return False  # revoked meanwhile, here or on another replica
     services(request).cache.invalidate()

@@ -22,6 +22,7 @@ from starlette.responses import Response
 from gitreg.auth.tokens import Scope
 from gitreg.catalog.usage import DEFAULT_DAYS, module_usage
 from gitreg.errors import BadRequest, NotFound
+from gitreg.numbers import plain_int
 from gitreg.services import services
 from gitreg.ui.pages import error_page, html_response, not_found_page, render
 from gitreg.ui.viewer import Viewer, current_viewer
@@ -49,10 +50,11 @@ async def usage_page(request: Request) -> Response:
     days_text = request.query_params.get("days", str(DEFAULT_DAYS))
     svc = services(request)
     try:
-        if not days_text.isascii() or not days_text.isdigit() or len(days_text) > 4:
+        days = plain_int(days_text, max_digits=4)
+        if days is None:
             raise BadRequest("days must be a whole number of days")
         found = await run_in_threadpool(
-            module_usage, svc.downloads.store, svc.index, names, versions, int(days_text)
+            module_usage, svc.downloads.store, svc.index, names, versions, days
         )
     except NotFound:
         return not_found_page(request, viewer)

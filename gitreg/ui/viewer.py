@@ -22,8 +22,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from gitreg.auth.access import AccessSnapshot
-from gitreg.auth.tokens import Principal, Scope, token_hash
-from gitreg.auth.web_sign_in import hashed
+from gitreg.auth.pending import hashed
+from gitreg.auth.tokens import Principal, Scope
 from gitreg.services import services
 from gitreg.storage.sessions import SessionRecord
 
@@ -73,13 +73,6 @@ class Viewer:
         return self.session is not None and self.session.grants.get("*") == Scope.admin.name
 
 
-def principal_for(snapshot: AccessSnapshot, token: str) -> Principal | None:
-    found = snapshot.tokens.get(token_hash(token.strip()))
-    if found is None or found.expired():
-        return None
-    return found
-
-
 def session_principal(session: SessionRecord) -> Principal | None:
     """What the session's grants allow, as a token's principal; None without grants."""
     if not session.grants:
@@ -112,7 +105,7 @@ async def current_viewer(request: Request) -> Viewer:
     token = request.cookies.get(TOKEN_COOKIE, "")
     if not token:
         return Viewer(None, snapshot)
-    found = principal_for(snapshot, token)
+    found = snapshot.holder(token)
     if found is None:
         return Viewer(None, snapshot, token_rejected=True)
     request.state.token_id = found.token_id  # for the access line; never the token

@@ -228,3 +228,22 @@ def test_a_server_without_sign_in_never_loads_joserfc() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert loaded.strip() == "[]"
+
+
+def test_the_client_secret_is_read_off_the_event_loop(
+    issuer: Issuer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`file:` secrets are read at each sign-in: a file read, so in a worker thread."""
+    readers: list[int] = []
+
+    def resolve(reference: str) -> str:
+        readers.append(threading.get_ident())
+        return "s3cret"
+
+    monkeypatch.setattr(oidc, "resolve_secret", resolve)
+    settings = Settings(
+        oidc_issuer=issuer.url, oidc_client_id=CLIENT, oidc_client_secret="file:/run/secret"
+    )
+    with pytest.raises(IdTokenInvalid):  # the test issuer has no token endpoint
+        asyncio.run(OidcClient(settings).exchange("code", "https://r/cb", "v" * 43))
+    assert readers and threading.get_ident() not in readers

@@ -237,6 +237,9 @@ def test_the_usage_tab_and_page_for_publishers_only(registry: Registry) -> None:
     status, html, _ = registry.get("/modules/platform/vpc/aws/usage?versions=1.0.0", cookie="bob")
     assert status == 200 and "<td>1.0.0</td><td>4</td>" in html and "2.0.0" not in html
     assert registry.get("/modules/platform/vpc/aws/usage", cookie="session-publisher")[0] == 200
+    for bad in ("0", "366", "12345", "x", "%C2%B2", ""):  # "²" passes str.isdigit()
+        path = f"/modules/platform/vpc/aws/usage?days={bad}"
+        assert registry.get(path, cookie="publisher")[0] == 400, bad
     for cookie in ("reader", "alice", "other", "session-reader"):
         status, html, _ = registry.get("/modules/platform/vpc/aws/usage", cookie=cookie)
         assert status == 404 and ALICE not in html, cookie

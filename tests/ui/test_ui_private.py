@@ -99,6 +99,9 @@ def test_cached_pages_are_never_served_to_another_reader(ui: Ui) -> None:
 def test_a_publish_token_reads_too_and_an_admin_token_everywhere(ui: Ui) -> None:
     ui.sign_in(ui.token(["secret"], scope="publish"))
     assert ui.client.get("/modules/secret/vault/aws").status_code == 200
+    ui.sign_in(ui.token([], scope="admin"))  # the name promised this half too
+    assert ui.client.get("/modules/secret/vault/aws").status_code == 200
+    assert ui.client.get("/providers/secret/vault").status_code == 200
 
 
 def test_a_locked_down_registry_shows_nothing_anonymously(ui: Ui) -> None:

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from gitreg.auth.pending import hashed
 from gitreg.auth.tokens import token_hash
-from gitreg.auth.web_sign_in import hashed
 from gitreg.storage.auth import Identity
 from tests.ui.conftest import (
     ALICE_READS_PLATFORM,

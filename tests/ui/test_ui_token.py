@@ -3,6 +3,7 @@ for a bad token, and sign-out (issue 13, until sign-in in issue 14)."""
 
 from __future__ import annotations
 
+from gitreg.ui.csrf import MAX_FORM_BYTES, MAX_FORM_FIELDS
 from tests.ui.conftest import Ui
 
 
@@ -67,7 +68,7 @@ def test_posts_without_the_csrf_token_are_refused(ui: Ui) -> None:
     ui.client.cookies.delete("gitreg_ui_csrf")
     no_cookie = ui.client.post("/ui/token", data={"token": token, "csrf": csrf})
     assert no_cookie.status_code == 403
-    big = ui.client.post("/ui/token", data={"token": "x" * 5000, "csrf": ui.csrf()})
+    big = ui.client.post("/ui/token", data={"token": "x" * (MAX_FORM_BYTES + 1), "csrf": ui.csrf()})
     assert big.status_code == 403
 
 
@@ -86,3 +87,12 @@ def test_the_token_is_never_written_to_a_page(ui: Ui) -> None:
     ui.sign_in(token)
     for path in ("/", "/ui/token", "/modules/acme/vpc/aws", "/nope"):
         assert token not in ui.client.get(path).text
+
+
+def test_a_form_with_too_many_fields_is_refused_not_a_server_error(ui: Ui) -> None:
+    """`parse_qs(max_num_fields=...)` raises on a longer form: a 403, not a 500."""
+    fields = {"csrf": ui.csrf(), "token": ui.token(["secret"])}
+    fields |= {f"p{i}": "" for i in range(MAX_FORM_FIELDS)}
+    answer = ui.client.post("/ui/token", data=fields)
+    assert answer.status_code == 403 and "Form expired" in answer.text
+    assert "Token: on" not in ui.client.get("/").text

@@ -166,3 +166,29 @@ def test_pages_need_a_session(make_site: Make) -> None:
         assert answer.headers["location"] == f"/ui/sign-in?next={path}"
     assert SESSION_COOKIE not in anonymous.cookies
     assert 'href="/ui/sign-in"' in anonymous.get("/").text
+
+
+def test_non_ascii_digits_are_refused_not_a_server_error(make_site: Make) -> None:
+    """`"²".isdigit()` is true but `int("²")` raises: a 400 or 404, never a 500."""
+    site = make_site(ALICE_READS_PLATFORM)
+    alice = site.browser()
+    site.sign_in(alice, "alice")
+    status, text = _create(site, alice, **{"scope:platform": "read", "expires_days": "²"})
+    assert status == 400 and "offered expiries" in text
+    answer = alice.post("/ui/tokens/revoke", data={"csrf": site.csrf(alice), "id": "²"})
+    assert answer.status_code == 404
+
+
+def test_a_person_granted_many_namespaces_can_still_create_a_token(make_site: Make) -> None:
+    """The form posts one scope field per granted namespace: fifty grants are
+    well within the form's limits."""
+    many = "".join(
+        f'[[grants]]\ngroup = "platform-team"\nnamespace = "team-{i:02d}"\nscope = "read"\n'
+        for i in range(50)
+    )
+    site = make_site(ALICE_READS_PLATFORM + many)
+    alice = site.browser()
+    site.sign_in(alice, "alice")
+    fields = {f"scope:team-{i:02d}": "none" for i in range(50)}
+    status, token = _create(site, alice, **fields, **{"scope:platform": "read"})
+    assert status == 201 and _api(site, token) == 200
