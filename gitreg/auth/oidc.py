@@ -187,17 +187,21 @@ class OidcClient:
             form.update(client_id=self.client_id, client_secret=secret)
         async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
             try:
-                answer = await client.post(
-                    metadata.token_endpoint, data=form, auth=auth or httpx.USE_CLIENT_DEFAULT
-                )
+                async with client.stream(
+                    "POST",
+                    metadata.token_endpoint,
+                    data=form,
+                    auth=auth or httpx.USE_CLIENT_DEFAULT,
+                ) as answer:
+                    # Read through the same 1 MiB cap as every other answer of the
+                    # identity provider, also when it refuses.
+                    status, body = answer.status_code, await _read_body(answer, "the token answer")
             except httpx.HTTPError as exc:
                 raise UpstreamError(f"identity provider: token request failed: {exc}") from exc
-        if answer.status_code != 200:
-            log.warning("token endpoint answered %s: %.200s", answer.status_code, answer.text)
+        if status != 200:
+            log.warning("token endpoint answered %s: %.200r", status, body[:200])
             raise IdTokenInvalid("the identity provider refused the sign-in code")
-        if len(answer.content) > MAX_DOCUMENT_BYTES:
-            raise UpstreamError("identity provider: token answer too large")
-        id_token = _json_object(answer.content, "the token answer").get("id_token")
+        id_token = _json_object(body, "the token answer").get("id_token")
         if not isinstance(id_token, str):
             raise IdTokenInvalid("the identity provider's answer has no id_token")
         return id_token
@@ -278,6 +282,10 @@ def new_secret() -> str:
 async def _read_capped(answer: httpx.Response, what: str) -> bytes:
     if answer.status_code != 200:
         raise UpstreamError(f"identity provider: {what} answered {answer.status_code}")
+    return await _read_body(answer, what)
+
+
+async def _read_body(answer: httpx.Response, what: str) -> bytes:
     body = bytearray()
     async for chunk in answer.aiter_bytes():
         body += chunk

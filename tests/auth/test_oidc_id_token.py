@@ -27,6 +27,7 @@ from joserfc.jwk import RSAKey
 
 from gitreg.auth import oidc
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient
+from gitreg.errors import UpstreamError
 from gitreg.settings import Settings
 
 CLIENT = "gitreg-test"
@@ -37,6 +38,7 @@ class Issuer:
     url: str
     keys: list[RSAKey]
     jwks_fetches: int = 0
+    token_bytes_sent: int = 0  # of the endless answer its token endpoint gives
     algorithms: list[str] = field(default_factory=lambda: ["RS256", "HS256", "none"])
 
     def sign(self, key: RSAKey, **overrides: Any) -> str:
@@ -82,6 +84,21 @@ def issuer() -> Iterator[Issuer]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            """An endless token answer, up to 64 MiB: how much of it a client
+            takes before hanging up is what the size cap is for."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            chunk = b"x" * 65536
+            try:
+                self.wfile.write(b'{"id_token": "')
+                while state.token_bytes_sent < 64 * 1024 * 1024:
+                    self.wfile.write(chunk)
+                    state.token_bytes_sent += len(chunk)
+            except OSError:
+                pass  # the client hung up
 
         def log_message(self, format: str, *args: object) -> None:
             pass
@@ -244,6 +261,14 @@ def test_the_client_secret_is_read_off_the_event_loop(
     settings = Settings(
         oidc_issuer=issuer.url, oidc_client_id=CLIENT, oidc_client_secret="file:/run/secret"
     )
-    with pytest.raises(IdTokenInvalid):  # the test issuer has no token endpoint
+    with pytest.raises(UpstreamError):  # the test issuer's token answer never ends
         asyncio.run(OidcClient(settings).exchange("code", "https://r/cb", "v" * 43))
     assert readers and threading.get_ident() not in readers
+
+
+def test_a_token_answer_is_read_only_up_to_its_cap(issuer: Issuer) -> None:
+    """The token endpoint's answer goes through the same 1 MiB cap as the
+    discovery document and the JWKS: the client hangs up instead of reading it whole."""
+    with pytest.raises(UpstreamError, match="larger than 1 MiB"):
+        asyncio.run(_client(issuer).exchange("code", "https://r/cb", "v" * 43))
+    assert issuer.token_bytes_sent < 16 * 1024 * 1024
