@@ -27,7 +27,8 @@ from typing import BinaryIO, Protocol, TypeVar
 
 from dulwich.objects import Blob, ObjectID, ShaFile, Tree, TreeEntry
 
-from gitreg.archive_format import CLASSIC, TarStream, gzip_writer
+from gitreg.archive_cache import DirRecord, SubtreeCache
+from gitreg.archive_format import CLASSIC, TarEntry, TarStream, gzip_writer, tar_entry
 from gitreg.errors import ArchiveTooLarge
 
 __all__ = ["ArchiveLimits", "ArchiveReport", "build_archive"]
@@ -93,6 +94,7 @@ def build_archive(
     limits: ArchiveLimits = ArchiveLimits(),  # frozen, so one shared default is safe
     builder: str = CLASSIC,
     prefix: str = "",
+    cache: SubtreeCache | None = None,
 ) -> ArchiveReport:
     """Write the tree `tree_id` as a deterministic `.tar.gz` to `out` and report on it.
 
@@ -102,59 +104,149 @@ def build_archive(
     error for a corrupt or missing object) `out` holds a partial stream that the caller
     must discard. With `prefix` (a checked subdirectory path, issue 16) every entry
     is written under it: the archive of one directory of a monorepo, at its place.
+    With `cache` (gitreg/archive_cache.py), directories an earlier build walked are
+    written from it, and this build's directories are kept for the next: the same
+    bytes, with memory bounded by the cache instead of one file.
     """
     report = ArchiveReport()
     root = _load(object_store, ObjectID(tree_id), Tree)
     if root is None:
         raise ValueError(f"{tree_id!r} is not a tree object")
-    with gzip_writer(out, builder) as gz:
-        tar = TarStream(gz)
-        writer = _Writer(object_store, tar, mtime, limits, report)
-        start = prefix.encode("utf-8") + b"/" if prefix else b""
-        for path, mode, sha in _walk(object_store, root, limits, report, start):
-            writer.add(path, mode, sha)
-        tar.close()
+    cache = cache if cache is not None else SubtreeCache(0)
+    cache.start(limits)
+    writer: _Writer | None = None
+    try:
+        with gzip_writer(out, builder) as gz:
+            tar = TarStream(gz)
+            writer = _Writer(object_store, tar, mtime, limits, report, cache)
+            start = prefix.encode("utf-8") + b"/" if prefix else b""
+            _Walk(object_store, writer, limits, report, cache).run(tree_id, root, start)
+            tar.close()
+    finally:
+        cache.finish(writer.written if writer is not None else [])
     return report
 
 
 # --- Walking the tree -------------------------------------------------------------------
 
 
-def _walk(
-    store: ObjectSource, root: Tree, limits: ArchiveLimits, report: ArchiveReport, start: bytes
-) -> Iterator[tuple[bytes, int, ObjectID]]:
-    """Yield every non-directory entry with a safe path, in full-path byte order (A5).
+@dataclass
+class _Frame:
+    """A directory being walked, and where its part of the build began."""
+
+    sha: bytes
+    prefix: bytes  # its path with a trailing `/` ("" for the root)
+    entries: Iterator[TreeEntry]
+    first_entry: int
+    first_dir: int
+    first_skipped: int
+    files: int
+    total_bytes: int
+    nbytes: int
+
+
+class _Walk:
+    """Every non-directory entry with a safe path, in full-path byte order (A5).
 
     Iterative (an explicit stack of directory iterators), so deep trees cannot exhaust
     Python's recursion limit; depth is bounded anyway by `max_path_length` (A6).
     Unsafe names and non-tree "directories" are reported and not descended into (A1).
+    A directory in the cache is written from it, unless it would cross `max_files`
+    or `max_total_bytes`: then it is walked, so the error names the same path.
     """
-    stack: list[tuple[bytes, Iterator[TreeEntry]]] = [(start, _children(root))]
-    while stack:
-        prefix, entries = stack[-1]
-        entry = next(entries, None)
-        if entry is None:
-            stack.pop()
-            continue
-        name, mode, sha = entry
-        path = prefix + name
-        # The entry's own name is checked, never a component re-split from `path`: a name
-        # like `/etc/passwd` or `../x` must be refused as a whole (A1).
-        reason = unsafe_name_reason(name)
-        if reason is not None:
-            if mode & _S_IFMT == _S_IFDIR:
-                reason += " (directory and everything under it left out)"
-            report.skipped.append(f"{_display(path)}: {reason}")
-            continue
-        _check_limit("max_path_length", len(path), limits.max_path_length, path)
-        if mode & _S_IFMT != _S_IFDIR:
-            yield path, mode, sha
-            continue
-        subtree = _load(store, sha, Tree)
-        if subtree is None:
-            report.skipped.append(f"{_display(path)}: directory entry is not a tree object")
-            continue
-        stack.append((path + b"/", _children(subtree)))
+
+    def __init__(
+        self,
+        store: ObjectSource,
+        writer: _Writer,
+        limits: ArchiveLimits,
+        report: ArchiveReport,
+        cache: SubtreeCache,
+    ) -> None:
+        self._store, self._writer, self._limits = store, writer, limits
+        self._report, self._cache = report, cache
+        self._dirs: list[tuple[bytes, bytes]] = []  # directories written, in order
+
+    def run(self, sha: bytes, root: Tree, start: bytes) -> None:
+        if self._replay(sha, start):
+            return
+        stack = [self._frame(sha, start, root)]
+        while stack:
+            frame = stack[-1]
+            entry = next(frame.entries, None)
+            if entry is None:
+                self._keep(stack.pop())
+                continue
+            name, mode, sha = entry
+            path = frame.prefix + name
+            # The entry's own name is checked, never a component re-split from `path`: a
+            # name like `/etc/passwd` or `../x` must be refused as a whole (A1).
+            reason = unsafe_name_reason(name)
+            if reason is not None:
+                if mode & _S_IFMT == _S_IFDIR:
+                    reason += " (directory and everything under it left out)"
+                self._report.skipped.append(f"{_display(path)}: {reason}")
+                continue
+            _check_limit("max_path_length", len(path), self._limits.max_path_length, path)
+            if mode & _S_IFMT != _S_IFDIR:
+                self._writer.add(path, mode, sha)
+            elif not self._replay(sha, path + b"/"):
+                subtree = _load(self._store, sha, Tree)
+                if subtree is None:
+                    self._report.skipped.append(
+                        f"{_display(path)}: directory entry is not a tree object"
+                    )
+                    continue
+                stack.append(self._frame(sha, path + b"/", subtree))
+
+    def _frame(self, sha: bytes, prefix: bytes, tree: Tree) -> _Frame:
+        report, written = self._report, self._writer.written
+        return _Frame(
+            sha,
+            prefix,
+            _children(tree),
+            len(written),
+            len(self._dirs),
+            len(report.skipped),
+            report.files,
+            report.total_bytes,
+            self._writer.nbytes,
+        )
+
+    def _keep(self, frame: _Frame) -> None:
+        """A directory's walk ended: keep what it added, for the next build."""
+        if not self._cache.recording():
+            return
+        report, writer = self._report, self._writer
+        record = DirRecord(
+            tuple(writer.written[frame.first_entry :]),
+            tuple(report.skipped[frame.first_skipped :]),
+            report.files - frame.files,
+            report.total_bytes - frame.total_bytes,
+            writer.nbytes - frame.nbytes,
+            tuple(self._dirs[frame.first_dir :]),
+        )
+        self._cache.put(frame.sha, frame.prefix, record)
+        self._dirs.append((frame.sha, frame.prefix))
+
+    def _replay(self, sha: bytes, prefix: bytes) -> bool:
+        """Write a cached directory; False if it is not cached or would cross a limit."""
+        record = self._cache.get(sha, prefix)
+        if record is None:
+            return False
+        report, limits = self._report, self._limits
+        if (
+            report.files + record.files > limits.max_files
+            or report.total_bytes + record.total_bytes > limits.max_total_bytes
+        ):
+            return False
+        self._writer.replay(record)
+        self._dirs += record.below
+        self._dirs.append((sha, prefix))
+        report.files += record.files
+        report.total_bytes += record.total_bytes
+        report.skipped.extend(record.skipped)
+        return True
 
 
 def _children(tree: Tree) -> Iterator[TreeEntry]:
@@ -190,12 +282,34 @@ class _Writer:
         mtime: int,
         limits: ArchiveLimits,
         report: ArchiveReport,
+        cache: SubtreeCache,
     ) -> None:
         self._store = store
         self._tar = tar
         self._mtime = mtime
         self._limits = limits
         self._report = report
+        self._cache = cache
+        self.written: list[TarEntry] = []  # while the cache records: what was written
+        self.nbytes = 0  # what `written` costs in memory
+
+    def replay(self, record: DirRecord) -> None:
+        """Write a directory's entries as an earlier build wrote them (same calls)."""
+        tar, mtime = self._tar, self._mtime
+        for entry in record.entries:
+            tar.entry(entry, mtime)
+        self._cache.count(record.nbytes)
+        if self._cache.recording():
+            self.written.extend(record.entries)
+            self.nbytes += record.nbytes
+
+    def _emit(self, entry: TarEntry) -> None:
+        self._tar.entry(entry, self._mtime)
+        size = entry.nbytes()
+        self._cache.count(size)
+        if self._cache.recording():
+            self.written.append(entry)
+            self.nbytes += size
 
     def add(self, path: bytes, mode: int, sha: ObjectID) -> None:
         """Write one non-directory entry, or report why it is left out (A2, A3)."""
@@ -211,19 +325,23 @@ class _Writer:
 
     def _add_file(self, path: bytes, perm: int, sha: ObjectID) -> None:
         """Write a regular file; A4: only 0644/0755, so setuid/setgid/sticky never survive."""
-        blob = _load(self._store, sha, Blob)
-        if blob is None:
-            self._skip(path, "file entry is not a blob")
-            return
+        key = (sha, path, perm)
+        entry = self._cache.file(key)
+        if entry is None:
+            blob = _load(self._store, sha, Blob)
+            if blob is None:
+                self._skip(path, "file entry is not a blob")
+                return
+            # Names were checked to be UTF-8 (A1).
+            entry = tar_entry(path.decode("utf-8"), tarfile.REGTYPE, perm, blob.as_raw_string())
+            entry.key = key
         self._count_file(path)
-        size = blob.raw_length()
+        size = len(entry.data)
         lim = self._limits
         _check_limit("max_file_bytes", size, lim.max_file_bytes, path)
         _check_limit("max_total_bytes", self._report.total_bytes + size, lim.max_total_bytes, path)
         self._report.total_bytes += size
-        info = self._info(path, tarfile.REGTYPE, perm)
-        info.size = size
-        self._tar.add(info, blob.as_raw_string())
+        self._emit(entry)
 
     def _add_symlink(self, path: bytes, sha: ObjectID) -> None:
         """Keep a symlink only if its target provably stays inside the archive (A2)."""
@@ -238,19 +356,9 @@ class _Writer:
             self._skip(path, f"symlink to {_display(target)!r} left out: {reason}")
             return
         self._count_file(path)
-        info = self._info(path, tarfile.SYMTYPE, 0o755)  # A4: 0644/0755 only, even here
-        info.linkname = target.decode("utf-8")
-        self._tar.add(info)
-
-    def _info(self, path: bytes, kind: bytes, perm: int) -> tarfile.TarInfo:
-        """A tar header with every field pinned: owner 0/0, no names, one mtime (A4, A5)."""
-        info = tarfile.TarInfo(path.decode("utf-8"))  # names were checked to be UTF-8 (A1)
-        info.type = kind
-        info.mode = perm
-        info.uid = info.gid = 0
-        info.uname = info.gname = ""
-        info.mtime = self._mtime
-        return info
+        # A4: 0644/0755 only, even here; the header's other fields: TarEntry.info (A5).
+        name, link = path.decode("utf-8"), target.decode("utf-8")
+        self._emit(tar_entry(name, tarfile.SYMTYPE, 0o755, link=link))
 
     def _count_file(self, path: bytes) -> None:
         """Count one more written entry, checked before anything of it is written (A6)."""

@@ -25,7 +25,7 @@ import tarfile
 from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
-__all__ = ["CLASSIC", "TarStream", "fast_builder", "gzip_writer"]
+__all__ = ["CLASSIC", "TarEntry", "TarStream", "fast_builder", "gzip_writer", "tar_entry"]
 
 # The builder of every archive gitreg made before migration 0017 (recorded as the
 # column's default): PAX tar, Python's gzip with zlib at level 6.
@@ -79,6 +79,48 @@ def gzip_writer(out: BinaryIO, builder: str) -> Iterator[_Writable]:
         yield gz
 
 
+class TarEntry:
+    """One member, ready to be written at any mtime: a build keeps these for the
+    directories it walked, so a later build of a tree with the same directory writes
+    them again without reading an object or building a header (issue 16,
+    gitreg/archive_cache.py). `head`/`tail` are the ustar header around its mtime
+    and checksum fields, or empty when `tarfile` must write the header."""
+
+    __slots__ = ("base", "data", "head", "key", "kind", "link", "name", "perm", "tail")
+
+    def __init__(self, name: str, kind: bytes, perm: int, data: bytes, link: str) -> None:
+        self.name, self.kind, self.perm, self.data, self.link = name, kind, perm, data, link
+        self.head = self.tail = b""
+        self.base = 0
+        self.key: object = None  # what it was made from, for a cache to find it by
+        header = _ustar_header(self.info(0))
+        if header is not None:
+            # The checksum is the byte sum of the header with its own field as
+            # spaces: everything but the mtime field is summed once, here.
+            self.head, self.tail = header[:136], header[155:]
+            self.base = sum(self.head) + 7 * 0x20 + sum(self.tail)
+
+    def info(self, mtime: int) -> tarfile.TarInfo:
+        """The header fields (A4, A5): owner 0/0, no names, `mtime`."""
+        info = tarfile.TarInfo(self.name)
+        info.type = self.kind
+        info.mode = self.perm
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mtime = mtime
+        info.size = len(self.data)
+        info.linkname = self.link
+        return info
+
+    def nbytes(self) -> int:
+        """About what keeping this entry costs in memory."""
+        return len(self.data) + len(self.head) + len(self.tail) + 200
+
+
+def tar_entry(name: str, kind: bytes, perm: int, data: bytes = b"", link: str = "") -> TarEntry:
+    return TarEntry(name, kind, perm, data, link)
+
+
 class TarStream:
     """Writes tar members into a byte stream exactly as `tarfile` would in PAX format.
 
@@ -91,11 +133,34 @@ class TarStream:
         self._out = out
         self._offset = 0
         self._pending = bytearray()
+        self._mtime = -1
+        self._mtime_field = b""
+        self._mtime_sum = 0
 
     def add(self, info: tarfile.TarInfo, data: bytes = b"") -> None:
         """One member: its header, then `data` padded to a whole block."""
         header = _ustar_header(info) or info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
         self._write(header)
+        if data:
+            self._write(data)
+            tail = len(data) % _BLOCK
+            if tail:
+                self._write(b"\0" * (_BLOCK - tail))
+
+    def entry(self, entry: TarEntry, mtime: int) -> None:
+        """`entry` with `mtime`: the same bytes as `add(entry.info(mtime), entry.data)`,
+        in the same writes (so the same chunks reach the compressor)."""
+        if entry.head and 0 <= mtime < _MTIME_MAX:
+            if mtime != self._mtime:
+                self._mtime = mtime
+                self._mtime_field = b"%011o\0" % mtime
+                self._mtime_sum = sum(self._mtime_field)
+            checksum = b"%06o\0" % (entry.base + self._mtime_sum)
+            self._write(entry.head + self._mtime_field + checksum + entry.tail)
+        else:
+            info = entry.info(mtime)
+            self._write(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+        data = entry.data
         if data:
             self._write(data)
             tail = len(data) % _BLOCK

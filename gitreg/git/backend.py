@@ -36,6 +36,7 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 from gitreg.archive import ArchiveLimits, ArchiveReport, ObjectSource, build_archive
+from gitreg.archive_cache import SubtreeCache
 from gitreg.archive_format import CLASSIC
 from gitreg.errors import GitError, MirrorLocked, storage_full
 from gitreg.git.leftovers import remove_leftovers
@@ -117,9 +118,12 @@ class GitBackend(Protocol):
         limits: ArchiveLimits,
         builder: str = CLASSIC,
         subdir: str = "",
+        cache: SubtreeCache | None = None,
     ) -> ArchiveReport:
         """The archive of a tree; with `subdir`, `tree_sha` is that directory's
-        tree and the archive holds it alone, under its path (issue 16)."""
+        tree and the archive holds it alone, under its path (issue 16). With
+        `cache`, directories of the previous build are written from it
+        (gitreg/archive_cache.py)."""
         ...
 
     def objects(self, mirror: Path) -> contextlib.AbstractContextManager[ObjectSource]:
@@ -266,6 +270,7 @@ class DulwichBackend:
         limits: ArchiveLimits,
         builder: str = CLASSIC,
         subdir: str = "",
+        cache: SubtreeCache | None = None,
     ) -> ArchiveReport:
         with self._sessions.reading(mirror, self._open_mirror) as repo:
             return build_archive(
@@ -276,6 +281,7 @@ class DulwichBackend:
                 limits=limits,
                 builder=builder,
                 prefix=subdir,
+                cache=cache,
             )
 
     @contextlib.contextmanager

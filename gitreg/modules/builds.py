@@ -29,6 +29,7 @@ from typing import BinaryIO, cast
 
 from gitreg import metrics
 from gitreg.archive import ArchiveLimits
+from gitreg.archive_cache import SubtreeCache
 from gitreg.errors import ArchiveTooLarge
 from gitreg.git.backend import GitBackend
 from gitreg.storage.blobs import BlobStore
@@ -94,7 +95,7 @@ class ArchiveBuilds:
             self._builder = self._choose_builder()
         return self._builder
 
-    def build_one(self, mirror: Path, key: ArchiveKey) -> Built:
+    def build_one(self, mirror: Path, key: ArchiveKey, cache: SubtreeCache | None = None) -> Built:
         """Build in this process; raises ArchiveTooLarge (nothing is stored then)."""
         started = time.monotonic()
         with self._blobs.writer() as sink:
@@ -106,6 +107,7 @@ class ArchiveBuilds:
                 self._limits,
                 builder=self.builder,
                 subdir=key.subdir,
+                cache=cache,
             )
         metrics.archive_built(time.monotonic() - started)
         assert sink.result is not None
@@ -115,12 +117,17 @@ class ArchiveBuilds:
         self, mirror: Path, keys: Sequence[ArchiveKey]
     ) -> Iterator[tuple[ArchiveKey, Built | str]]:
         """Each key with its archive, or why there is none (ArchiveTooLarge's
-        message), in the order builds finish."""
+        message), in the order builds finish. The keys are built in the order
+        given (a repository's tags oldest first): neighbouring tags share most
+        directories, which a build takes from the previous one's
+        (gitreg/archive_cache.py). The cache lives as long as this call, so a
+        server process does not keep it after a sync."""
         rest = list(keys)
+        cache = SubtreeCache()
         while rest:
             key = rest.pop(0)
             started = time.monotonic()
-            yield key, self._here(mirror, key)
+            yield key, self._here(mirror, key, cache)
             workers = min(self._workers, len(rest))
             # Processes pay off once the builds they would take over save more than
             # starting them costs; small modules are built here, one after another.
@@ -128,6 +135,7 @@ class ArchiveBuilds:
             # One pool per process at a time: the job threads of a server syncing
             # several repositories would otherwise start cores x threads processes.
             if workers >= 2 and saved > _WORKER_START_SECONDS and self._pool.acquire(False):
+                cache.clear()  # each worker keeps its own
                 try:
                     with self._blobs.scratch_dir("archives-") as scratch:
                         yield from self._in_processes(mirror, rest, workers, scratch)
@@ -135,9 +143,9 @@ class ArchiveBuilds:
                     self._pool.release()
                 return
 
-    def _here(self, mirror: Path, key: ArchiveKey) -> Built | str:
+    def _here(self, mirror: Path, key: ArchiveKey, cache: SubtreeCache) -> Built | str:
         try:
-            return self.build_one(mirror, key)
+            return self.build_one(mirror, key, cache)
         except ArchiveTooLarge as exc:
             return str(exc)
 
@@ -153,7 +161,7 @@ class ArchiveBuilds:
         pending = iter(enumerate(keys))
         running: dict[futures.Future[tuple[str, ...] | str], tuple[ArchiveKey, Path, float]] = {}
         pool = futures.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_exit_with_parent, initargs=(os.getpid(),)
+            workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
         )
         with pool:
             # At most two builds per worker in flight, so scratch files stay few
@@ -205,7 +213,14 @@ def _build_file(
     try:
         with path.open("wb") as out:
             report = git.archive(
-                mirror, key.tree_sha, out, key.mtime, limits, builder=builder, subdir=key.subdir
+                mirror,
+                key.tree_sha,
+                out,
+                key.mtime,
+                limits,
+                builder=builder,
+                subdir=key.subdir,
+                cache=_WORKER_CACHE,
             )
     except ArchiveTooLarge as exc:
         path.unlink(missing_ok=True)
@@ -213,7 +228,14 @@ def _build_file(
     return tuple(report.skipped)
 
 
-def _exit_with_parent(parent: int) -> None:
+# In a worker process only: the directories of its previous build, for the next
+# (gitreg/archive_cache.py). A worker builds many archives of one repository, one
+# task each, and the pool gives no other place for state to live between tasks;
+# the process, and the cache with it, ends with the pool at the end of the sync.
+_WORKER_CACHE = SubtreeCache()
+
+
+def _start_worker(parent: int) -> None:
     """In a worker process: exit when the process that started it is gone (killed
     with SIGKILL, say), instead of waiting forever for work that will not come."""
 
