@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -215,3 +216,31 @@ def test_a_broken_tf_file_is_reported_and_does_not_block_publishing(
     doc = document(svc, "1.0.0")
     assert [i["name"] for i in doc["root"]["inputs"]] == ["ok"]
     assert len(doc["problems"]) == 1 and doc["problems"][0].startswith("broken.tf: not valid HCL")
+
+
+def test_a_broken_tf_file_kept_across_tags_is_parsed_once(
+    svc: Services, make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hcl2
+
+    texts: list[str] = []
+    real = hcl2.loads
+
+    def counting(text: str, **kwargs: Any) -> Any:
+        texts.append(text)
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(hcl2, "loads", counting)
+    broken = f'variable "oops-{uuid.uuid4().hex}" {{\n  type = \n'  # new to the parse cache
+    repo = make_repo("vpc")
+    repo.write("broken.tf", broken)
+    for n in range(3):
+        repo.write("main.tf", f'variable "v{n}" {{}}\n')
+        repo.commit()
+        repo.tag(f"v1.0.{n}")
+    publish(svc, repo)
+    for n in range(3):
+        problems = document(svc, f"1.0.{n}")["problems"]
+        assert len(problems) == 1 and problems[0].startswith("broken.tf: not valid HCL")
+    # The failure is kept like a good parse: the same text fails the same way.
+    assert texts.count(broken) == 1
