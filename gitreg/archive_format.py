@@ -35,6 +35,7 @@ _BLOCK = 512
 _RECORD = 20 * _BLOCK  # tarfile pads the archive to whole records
 _CHUNK = 256 * 1024
 _NAME_MAX = 100
+_ZEROS = bytes(_BLOCK)
 # Octal fields of a ustar header hold digits-1 digits plus a NUL (tarfile's `itn`).
 _SIZE_MAX = 8**11
 _MTIME_MAX = 8**11
@@ -156,16 +157,25 @@ class TarStream:
                 self._mtime_field = b"%011o\0" % mtime
                 self._mtime_sum = sum(self._mtime_field)
             checksum = b"%06o\0" % (entry.base + self._mtime_sum)
-            self._write(entry.head + self._mtime_field + checksum + entry.tail)
+            header = entry.head + self._mtime_field + checksum + entry.tail
         else:
-            info = entry.info(mtime)
-            self._write(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+            header = entry.info(mtime).tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
         data = entry.data
+        pad = -len(data) % _BLOCK
+        pending = self._pending
+        if len(pending) + len(header) + len(data) + pad < _CHUNK:
+            # No flush inside this member: what the three `_write`s below would do
+            # (a replayed directory is thousands of these; issue 16).
+            pending += header
+            pending += data
+            pending += _ZEROS[:pad]
+            self._offset += len(header) + len(data) + pad
+            return
+        self._write(header)
         if data:
             self._write(data)
-            tail = len(data) % _BLOCK
-            if tail:
-                self._write(b"\0" * (_BLOCK - tail))
+            if pad:
+                self._write(_ZEROS[:pad])
 
     def close(self) -> None:
         """Two zero blocks end the archive; then zeros up to a whole record (as tarfile)."""
