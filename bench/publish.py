@@ -30,6 +30,8 @@ from typing import Any
 import benchlib as b
 
 MODULE = "acme/big/aws"
+# The forge name and secret the webhook deliveries of bench/publish_tag.py carry.
+REGISTER = ("--forge-repo", "acme/terraform-aws-big", "--webhook-secret", "bench-publish-secret")
 
 
 def worker_fetch(src: str, mirror: str) -> dict[str, float]:
@@ -70,9 +72,11 @@ def worker_one(mirror: str) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - start}
 
 
-def worker_archives(mirror: str, sample: int, builder: str = "") -> dict[str, Any]:
+def worker_archives(mirror: str, sample: int, builder: str = "", warm: str = "") -> dict[str, Any]:
     """Per-archive timings on `sample` tags spread over the history; with `builder`
-    (gitreg/archive_format.py) that builder, else the gitreg in use's only one."""
+    (gitreg/archive_format.py) that builder, else the gitreg in use's only one. With
+    `warm`, each build follows the previous tag's (untimed) in one directory cache
+    (gitreg/archive_cache.py), as the builds of a `repo add` follow each other."""
     from dulwich.objects import Blob, ObjectID, Tree
     from dulwich.repo import Repo
 
@@ -85,13 +89,27 @@ def worker_archives(mirror: str, sample: int, builder: str = "") -> dict[str, An
     repo = Repo(mirror)
     store = repo.object_store
     builds, reads, gzips, sizes, files = [], [], [], [], []
+    cache: Any = None
+    if warm:
+        from gitreg.archive_cache import SubtreeCache
+
+        cache = SubtreeCache()
     for ref in chosen:
         sink = b.NullSink(keep=True)
-        start = time.perf_counter()
         root = ref.tree_sha.encode()
-        if builder:
+        if cache is not None:
+            before = tags[max(0, tags.index(ref) - 1)]
+            prior = before.tree_sha.encode()
+            build_archive(store, prior, b.NullSink(), mtime=before.commit_time, cache=cache)
+            start = time.perf_counter()
+            report = build_archive(
+                store, root, sink, mtime=ref.commit_time, builder=builder, cache=cache
+            )
+        elif builder:
+            start = time.perf_counter()
             report = build_archive(store, root, sink, mtime=ref.commit_time, builder=builder)
         else:  # the baseline's build_archive has no builder
+            start = time.perf_counter()
             report = build_archive(store, root, sink, mtime=ref.commit_time)
         builds.append(time.perf_counter() - start)
         archive = b"".join(sink.chunks)
@@ -128,6 +146,7 @@ def worker_archives(mirror: str, sample: int, builder: str = "") -> dict[str, An
         "gzip": gzips,
         "archive_bytes": sizes,
         "files": files,
+        "warm": bool(warm),
     }
 
 
@@ -169,9 +188,8 @@ def run(args: argparse.Namespace, ws: Path) -> str:
         b.wait_quiet()
         b.progress(f"repo add: {label}")
         data = ws / f"data-{len(adds)}"
-        done = b.gitreg_cli(
-            data, "repo", "add", str(src.path), "--module", MODULE, env=env, cwd=cwd
-        )
+        register = ("repo", "add", str(src.path), "--module", MODULE, *REGISTER)
+        done = b.gitreg_cli(data, *register, env=env, cwd=cwd)
         b.require(f"{args.tags} published" in done.stdout, f"repo add: {done.stdout[-500:]}")
         adds[label] = done
     data, data_base = ws / "data-2", ws / "data-0"
@@ -180,47 +198,37 @@ def run(args: argparse.Namespace, ws: Path) -> str:
     blobs_base = [p for p in (data_base / "blobs" / "sha256").rglob("*") if p.is_file()]
 
     samples = {}
-    for label, builder, cwd in [
-        ("baseline: tarfile + zlib 6", "", base),
-        ("now, builder tar-pax+zlib-6 (headers written directly)", CLASSIC, None),
-        (f"now, builder {fast_builder()}", fast_builder(), None),
+    fast = fast_builder()
+    for label, extra, cwd in [
+        (f"baseline ({args.baseline}), builder {fast}", [fast], base),
+        ("now, builder tar-pax+zlib-6 (headers written directly)", [CLASSIC], None),
+        (f"now, builder {fast}, cold", [fast], None),
+        (f"now, builder {fast}, after the previous tag's build", [fast, "warm"], None),
     ]:
         b.wait_quiet()
-        samples[label], _ = in_worker("archives", mirror, str(args.sample), builder, cwd=cwd)
-    latencies = tag_to_listed(args, ws, src, data, data_base, base)
+        samples[label], _ = in_worker("archives", mirror, str(args.sample), *extra, cwd=cwd)
+    latencies = new_tags(args, ws, src, [("baseline", data_base, base), ("now", data, None)])
     return report(args, src, made, adds, blobs, blobs_base, samples, latencies)
 
 
-def tag_to_listed(
+def new_tags(
     args: argparse.Namespace,
     ws: Path,
     src: b.SyntheticRepo,
-    data: Path,
-    base_data: Path,
-    base: Path,
-) -> list[list[Any]]:
-    """`git tag`, then `gitreg sync MODULE` until the running server lists it (now); the
-    baseline's `gitreg sync` of the same tag on its own data dir, timed alone."""
+    setups: list[tuple[str, Path, Path | None]],
+) -> str:
+    """bench/publish_tag.py: push to installable through a webhook and through the
+    CLI, on a running server of the baseline and of now."""
+    import publish_tag as tag_path  # here: it needs tests/ on the path, workers do not
+
     tls = b.make_tls(ws / "tls")
-    rows: list[list[Any]] = []
     with b.servers() as started:
-        server = b.start_gitreg(data, tls, ws)
-        started.append(server)
-        for n in range(args.new_tags):
-            commit = src.add_commit()
-            name = f"v2.0.{n}"
-            b.wait_quiet()
-            t0 = time.perf_counter()
-            b.tag(src.path, name, commit)
-            synced = b.gitreg_cli(data, "sync", MODULE)
-            listed = wait_listed(server, tls, name.lstrip("v"), deadline_s=60)
-            downloaded = download(server, tls, name.lstrip("v"))
-            total = time.perf_counter() - t0
-            b.wait_quiet()
-            old = b.gitreg_cli(base_data, "sync", MODULE, cwd=base)
-            b.require("1 published" in old.stdout, f"baseline sync: {old.stdout[-300:]}")
-            rows.append([name, old.seconds, synced.seconds, listed, downloaded, total])
-    return rows
+        sides = []
+        for label, data, cwd in setups:
+            sides.append(tag_path.start(label, data, cwd, tls, ws))
+            started.append(sides[-1].server)
+        rows = tag_path.rounds(src, sides, tls, ws, args.new_tags)
+    return tag_path.table(sides, rows)
 
 
 def report(
@@ -231,7 +239,7 @@ def report(
     blobs: list[Path],
     blobs_base: list[Path],
     samples: dict[str, dict[str, Any]],
-    latencies: list[list[Any]],
+    latencies: str,
 ) -> str:
     stored = sum(p.stat().st_size for p in blobs) / 1e6
     stored_base = sum(p.stat().st_size for p in blobs_base) / 1e6
@@ -251,13 +259,11 @@ def report(
     for label, sample in samples.items():
         build, read, gz = sample["build"], sample["read"], sample["gzip"]
         rest = [x - y - z for x, y, z in zip(build, read, gz, strict=True)]
-        sample_rows.append(
-            [
-                label,
-                *(f"{statistics.mean(v):.3f}" for v in (build, read, gz, rest)),
-                f"{statistics.mean(sample['archive_bytes']) / 1e6:.2f}",
-            ]
-        )
+        cells = [f"{statistics.mean(v):.3f}" for v in (build, read, gz, rest)]
+        if sample.get("warm"):  # unchanged directories: nothing read, no header built
+            cells[1] = cells[3] = "-"
+        mb = f"{statistics.mean(sample['archive_bytes']) / 1e6:.2f}"
+        sample_rows.append([label, *cells, mb])
     out = [
         "## Publishing a large repository",
         "",
@@ -288,58 +294,14 @@ def report(
             sample_rows,
         ),
         "",
-        "Tag to installable: `git tag`, `gitreg sync MODULE`, then poll the running server's"
-        " versions answer every 20 ms, then `download` and the whole archive it points to"
-        " (now); the baseline's `gitreg sync` of the same tag, timed alone:",
+        "One new tag, `git push` to installable (bench/publish_tag.py): the version"
+        " listed by the running server and its archive downloaded; through the GitHub"
+        " webhook (the server's job syncs) or `gitreg sync MODULE`. CPU: the server's,"
+        " plus the CLI's:",
         "",
-        b.table(
-            [
-                "tag",
-                "baseline sync s",
-                "now sync s",
-                "then listed s",
-                "then downloaded s",
-                "now: tag to installable s",
-            ],
-            [[row[0], *(f"{v:.2f}" for v in row[1:])] for row in latencies],
-        ),
+        latencies,
     ]
     return "\n".join(out)
-
-
-def _row(label: str, values: list[float], whole: float) -> list[object]:
-    mean = statistics.mean(values)
-    return [
-        label,
-        f"{mean:.3f}",
-        f"{min(values):.3f}",
-        f"{max(values):.3f}",
-        f"{mean / whole:.0%}",
-    ]
-
-
-def wait_listed(server: b.Server, tls: b.Tls, version: str, deadline_s: float) -> float:
-    """Seconds since the call until the versions answer contains `version`."""
-    path = f"/v1/modules/{MODULE}/versions"
-    start = time.perf_counter()
-    while time.perf_counter() - start < deadline_s:
-        status, _, body = b.fetch(server.url(path), tls.ca)
-        if status == 200 and any(
-            v["version"] == version for v in json.loads(body)["modules"][0]["versions"]
-        ):
-            return time.perf_counter() - start
-        time.sleep(0.02)
-    raise SystemExit(f"{version} not listed within {deadline_s} s")
-
-
-def download(server: b.Server, tls: b.Tls, version: str) -> float:
-    """Seconds for `download` (204 + X-Terraform-Get) and the archive it names."""
-    start = time.perf_counter()
-    status, headers, _ = b.fetch(server.url(f"/v1/modules/{MODULE}/{version}/download"), tls.ca)
-    b.require(status == 204, f"download answered {status}")
-    status, _, body = b.fetch(headers["X-Terraform-Get"], tls.ca)
-    b.require(status == 200 and len(body) > 0, f"archive answered {status}")
-    return time.perf_counter() - start
 
 
 def main() -> None:
