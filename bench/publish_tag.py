@@ -52,6 +52,8 @@ def start(label: str, data: Path, cwd: Path | None, tls: b.Tls, ws: Path) -> Sid
     # baseline must import its own copy of gitreg from PYTHONPATH.
     command = [b.PYTHON, "-P", "-m", "gitreg", "serve", "--data-dir", str(data)]
     command += ["--port", str(port), "--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
+    # No periodic reconcile: it would publish the tag before the webhook or the CLI.
+    command += ["--reconcile-interval", "0"]
     env = {"PYTHONPATH": str(cwd or b.ROOT)}
     server = b.spawn(label, command, ws / f"{label}-{port}.log", port, b.SERVER_CPU, env)
     b.wait_https(server, "/healthz", tls.ca)
