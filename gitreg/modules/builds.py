@@ -29,7 +29,7 @@ from typing import BinaryIO, cast
 
 from gitreg import metrics
 from gitreg.archive import ArchiveLimits
-from gitreg.archive_cache import SubtreeCache
+from gitreg.archive_cache import DEFAULT_CACHE_BYTES, SubtreeCache
 from gitreg.errors import ArchiveTooLarge
 from gitreg.git.backend import GitBackend
 from gitreg.storage.blobs import BlobStore
@@ -123,7 +123,9 @@ class ArchiveBuilds:
         (gitreg/archive_cache.py). The cache lives as long as this call, so a
         server process does not keep it after a sync."""
         rest = list(keys)
-        cache = SubtreeCache()
+        # One build has no next build to serve: a server's sync of one new tag
+        # keeps nothing (its RSS, issue 16 target 2).
+        cache = SubtreeCache(DEFAULT_CACHE_BYTES if len(rest) > 1 else 0)
         while rest:
             key = rest.pop(0)
             started = time.monotonic()

@@ -86,3 +86,21 @@ def test_a_dead_worker_ends_the_pool_and_the_rest_is_built_here(
     assert not list((tmp_path / "blobs").rglob("archives-*"))  # scratch removed
     rest = runner.build_one(mirror, keys[1])  # what ArchiveSource.get then does
     assert blobs.exists(rest.sha256)
+
+
+def test_one_build_after_another_gives_each_archive_built_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_many takes each build's unchanged directories from the previous one's
+    (gitreg/archive_cache.py), in this process and in the workers; build_one alone
+    starts from nothing."""
+    mirror, keys = _keys(tmp_path)
+    keys = keys[:-2]  # the tags, oldest first, as the publisher asks
+    blobs = FileBlobStore(tmp_path / "alone")
+    alone = ArchiveBuilds(DulwichBackend(), blobs, ArchiveLimits(), fast_builder, 1)
+    expected = {key: alone.build_one(mirror, key) for key in keys}
+    here = ArchiveBuilds(DulwichBackend(), blobs, ArchiveLimits(), fast_builder, 1)
+    assert dict(here.build_many(mirror, keys)) == expected
+    monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
+    there = ArchiveBuilds(DulwichBackend(), blobs, ArchiveLimits(), fast_builder, 2)
+    assert dict(there.build_many(mirror, keys)) == expected
