@@ -94,11 +94,28 @@ class TarEntry:
         self.head = self.tail = b""
         self.base = 0
         self.key: object = None  # what it was made from, for a cache to find it by
-        header = _ustar_header(self.info(0))
-        if header is not None:
+        # `_ustar_header`'s fields around the mtime, without a TarInfo (cold builds
+        # make one entry per file): when it would write a plain ustar header.
+        if (
+            name.isascii()
+            and link.isascii()
+            and len(name) <= _NAME_MAX
+            and len(link) <= _NAME_MAX
+            and kind in (tarfile.REGTYPE, tarfile.SYMTYPE)
+            and len(data) < _SIZE_MAX
+        ):
+            self.head = b"%s%07o\0%s%011o\0" % (
+                name.encode("ascii").ljust(_NAME_MAX, b"\0"),
+                perm & 0o7777,
+                b"0000000\0" * 2,  # uid, gid: 0 (A4)
+                len(data),
+            )
+            # The checksum field's last byte (a space), then type to the end.
+            self.tail = (
+                b" " + kind + link.encode("ascii").ljust(_NAME_MAX, b"\0") + tarfile.POSIX_MAGIC
+            ).ljust(_BLOCK - 155, b"\0")
             # The checksum is the byte sum of the header with its own field as
             # spaces: everything but the mtime field is summed once, here.
-            self.head, self.tail = header[:136], header[155:]
             self.base = sum(self.head) + 7 * 0x20 + sum(self.tail)
 
     def info(self, mtime: int) -> tarfile.TarInfo:

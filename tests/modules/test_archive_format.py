@@ -134,7 +134,10 @@ def test_entries_reach_the_stream_in_the_pieces_add_writes(
     added, entered = TarStream(by_add), TarStream(by_entry)
     for n, (name, size) in enumerate(members):
         data = bytes([n % 251]) * size
-        entry = tar_entry(name, tarfile.REGTYPE, 0o644, data)
+        entry = tar_entry(name, tarfile.REGTYPE, 0o755 if n % 3 else 0o644, data)
+        if n % 4 == 3:  # a symlink, its target a name too (A2 is archive.py's)
+            entry = tar_entry(name, tarfile.SYMTYPE, 0o755, link=name[::-1])
+            data = b""
         added.add(entry.info(mtime), data)
         entered.entry(entry, mtime)
     added.close()
