@@ -3,14 +3,17 @@
 1. Search: 10,000 modules' search rows (namespace, name, system, a description and a
    README's worth of words, input/output names) in a fresh SQLite index, then
    `CatalogIndex.search` timed over `--queries` queries (one-word names, two-word
-   phrases, prefixes, words matching thousands of rows): p50/p99/max. With
-   `--postgres URL` the same on PostgreSQL.
+   phrases, prefixes, words matching thousands of rows): p50/p99/max, each query
+   asked of the previous search ("before": SQLite's before migration 0016,
+   PostgreSQL's before 0022) and the current one in turn. With `--postgres URL`
+   (or `--postgres start`: a server of its own) the same on PostgreSQL.
 2. Publish: a module repository with a 6 kB README, 12 `.tf` files (60 inputs, 20
    outputs), 2 submodules, 2 examples and 300 other files, `--tags` tags. The whole
    `sync_repo` is timed with and without documentation (fresh data dir each run,
    median of `--runs`), and the extraction alone per version.
 
     python bench/catalog.py [--modules 10000] [--queries 2000] [--tags 40] [--runs 3]
+    python bench/catalog.py --search-only --postgres start   # issue 13's search target
 """
 
 from __future__ import annotations
@@ -95,11 +98,41 @@ def before_search(catalog: Any, query: str, limit: int) -> list[tuple[int, str]]
     return [(int(r[0]), str(r[1])) for r in rows]
 
 
-def time_search(
-    catalog: Any, queries: int, rng: random.Random, before: bool = False
-) -> dict[str, float]:
+def before_postgres_search(catalog: Any, query: str, limit: int) -> list[tuple[int, str]]:
+    """`CatalogStore.search` on PostgreSQL before migration 0022, for a baseline in
+    the same run: the exact-name query, then the same tiers over the wide
+    module_search (its generated head_terms and terms)."""
+    words = [w.lower() for w in re.findall(r"[^\W_]+", query)][:16]
+    every = " & ".join(w + ":*" for w in words)
+    some = " | ".join(w + ":*" for w in words)
+    exact = catalog._rows(
+        "SELECT module_id, namespace FROM module_search WHERE lower(name) = ? ORDER BY module_id",
+        (query.strip().lower(),),
+    )
+    rows = catalog._rows(
+        "SELECT module_id, namespace FROM module_search"
+        " WHERE head_terms @@ to_tsquery('simple', ?)"
+        " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+        (every, every, limit),
+    )
+    if len(rows) < limit:
+        rows += catalog._rows(
+            "SELECT module_id, namespace FROM module_search"
+            " WHERE terms @@ to_tsquery('simple', ?)"
+            " ORDER BY head_terms @@ to_tsquery('simple', ?) DESC,"
+            " ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+            (every, every, some, limit),
+        )
+    found = [(int(r[0]), str(r[1])) for r in exact]
+    for row in rows:
+        if (int(row[0]), str(row[1])) not in found:
+            found.append((int(row[0]), str(row[1])))
+    return found[:limit]
+
+
+def queries_of(count: int, rng: random.Random) -> list[str]:
     asked = []
-    for i in range(queries):
+    for i in range(count):
         kind = i % 4
         if kind == 0:
             asked.append(rng.choice(WORDS))  # matches thousands: ranking cost dominates
@@ -109,44 +142,72 @@ def time_search(
             asked.append(rng.choice(WORDS)[:3])  # prefix
         else:
             asked.append(f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{rng.randrange(10000)}")
-    times, cpu = [], []
-    search = (lambda q, n: before_search(catalog, q, n)) if before else catalog.search
+    return asked
+
+
+def time_search(catalog: Any, asked: list[str]) -> dict[str, Any]:
+    """Each query asked of the previous search ("before") and of the current one
+    ("after") in turn, so that both see the same moments of a shared machine."""
+    old = before_search if catalog._dialect == "sqlite" else before_postgres_search
+    searches = {"before": lambda q, n: old(catalog, q, n), "after": catalog.search}
+    times: dict[str, list[float]] = {label: [] for label in searches}
+    cpu: dict[str, list[float]] = {label: [] for label in searches}
+    differ = 0
     for query in asked:
-        start, start_cpu = time.perf_counter(), time.thread_time()
-        search(query, SEARCH_CANDIDATES)
-        times.append((time.perf_counter() - start) * 1000)
-        # CPU time of this thread: what a shared machine disturbs least.
-        cpu.append((time.thread_time() - start_cpu) * 1000)
-    times.sort()
-    cpu.sort()
-    return {
-        "p50": statistics.median(times),
-        "p99": times[int(len(times) * 0.99) - 1],
-        "max": times[-1],
-        "cpu p50": statistics.median(cpu),
-        "cpu p99": cpu[int(len(cpu) * 0.99) - 1],
-    }
+        # Compared at once, not kept: 2,000 answers of 1,000 tuples each would make
+        # the collector's full passes part of the timings.
+        answers = {}
+        for label, search in searches.items():
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            answers[label] = search(query, SEARCH_CANDIDATES)
+            times[label].append((time.perf_counter() - start) * 1000)
+            # CPU time of this thread: what a shared machine disturbs least (on
+            # PostgreSQL the work is in the server: there, wall time only).
+            cpu[label].append((time.thread_time() - start_cpu) * 1000)
+        differ += answers["before"] != answers["after"]
+    results: dict[str, Any] = {}
+    for label in searches:
+        wall, used = sorted(times[label]), sorted(cpu[label])
+        results[label] = {
+            "p50": statistics.median(wall),
+            "p99": wall[int(len(wall) * 0.99) - 1],
+            "max": wall[-1],
+            "cpu p50": statistics.median(used),
+            "cpu p99": used[int(len(used) * 0.99) - 1],
+        }
+    results["differ"] = differ
+    return results
 
 
-def search_bench(args: argparse.Namespace) -> list[list[object]]:
+def settle_postgres(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
+def search_bench(args: argparse.Namespace, postgres_url: str) -> list[list[object]]:
     from gitreg.storage.catalog import CatalogStore
     from gitreg.storage.index import open_index
 
     rows: list[list[object]] = []
-    targets = [("sqlite", "")] + ([("postgresql", args.postgres)] if args.postgres else [])
+    targets = [("sqlite", "")] + ([("postgresql", postgres_url)] if postgres_url else [])
     for engine, url in targets:
         with tempfile.TemporaryDirectory(prefix="gitreg-bench-") as tmp:
             index = open_index(url, Path(tmp) / "index.sqlite3")
             catalog = CatalogStore(index)
             b.progress(f"filling {args.modules} search rows ({engine})")
             fill_search(catalog, index, args.modules, random.Random(1))
-            variants = [("before", True), ("after", False)] if engine == "sqlite" else []
-            for label, before in variants or [("after", False)]:
-                b.progress(f"timing {args.queries} searches ({engine}, {label})")
-                result = time_search(catalog, args.queries, random.Random(2), before)
+            if url:  # as autovacuum does on a running server: GIN pending lists, statistics
+                settle_postgres(url)
+            b.progress(f"timing {args.queries} searches ({engine}, before and after in turn)")
+            result = time_search(catalog, queries_of(args.queries, random.Random(2)))
+            b.progress(f"{engine}: {result['differ']} answers differ between before and after")
+            for label in ("before", "after"):
                 rows.append(
                     [f"{engine} {label}", args.modules, args.queries]
-                    + [f"{result[k]:.2f}" for k in ("p50", "p99", "max", "cpu p50", "cpu p99")]
+                    + [f"{result[label][k]:.2f}" for k in ("p50", "p99", "max")]
+                    + [f"{result[label][k]:.2f}" for k in ("cpu p50", "cpu p99")]
                 )
             index.close()
     return rows
@@ -233,21 +294,37 @@ def publish_bench(args: argparse.Namespace) -> list[list[object]]:
         return [row]
 
 
+def search_table(args: argparse.Namespace) -> str:
+    headers = ["index", "modules", "queries", "p50 ms", "p99 ms", "max ms", "cpu p50", "cpu p99"]
+    if args.postgres != "start":
+        return b.table(headers, search_bench(args, args.postgres))
+    # A server of its own (Debian's package, started and removed as the tests do).
+    from tests.support.postgres import start_postgres
+
+    server = start_postgres()
+    try:
+        return b.table(headers, search_bench(args, server.create_database().url))
+    finally:
+        server.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modules", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=2_000)
     parser.add_argument("--tags", type=int, default=40)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--postgres", default="", help="an empty PostgreSQL database's URL")
+    parser.add_argument(
+        "--postgres",
+        default="",
+        help="an empty PostgreSQL database's URL, or 'start' for a server of its own",
+    )
+    parser.add_argument("--search-only", action="store_true", help="skip the publish part")
     args = parser.parse_args()
     print(b.machine_line())
-    print(
-        b.table(
-            ["index", "modules", "queries", "p50 ms", "p99 ms", "max ms", "cpu p50", "cpu p99"],
-            search_bench(args),
-        )
-    )
+    print(search_table(args))
+    if args.search_only:
+        return 0
     print()
     headers = ["tags", "without docs s", "with docs s", "adds", "cpu without s", "cpu with s"]
     headers.append("cpu adds")

@@ -4,9 +4,10 @@ A version's document is written once and never replaced, like its archive
 (issue 13): a second `put_docs` for the same version keeps the first. The
 search row of a module holds its latest documented version's words and is
 replaced when a newer version is documented. SQLite searches with FTS5
-(bm25), PostgreSQL with a generated tsvector under a GIN index (ts_rank);
-both rank by namespace, name, system and description (migration 0016) and
-put an exact module-name match first.
+(bm25), PostgreSQL with tsvectors under GIN indexes (ts_rank), read from
+the narrow module_search_words that a trigger fills (migration 0022); both
+rank by namespace, name, system and description (migration 0016) and put an
+exact module-name match first.
 """
 
 from __future__ import annotations
@@ -33,6 +34,16 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # fills the list nothing else is asked; with few matches the head is asked
 # about those rows only (rowid IN); with many, it ranks its own matches once.
 _FEW = 200
+_POSTGRES_HEAD = (
+    "SELECT module_id, namespace FROM module_search_words"
+    " WHERE head_terms @@ to_tsquery('simple', ?)"
+    " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?"
+)
+_POSTGRES_REST = (
+    "SELECT module_id, namespace FROM module_search_words"
+    " WHERE words @@ to_tsquery('simple', ?) AND NOT head_terms @@ to_tsquery('simple', ?)"
+    " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?"
+)
 _SQLITE_HEAD = (
     "SELECT h.rowid, s.namespace FROM module_search_head h"
     " JOIN module_search s ON s.module_id = h.rowid"
@@ -186,27 +197,18 @@ class CatalogStore(IndexBackedStore):
         return first + [r for r in rest if int(r[0]) not in seen]
 
     def _postgres_search(self, words: list[str], limit: int) -> list[Row]:
-        # The same tiers as on SQLite; `head_terms` has a GIN index of its own
-        # (migration 0016), so the first tier never reads the long `terms`.
+        # The same tiers as on SQLite, over the narrow module_search_words
+        # (migration 0022) rather than the wide module_search. When the first
+        # tier does not fill the list, it holds every module with all words in
+        # the head, so the rest is the other matches: ranked by the head's
+        # share of the words (0 for README-only matches, which then go by id).
         every = " & ".join(w + ":*" for w in words)
         some = " | ".join(w + ":*" for w in words)
-        first = self._rows(
-            "SELECT module_id, namespace FROM module_search"
-            " WHERE head_terms @@ to_tsquery('simple', ?)"
-            " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
-            (every, every, limit),
-        )
+        first = self._rows(_POSTGRES_HEAD, (every, every, limit))
         if len(first) >= limit:
             return first
-        rest = self._rows(
-            "SELECT module_id, namespace FROM module_search"
-            " WHERE terms @@ to_tsquery('simple', ?)"
-            " ORDER BY head_terms @@ to_tsquery('simple', ?) DESC,"
-            " ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
-            (every, every, some, limit),
-        )
-        seen = {int(r[0]) for r in first}
-        return first + [r for r in rest if int(r[0]) not in seen]
+        rest = self._rows(_POSTGRES_REST, (every, every, some, limit - len(first)))
+        return first + rest
 
     def searchable_modules(self) -> set[int]:
         """Ids of modules that have a search row."""
