@@ -34,8 +34,11 @@ class CatalogIndex(Protocol):
         """Replace a module's search row with its latest version's words."""
         ...
 
-    def search(self, query: str, limit: int) -> list[tuple[int, str]]:
-        """(module_id, namespace) best first; exact name matches first."""
+    def search(
+        self, query: str, limit: int, hidden: frozenset[str] = frozenset()
+    ) -> list[tuple[int, str]]:
+        """(module_id, namespace) best first; exact name matches first; none
+        of the `hidden` namespaces (lowercase), left out before the limit."""
         ...
 
     def searchable_modules(self) -> set[int]:

@@ -15,7 +15,9 @@ current too; deleting a search row deletes its words (ON DELETE CASCADE).
 Its GIN indexes take each write directly (fastupdate off): with the default
 pending list, every search after a burst of publishes (a reindex, a migration)
 scans that unsorted list too until autovacuum merges it.
-SQLite's FTS5 tables are narrow already (module_search_head): nothing there.
+SQLite's FTS5 tables are narrow already (module_search_head); there, search
+finds the modules of namespaces hidden from the reader through an index of
+lower(namespace), to leave them out inside its queries (storage/catalog.py).
 The function body is dollar-quoted (migrations.statements keeps it whole).
 """
 
@@ -50,6 +52,7 @@ SEARCH_MIGRATIONS: list[tuple[str, str]] = [
     /*postgresql*/ CREATE TRIGGER module_search_words_put
         AFTER INSERT OR UPDATE ON module_search
         FOR EACH ROW EXECUTE FUNCTION module_search_words_put();
+    /*sqlite*/ CREATE INDEX module_search_namespace ON module_search (lower(namespace));
     """,
     ),
 ]
