@@ -145,7 +145,7 @@ def queries_of(count: int, rng: random.Random) -> list[str]:
     return asked
 
 
-def time_search(catalog: Any, asked: list[str]) -> dict[str, Any]:
+def time_search(catalog: Any, asked: list[str], server_pid: int = 0) -> dict[str, Any]:
     """Each query asked of the previous search ("before") and of the current one
     ("after") in turn, so that both see the same moments of a shared machine."""
     old = before_search if catalog._dialect == "sqlite" else before_postgres_search
@@ -159,18 +159,22 @@ def time_search(catalog: Any, asked: list[str]) -> dict[str, Any]:
     }
     times: dict[str, list[float]] = {label: [] for label in searches}
     cpu: dict[str, list[float]] = {label: [] for label in searches}
+    server = dict.fromkeys(searches, 0.0)  # PostgreSQL's CPU (all its processes), seconds
     differ = 0
     for query in asked:
         # Compared at once, not kept: 2,000 answers of 1,000 tuples each would make
         # the collector's full passes part of the timings.
         answers = {}
         for label, search in searches.items():
+            server_before = b.cpu_seconds(server_pid) if server_pid else 0.0
             start, start_cpu = time.perf_counter(), time.thread_time()
             answers[label] = search(query, SEARCH_CANDIDATES)
             times[label].append((time.perf_counter() - start) * 1000)
             # CPU time of this thread: what a shared machine disturbs least (on
             # PostgreSQL the work is in the server: there, wall time only).
             cpu[label].append((time.thread_time() - start_cpu) * 1000)
+            if server_pid:  # 10 ms ticks: only the mean over all queries means anything
+                server[label] += b.cpu_seconds(server_pid) - server_before
         differ += answers["before"] != answers["after"]
     results: dict[str, Any] = {}
     for label in searches:
@@ -181,6 +185,7 @@ def time_search(catalog: Any, asked: list[str]) -> dict[str, Any]:
             "max": wall[-1],
             "cpu p50": statistics.median(used),
             "cpu p99": used[int(len(used) * 0.99) - 1],
+            "server cpu": server[label] * 1000 / len(asked),
         }
     results["differ"] = differ
     return results
@@ -193,7 +198,9 @@ def settle_postgres(url: str) -> None:
         conn.execute("VACUUM ANALYZE")
 
 
-def search_bench(args: argparse.Namespace, postgres_url: str) -> list[list[object]]:
+def search_bench(
+    args: argparse.Namespace, postgres_url: str, server_pid: int = 0
+) -> list[list[object]]:
     from gitreg.storage.catalog import CatalogStore
     from gitreg.storage.index import open_index
 
@@ -208,13 +215,15 @@ def search_bench(args: argparse.Namespace, postgres_url: str) -> list[list[objec
             if url:  # as autovacuum does on a running server: GIN pending lists, statistics
                 settle_postgres(url)
             b.progress(f"timing {args.queries} searches ({engine}, before and after in turn)")
-            result = time_search(catalog, queries_of(args.queries, random.Random(2)))
+            asked = queries_of(args.queries, random.Random(2))
+            result = time_search(catalog, asked, server_pid if url else 0)
             b.progress(f"{engine}: {result['differ']} answers differ between before and after")
             for label in ("before", "after", "after, 5 of 50 namespaces hidden"):
                 rows.append(
                     [f"{engine} {label}", args.modules, args.queries]
                     + [f"{result[label][k]:.2f}" for k in ("p50", "p99", "max")]
                     + [f"{result[label][k]:.2f}" for k in ("cpu p50", "cpu p99")]
+                    + [f"{result[label]['server cpu']:.2f}" if url and server_pid else "-"]
                 )
             index.close()
     return rows
@@ -303,6 +312,7 @@ def publish_bench(args: argparse.Namespace) -> list[list[object]]:
 
 def search_table(args: argparse.Namespace) -> str:
     headers = ["index", "modules", "queries", "p50 ms", "p99 ms", "max ms", "cpu p50", "cpu p99"]
+    headers.append("server cpu ms/q")
     if args.postgres != "start":
         return b.table(headers, search_bench(args, args.postgres))
     # A server of its own (Debian's package, started and removed as the tests do).
@@ -310,7 +320,9 @@ def search_table(args: argparse.Namespace) -> str:
 
     server = start_postgres()
     try:
-        return b.table(headers, search_bench(args, server.create_database().url))
+        assert server.process is not None
+        url, pid = server.create_database().url, server.process.pid
+        return b.table(headers, search_bench(args, url, pid))
     finally:
         server.close()
 
