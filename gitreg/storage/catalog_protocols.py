@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from gitreg.storage.catalog import MissingDocs, SearchEntry
-from gitreg.storage.download_counts import DownloadRow, UsageRow
+from gitreg.storage.download_counts import DownloadRow, DownloadTotals, UsageRow
 from gitreg.storage.provider_docs import DocPage, UndocumentedVersion
 
 
@@ -70,8 +70,8 @@ class DownloadCountIndex(Protocol):
         transaction: flushes from several processes add up."""
         ...
 
-    def download_totals(self) -> dict[tuple[str, int], int]:
-        """{(kind, object_id): downloads over every version and day}."""
+    def download_totals(self) -> DownloadTotals:
+        """Downloads over every version and day, by kind and object id."""
         ...
 
     def version_downloads(self, kind: str, object_id: int) -> dict[str, int]:
