@@ -196,6 +196,8 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
         readme._render_cached.cache_clear()
     if hasattr(tree, "_TEXTS"):  # the blob cache, likewise
         tree._TEXTS.clear()
+    if hasattr(tree, "_TREES"):  # and the tree cache
+        tree._TREES.clear()
     svc = build_services(load_settings({"data_dir": data}, environ={}))
     record = svc.index.add_repo(str(source), "")
     svc.index.add_module(record.id, "acme", "bench", "aws", "", "")
