@@ -23,7 +23,9 @@ from gitreg.archive import ObjectSource
 from gitreg.catalog.extract import Origin, changelog_text, extract, is_changelog
 from gitreg.catalog.tree import doc_listing, read_doc_files, read_listed
 
-CACHE_BYTES = 16 * 1024 * 1024  # per Documenter: a few hundred documents of modules this size
+# Per Documenter. Reuse is mostly between the versions of one module in one sync,
+# so a few documents would do; 8 MiB keeps those of a few dozen modules.
+CACHE_BYTES = 8 * 1024 * 1024
 
 # Random per process, so no README or .tf can contain it by design or by chance.
 _COMMIT = secrets.token_hex(20)
@@ -68,7 +70,7 @@ class Documents:
             self._size = 0
 
     def _put(self, key: Key, text: str) -> None:
-        if len(text) > self._max // 16:
+        if len(text) > self._max // 8:
             return
         with self._lock:
             if key in self._texts:

@@ -132,11 +132,13 @@ Entries = tuple[tuple[str, int, bytes], ...]
 
 
 class _Trees:
-    """Sorted entries of trees by sha, most recent first out last: a version's
-    root tree is new, but `modules/` and `examples/` rarely change."""
+    """Sorted entries of trees by sha, least recently used out first: a version's
+    root tree is new, but `modules/` and `examples/` rarely change. Bounded in
+    entries (about 150 bytes each: 64k is under 10 MiB)."""
 
-    def __init__(self, max_trees: int = 4096) -> None:
-        self._max = max_trees
+    def __init__(self, max_entries: int = 65536) -> None:
+        self._max = max_entries
+        self._size = 0
         self._trees: OrderedDict[bytes, Entries] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -148,14 +150,21 @@ class _Trees:
             return found
 
     def put(self, sha: bytes, entries: Entries) -> None:
+        if len(entries) > self._max // 64:  # a huge directory is read again, not kept
+            return
         with self._lock:
+            if sha in self._trees:
+                return
             self._trees[sha] = entries
-            if len(self._trees) > self._max:
-                self._trees.popitem(last=False)
+            self._size += len(entries)
+            while self._size > self._max:
+                _, dropped = self._trees.popitem(last=False)
+                self._size -= len(dropped)
 
     def clear(self) -> None:
         with self._lock:
             self._trees.clear()
+            self._size = 0
 
 
 _TREES = _Trees()
@@ -173,8 +182,7 @@ def _entries(store: ObjectSource, sha: bytes | None) -> Entries | None:
     entries = tuple(
         (e.path.decode("utf-8", "replace"), e.mode, e.sha) for e in sorted(tree.iteritems())
     )
-    if len(entries) <= MAX_DOC_FILES:  # a huge directory is read again rather than kept
-        _TREES.put(sha, entries)
+    _TREES.put(sha, entries)
     return entries
 
 
