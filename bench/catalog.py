@@ -210,7 +210,11 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
         tree._TEXTS.clear()
     if hasattr(tree, "_TREES"):  # and the tree cache
         tree._TREES.clear()
-    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    # Archives built in this process, as a quiet machine does for 40 small ones: on a
+    # busy one the first build is slow, so the builder would start worker processes
+    # in some runs and not others (gitreg/modules/builds.py), with or without docs.
+    settings = load_settings({"data_dir": data, "archive_workers": 1}, environ={})
+    svc = build_services(settings)
     record = svc.index.add_repo(str(source), "")
     svc.index.add_module(record.id, "acme", "bench", "aws", "", "")
     publisher = (
