@@ -50,6 +50,7 @@ INVALID = [
     'output "o" { value = [1, 2 }\n',
     "\x00\x01",
     "x = 0x1\n",
+    'variable "x" {\n  default = ' + "[" * 3000 + "]" * 3000 + "\n}\n",  # RecursionError
 ]
 
 
