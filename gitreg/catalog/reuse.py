@@ -64,11 +64,6 @@ class Documents:
         self._put(key, text)
         return text.replace(_COMMIT, commit)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._texts.clear()
-            self._size = 0
-
     def _put(self, key: Key, text: str) -> None:
         if len(text) > self._max // 8:
             return
