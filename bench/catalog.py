@@ -10,18 +10,25 @@
 2. Publish: a module repository with a 6 kB README, 12 `.tf` files (60 inputs, 20
    outputs), 2 submodules, 2 examples and 300 other files, `--tags` tags. The whole
    `sync_repo` is timed with and without documentation (fresh data dir each run,
-   median of `--runs`), and the extraction alone per version.
+   median of `--runs`), wall and CPU (this process and archive workers). With
+   `--baseline DIR` (a checkout of the code before a change) both codes are
+   measured in processes of their own, taking turns: the "before" and "after" rows.
 
     python bench/catalog.py [--modules 10000] [--queries 2000] [--tags 40] [--runs 3]
     python bench/catalog.py --search-only --postgres start   # issue 13's search target
+    python bench/catalog.py --publish-only --baseline ../main [--runs 5] [--rounds 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import re
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -260,6 +267,11 @@ def module_repo(root: Path, tags: int) -> Path:
     return repo.path
 
 
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, float]:
     """(wall, CPU) seconds of one `sync_repo` of every tag into a fresh data dir."""
     from gitreg.catalog import hcl, readme, tree
@@ -273,7 +285,13 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
         readme._render_cached.cache_clear()
     if hasattr(tree, "_TEXTS"):  # the blob cache, likewise
         tree._TEXTS.clear()
-    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    if hasattr(tree, "_TREES"):  # and the tree cache
+        tree._TREES.clear()
+    # Archives built in this process, as a quiet machine does for 40 small ones: on a
+    # busy one the first build is slow, so the builder would start worker processes
+    # in some runs and not others (gitreg/modules/builds.py), with or without docs.
+    settings = load_settings({"data_dir": data, "archive_workers": 1}, environ={})
+    svc = build_services(settings)
     record = svc.index.add_repo(str(source), "")
     svc.index.add_module(record.id, "acme", "bench", "aws", "", "")
     publisher = (
@@ -281,14 +299,17 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
         if with_docs
         else Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
     )
-    start, start_cpu = time.perf_counter(), time.process_time()
+    start, start_cpu = time.perf_counter(), time.process_time() + _children_cpu()
     publisher.sync_repo(svc.index.repo(record.id))
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    elapsed = time.perf_counter() - start
+    # Archive worker processes included, when the builder starts them (builds.py).
+    cpu = time.process_time() + _children_cpu() - start_cpu
     svc.close()
     return elapsed, cpu
 
 
-def publish_bench(args: argparse.Namespace) -> list[list[object]]:
+def publish_results(args: argparse.Namespace) -> dict[bool, list[tuple[float, float]]]:
+    """(wall, CPU) of each run, without docs (False) and with (True)."""
     with tempfile.TemporaryDirectory(prefix="gitreg-bench-") as tmp:
         root = Path(tmp)
         b.progress(f"making a module repository with {args.tags} tags")
@@ -302,12 +323,39 @@ def publish_bench(args: argparse.Namespace) -> list[list[object]]:
                 b.wait_quiet()
                 data = root / f"data-{run}-{with_docs}"
                 results[with_docs].append(publish_once(source, data, with_docs))
-        row: list[object] = [args.tags]
-        for part in (0, 1):  # wall, then CPU: a shared machine disturbs CPU time least
-            without = b.median([r[part] for r in results[False]])
-            with_ = b.median([r[part] for r in results[True]])
-            row += [f"{without:.3f}", f"{with_:.3f}", f"{(with_ / without - 1) * 100:+.1f}%"]
-        return [row]
+        return results
+
+
+def publish_row(
+    label: str, tags: int, results: dict[bool, list[tuple[float, float]]]
+) -> list[object]:
+    row: list[object] = [label, tags]
+    for part in (0, 1):  # wall, then CPU: a shared machine disturbs CPU time least
+        without = b.median([r[part] for r in results[False]])
+        with_ = b.median([r[part] for r in results[True]])
+        row += [f"{without:.3f}", f"{with_:.3f}", f"{(with_ / without - 1) * 100:+.1f}%"]
+    return row
+
+
+def publish_bench(args: argparse.Namespace) -> list[list[object]]:
+    """With `--baseline DIR`, the same measurement of the gitreg in DIR (another
+    checkout: the code before a change) and of this one, each in processes of
+    their own, taking turns `--rounds` times so both see the same machine."""
+    if not args.baseline:
+        return [publish_row("this", args.tags, publish_results(args))]
+    pooled: dict[str, dict[bool, list[tuple[float, float]]]] = {}
+    for _ in range(args.rounds):
+        for label, code in (("before", args.baseline), ("after", str(b.ROOT))):
+            b.progress(f"{args.runs} runs of the {label} code ({code})")
+            command = [b.PYTHON, __file__, "--publish-only", "--json"]
+            command += ["--tags", str(args.tags), "--runs", str(args.runs)]
+            env = {**os.environ, "PYTHONPATH": code}
+            out = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+            found = json.loads(out.stdout.splitlines()[-1])
+            into = pooled.setdefault(label, {False: [], True: []})
+            for key, runs in ((False, found["without"]), (True, found["with"])):
+                into[key] += [(float(w), float(c)) for w, c in runs]
+    return [publish_row(label, args.tags, results) for label, results in pooled.items()]
 
 
 def search_table(args: argparse.Namespace) -> str:
@@ -339,14 +387,23 @@ def main() -> int:
         help="an empty PostgreSQL database's URL, or 'start' for a server of its own",
     )
     parser.add_argument("--search-only", action="store_true", help="skip the publish part")
+    parser.add_argument("--publish-only", action="store_true", help="no search half")
+    parser.add_argument("--baseline", default="", help="a checkout to compare the publish with")
+    parser.add_argument("--rounds", type=int, default=2, help="turns each, with --baseline")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # for --baseline
     args = parser.parse_args()
-    print(b.machine_line())
-    print(search_table(args))
-    if args.search_only:
+    if args.json:
+        found = publish_results(args)
+        print(json.dumps({"without": found[False], "with": found[True]}))
         return 0
-    print()
-    headers = ["tags", "without docs s", "with docs s", "adds", "cpu without s", "cpu with s"]
-    headers.append("cpu adds")
+    print(b.machine_line())
+    if not args.publish_only:
+        print(search_table(args))
+        if args.search_only:
+            return 0
+        print()
+    headers = ["code", "tags", "without docs s", "with docs s", "adds", "cpu without s"]
+    headers += ["cpu with s", "cpu adds"]
     print(b.table(headers, publish_bench(args)))
     return 0
 
