@@ -41,6 +41,7 @@ from gitreg.mirror.bodies import (
     parse_archive_filename,
     sorted_versions,
 )
+from gitreg.mirror.fill import PackageFill
 from gitreg.mirror.hosted import HostedPackage, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.singleflight import SingleFlight
@@ -86,7 +87,8 @@ class MirrorService:
         self.cache = cache
         self.upstream = upstream
         self.hosted = hosted
-        self.flight = SingleFlight()
+        self.flight = SingleFlight()  # version lists
+        self._fills: dict[tuple[str, str, str], PackageFill] = {}  # packages in flight
         self._fresh: dict[str, float] = {}  # provider key -> monotonic time it was good
         # (provider, version, platform) -> (monotonic time to retry after, the error)
         self._failed: dict[tuple[str, str, str], tuple[float, GitregError]] = {}
@@ -253,6 +255,12 @@ class MirrorService:
     # -- archives -----------------------------------------------------------------------
 
     async def archive_sha256(self, address: ProviderAddress, filename: str) -> str:
+        found = await self.archive(address, filename)
+        return found if isinstance(found, str) else (await found.result()).sha256
+
+    async def archive(self, address: ProviderAddress, filename: str) -> str | PackageFill:
+        """The zip's sha256 when it is here; on a cold miss, its fill in progress,
+        which the caller may stream from as it arrives (gitreg/mirror/fill.py)."""
         version, platform = parse_archive_filename(address.type, filename)
         _check_version(address, version)
         if self.is_local(address):
@@ -274,7 +282,8 @@ class MirrorService:
         listed = next((v for v in index.versions if v.version == version), None)
         if listed is None or (listed.platforms and platform not in listed.platforms):
             raise NotFound(f"no such file {filename[:120]!r}")
-        return (await self.ensure_package(address, version, platform)).sha256
+        begun = await self._begin(address, version, platform, None)
+        return begun.sha256 if isinstance(begun, MirrorPackage) else begun
 
     # -- one package --------------------------------------------------------------------
 
@@ -285,21 +294,41 @@ class MirrorService:
         platform: str,
         progress: Progress | None = None,
     ) -> MirrorPackage:
+        begun = await self._begin(address, version, platform, progress)
+        return begun if isinstance(begun, MirrorPackage) else await begun.result()
+
+    async def _begin(
+        self, address: ProviderAddress, version: str, platform: str, progress: Progress | None
+    ) -> MirrorPackage | PackageFill:
+        """The stored package, or the one fill of it in flight (started if none is:
+        single-flight, M2). The fill runs on its own: a caller that goes away does
+        not cancel it for the others."""
         stored = await anyio.to_thread.run_sync(self.store.package, address.key, version, platform)
         if stored is not None:
             metrics.mirror_hit("package")
             return stored
         metrics.mirror_miss("package")
         key = (address.key, version, platform)
+        fill = self._fills.get(key)
+        if fill is not None and fill.running():
+            return fill
         failed = self._failed.get(key)
         if failed and time.monotonic() < failed[0]:
             raise failed[1]
         if len(self._failed) > MAX_FAILURES:
             self._failed.clear()
+        fill = self._fills[key] = PackageFill(progress)
+        fill.start(self._fill_mapped(key, address, fill)).add_done_callback(
+            lambda _: self._fills.pop(key) if self._fills.get(key) is fill else None
+        )
+        return fill
+
+    async def _fill_mapped(
+        self, key: tuple[str, str, str], address: ProviderAddress, fill: PackageFill
+    ) -> MirrorPackage:
+        """`_fill_package`, with its failure remembered for a while."""
         try:
-            return await self.flight.run(
-                ("package", *key), lambda: self._fill_package(address, version, platform, progress)
-            )
+            return await self._fill_package(address, key[1], key[2], fill)
         except UpstreamNotFound as exc:
             # A platform the upstream does not have stays absent for a while.
             error: GitregError = NotFound(str(exc))
@@ -311,7 +340,7 @@ class MirrorService:
             raise
 
     async def _fill_package(
-        self, address: ProviderAddress, version: str, platform: str, progress: Progress | None
+        self, address: ProviderAddress, version: str, platform: str, fill: PackageFill
     ) -> MirrorPackage:
         what = f"{address} {version} {platform}"
         info = await self.upstream.download(address, version, platform)
@@ -319,7 +348,7 @@ class MirrorService:
         # downloads: nothing is stored (or served) before both passed.
         checks = asyncio.ensure_future(self._checksums(address, info, what))
         try:
-            key_id, package = await self._download_verified(address, info, checks, what, progress)
+            key_id, package = await self._download_verified(address, info, checks, what, fill)
         finally:
             checks.cancel()  # a no-op once it finished
         record = MirrorPackage(
@@ -358,7 +387,7 @@ class MirrorService:
         info: DownloadInfo,
         checks: asyncio.Future[tuple[str, str]],
         what: str,
-        progress: Progress | None,
+        fill: PackageFill,
     ) -> tuple[str, PackageInfo]:
         """The zip streamed straight into a blob writer's temp file (sha256 hashed on
         the way), checked there once `checks` (steps 1-2) passed (verify_zip: one more
@@ -383,15 +412,24 @@ class MirrorService:
 
         manager = self.blobs.writer(check)
         sink = manager.__enter__()  # creates an empty temp file: quick enough for the loop
+        fill.attach(sink.reader_fd())  # readers stream from it as it fills
         fetch = asyncio.ensure_future(
             self.upstream.fetch_to(
-                info.download_url, f"package {what}", self.options.max_package_bytes, sink, progress
+                info.download_url,
+                f"package {what}",
+                self.options.max_package_bytes,
+                sink,
+                fill.moved,
             )
         )
 
         def abandon(done: asyncio.Future[tuple[str, str]]) -> None:
-            if not done.cancelled() and done.exception() is not None:
+            if done.cancelled():
+                return
+            if done.exception() is not None:
                 fetch.cancel()  # the signature or SHA256SUMS failed: the zip is useless
+            else:
+                fill.checked(done.result()[1])  # readers may start (fill.py)
 
         checks.add_done_callback(abandon)
         try:

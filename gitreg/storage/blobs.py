@@ -140,6 +140,12 @@ class BlobWriter:
     def digest(self) -> StoredBlob:
         return StoredBlob(self._hash.hexdigest(), self._size)
 
+    def reader_fd(self) -> int:
+        """A new descriptor of the temp file, for reading what was written so far
+        (with pread) while writing goes on; the caller closes it. It stays valid
+        after the writer ends: the mirror streams a cold miss from it (issue 16)."""
+        return os.dup(self._file.fileno())
+
 
 class LocalScratch:
     """Scratch space on this machine, under `_tmp`: every blob store has it,
