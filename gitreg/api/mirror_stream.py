@@ -44,7 +44,7 @@ async def fill_response(request: Request, fill: PackageFill, private: bool) -> R
     return StreamingResponse(_pieces(fill, fd), media_type="application/zip", headers=headers)
 
 
-async def _pieces(fill: PackageFill, fd: int) -> AsyncIterator[bytes]:
+async def _pieces(fill: PackageFill, fd: int) -> AsyncIterator[memoryview]:
     file = PageCacheFile(fd)
     offset = 0
     try:
@@ -61,7 +61,7 @@ async def _pieces(fill: PackageFill, fd: int) -> AsyncIterator[bytes]:
                 if not piece:
                     raise OSError(f"the temp file of a fill ended at {offset} of {end} bytes")
                 offset += len(piece)
-                yield piece
+                yield memoryview(piece)  # a bytearray: Starlette sends bytes and memoryviews
     finally:
         # A client that went away cancels this: closing its descriptor is all it
         # owns; the fill goes on for the others.
