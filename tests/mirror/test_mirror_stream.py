@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.client
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -200,3 +201,19 @@ def test_a_reader_that_stalls_holds_pieces_not_the_zip(
         assert answer.read() == data
     # Measured 6-12 MiB (first-use buffers, thread arenas), for 40 MB and 80 MB alike.
     assert grown * 1024 < len(data) / 2, f"peak RSS grew {grown} KiB for a {len(data)} byte zip"
+
+
+def test_a_bad_signature_is_a_json_error_before_any_byte(
+    world: World, upstream: FakeUpstream
+) -> None:
+    """The status line waits for SHA256SUMS and its signature: their failure is an
+    ordinary error answer, not a cut-off body."""
+    upstream.faults["1.0.4"] = "bad-signature"
+    before = stored_blobs(world.server)
+    connection, answer = open_get(world.server, zip_path("1.0.4"))
+    with contextlib.closing(connection):
+        assert answer.status == 502
+        assert answer.headers["content-type"] == "application/json"
+        assert "signature" in json.loads(answer.read())["errors"][0]
+    assert stored_blobs(world.server) == before
+    assert not temp_files(world.server)
