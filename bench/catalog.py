@@ -3,22 +3,32 @@
 1. Search: 10,000 modules' search rows (namespace, name, system, a description and a
    README's worth of words, input/output names) in a fresh SQLite index, then
    `CatalogIndex.search` timed over `--queries` queries (one-word names, two-word
-   phrases, prefixes, words matching thousands of rows): p50/p99/max. With
-   `--postgres URL` the same on PostgreSQL.
+   phrases, prefixes, words matching thousands of rows): p50/p99/max, each query
+   asked of the previous search ("before": SQLite's before migration 0016,
+   PostgreSQL's before 0022) and the current one in turn. With `--postgres URL`
+   (or `--postgres start`: a server of its own) the same on PostgreSQL.
 2. Publish: a module repository with a 6 kB README, 12 `.tf` files (60 inputs, 20
    outputs), 2 submodules, 2 examples and 300 other files, `--tags` tags. The whole
    `sync_repo` is timed with and without documentation (fresh data dir each run,
-   median of `--runs`), and the extraction alone per version.
+   median of `--runs`), wall and CPU (this process and archive workers). With
+   `--baseline DIR` (a checkout of the code before a change) both codes are
+   measured in processes of their own, taking turns: the "before" and "after" rows.
 
     python bench/catalog.py [--modules 10000] [--queries 2000] [--tags 40] [--runs 3]
+    python bench/catalog.py --search-only --postgres start   # issue 13's search target
+    python bench/catalog.py --publish-only --baseline ../main [--runs 5] [--rounds 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import re
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,11 +105,41 @@ def before_search(catalog: Any, query: str, limit: int) -> list[tuple[int, str]]
     return [(int(r[0]), str(r[1])) for r in rows]
 
 
-def time_search(
-    catalog: Any, queries: int, rng: random.Random, before: bool = False
-) -> dict[str, float]:
+def before_postgres_search(catalog: Any, query: str, limit: int) -> list[tuple[int, str]]:
+    """`CatalogStore.search` on PostgreSQL before migration 0022, for a baseline in
+    the same run: the exact-name query, then the same tiers over the wide
+    module_search (its generated head_terms and terms)."""
+    words = [w.lower() for w in re.findall(r"[^\W_]+", query)][:16]
+    every = " & ".join(w + ":*" for w in words)
+    some = " | ".join(w + ":*" for w in words)
+    exact = catalog._rows(
+        "SELECT module_id, namespace FROM module_search WHERE lower(name) = ? ORDER BY module_id",
+        (query.strip().lower(),),
+    )
+    rows = catalog._rows(
+        "SELECT module_id, namespace FROM module_search"
+        " WHERE head_terms @@ to_tsquery('simple', ?)"
+        " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+        (every, every, limit),
+    )
+    if len(rows) < limit:
+        rows += catalog._rows(
+            "SELECT module_id, namespace FROM module_search"
+            " WHERE terms @@ to_tsquery('simple', ?)"
+            " ORDER BY head_terms @@ to_tsquery('simple', ?) DESC,"
+            " ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
+            (every, every, some, limit),
+        )
+    found = [(int(r[0]), str(r[1])) for r in exact]
+    for row in rows:
+        if (int(row[0]), str(row[1])) not in found:
+            found.append((int(row[0]), str(row[1])))
+    return found[:limit]
+
+
+def queries_of(count: int, rng: random.Random) -> list[str]:
     asked = []
-    for i in range(queries):
+    for i in range(count):
         kind = i % 4
         if kind == 0:
             asked.append(rng.choice(WORDS))  # matches thousands: ranking cost dominates
@@ -109,44 +149,88 @@ def time_search(
             asked.append(rng.choice(WORDS)[:3])  # prefix
         else:
             asked.append(f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{rng.randrange(10000)}")
-    times, cpu = [], []
-    search = (lambda q, n: before_search(catalog, q, n)) if before else catalog.search
-    for query in asked:
-        start, start_cpu = time.perf_counter(), time.thread_time()
-        search(query, SEARCH_CANDIDATES)
-        times.append((time.perf_counter() - start) * 1000)
-        # CPU time of this thread: what a shared machine disturbs least.
-        cpu.append((time.thread_time() - start_cpu) * 1000)
-    times.sort()
-    cpu.sort()
-    return {
-        "p50": statistics.median(times),
-        "p99": times[int(len(times) * 0.99) - 1],
-        "max": times[-1],
-        "cpu p50": statistics.median(cpu),
-        "cpu p99": cpu[int(len(cpu) * 0.99) - 1],
+    return asked
+
+
+def time_search(catalog: Any, asked: list[str], server_pid: int = 0) -> dict[str, Any]:
+    """Each query asked of the previous search ("before") and of the current one
+    ("after") in turn, so that both see the same moments of a shared machine."""
+    old = before_search if catalog._dialect == "sqlite" else before_postgres_search
+    # "hidden": as an anonymous reader with 5 of the 50 namespaces private asks
+    # (left out inside the query, before the 1,000 candidates).
+    hidden = frozenset(f"team{n}" for n in range(5))
+    searches = {
+        "before": lambda q, n: old(catalog, q, n),
+        "after": catalog.search,
+        "after, 5 of 50 namespaces hidden": lambda q, n: catalog.search(q, n, hidden),
     }
+    times: dict[str, list[float]] = {label: [] for label in searches}
+    cpu: dict[str, list[float]] = {label: [] for label in searches}
+    server = dict.fromkeys(searches, 0.0)  # PostgreSQL's CPU (all its processes), seconds
+    differ = 0
+    for query in asked:
+        # Compared at once, not kept: 2,000 answers of 1,000 tuples each would make
+        # the collector's full passes part of the timings.
+        answers = {}
+        for label, search in searches.items():
+            server_before = b.cpu_seconds(server_pid) if server_pid else 0.0
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            answers[label] = search(query, SEARCH_CANDIDATES)
+            times[label].append((time.perf_counter() - start) * 1000)
+            # CPU time of this thread: what a shared machine disturbs least (on
+            # PostgreSQL the work is in the server: there, wall time only).
+            cpu[label].append((time.thread_time() - start_cpu) * 1000)
+            if server_pid:  # 10 ms ticks: only the mean over all queries means anything
+                server[label] += b.cpu_seconds(server_pid) - server_before
+        differ += answers["before"] != answers["after"]
+    results: dict[str, Any] = {}
+    for label in searches:
+        wall, used = sorted(times[label]), sorted(cpu[label])
+        results[label] = {
+            "p50": statistics.median(wall),
+            "p99": wall[int(len(wall) * 0.99) - 1],
+            "max": wall[-1],
+            "cpu p50": statistics.median(used),
+            "cpu p99": used[int(len(used) * 0.99) - 1],
+            "server cpu": server[label] * 1000 / len(asked),
+        }
+    results["differ"] = differ
+    return results
 
 
-def search_bench(args: argparse.Namespace) -> list[list[object]]:
+def settle_postgres(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
+def search_bench(
+    args: argparse.Namespace, postgres_url: str, server_pid: int = 0
+) -> list[list[object]]:
     from gitreg.storage.catalog import CatalogStore
     from gitreg.storage.index import open_index
 
     rows: list[list[object]] = []
-    targets = [("sqlite", "")] + ([("postgresql", args.postgres)] if args.postgres else [])
+    targets = [("sqlite", "")] + ([("postgresql", postgres_url)] if postgres_url else [])
     for engine, url in targets:
         with tempfile.TemporaryDirectory(prefix="gitreg-bench-") as tmp:
             index = open_index(url, Path(tmp) / "index.sqlite3")
             catalog = CatalogStore(index)
             b.progress(f"filling {args.modules} search rows ({engine})")
             fill_search(catalog, index, args.modules, random.Random(1))
-            variants = [("before", True), ("after", False)] if engine == "sqlite" else []
-            for label, before in variants or [("after", False)]:
-                b.progress(f"timing {args.queries} searches ({engine}, {label})")
-                result = time_search(catalog, args.queries, random.Random(2), before)
+            if url:  # as autovacuum does on a running server: GIN pending lists, statistics
+                settle_postgres(url)
+            b.progress(f"timing {args.queries} searches ({engine}, before and after in turn)")
+            asked = queries_of(args.queries, random.Random(2))
+            result = time_search(catalog, asked, server_pid if url else 0)
+            b.progress(f"{engine}: {result['differ']} answers differ between before and after")
+            for label in ("before", "after", "after, 5 of 50 namespaces hidden"):
                 rows.append(
                     [f"{engine} {label}", args.modules, args.queries]
-                    + [f"{result[k]:.2f}" for k in ("p50", "p99", "max", "cpu p50", "cpu p99")]
+                    + [f"{result[label][k]:.2f}" for k in ("p50", "p99", "max")]
+                    + [f"{result[label][k]:.2f}" for k in ("cpu p50", "cpu p99")]
+                    + [f"{result[label]['server cpu']:.2f}" if url and server_pid else "-"]
                 )
             index.close()
     return rows
@@ -183,6 +267,11 @@ def module_repo(root: Path, tags: int) -> Path:
     return repo.path
 
 
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, float]:
     """(wall, CPU) seconds of one `sync_repo` of every tag into a fresh data dir."""
     from gitreg.catalog import hcl, readme, tree
@@ -196,7 +285,13 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
         readme._render_cached.cache_clear()
     if hasattr(tree, "_TEXTS"):  # the blob cache, likewise
         tree._TEXTS.clear()
-    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    if hasattr(tree, "_TREES"):  # and the tree cache
+        tree._TREES.clear()
+    # Archives built in this process, as a quiet machine does for 40 small ones: on a
+    # busy one the first build is slow, so the builder would start worker processes
+    # in some runs and not others (gitreg/modules/builds.py), with or without docs.
+    settings = load_settings({"data_dir": data, "archive_workers": 1}, environ={})
+    svc = build_services(settings)
     record = svc.index.add_repo(str(source), "")
     svc.index.add_module(record.id, "acme", "bench", "aws", "", "")
     publisher = (
@@ -204,14 +299,17 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
         if with_docs
         else Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
     )
-    start, start_cpu = time.perf_counter(), time.process_time()
+    start, start_cpu = time.perf_counter(), time.process_time() + _children_cpu()
     publisher.sync_repo(svc.index.repo(record.id))
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    elapsed = time.perf_counter() - start
+    # Archive worker processes included, when the builder starts them (builds.py).
+    cpu = time.process_time() + _children_cpu() - start_cpu
     svc.close()
     return elapsed, cpu
 
 
-def publish_bench(args: argparse.Namespace) -> list[list[object]]:
+def publish_results(args: argparse.Namespace) -> dict[bool, list[tuple[float, float]]]:
+    """(wall, CPU) of each run, without docs (False) and with (True)."""
     with tempfile.TemporaryDirectory(prefix="gitreg-bench-") as tmp:
         root = Path(tmp)
         b.progress(f"making a module repository with {args.tags} tags")
@@ -225,12 +323,56 @@ def publish_bench(args: argparse.Namespace) -> list[list[object]]:
                 b.wait_quiet()
                 data = root / f"data-{run}-{with_docs}"
                 results[with_docs].append(publish_once(source, data, with_docs))
-        row: list[object] = [args.tags]
-        for part in (0, 1):  # wall, then CPU: a shared machine disturbs CPU time least
-            without = b.median([r[part] for r in results[False]])
-            with_ = b.median([r[part] for r in results[True]])
-            row += [f"{without:.3f}", f"{with_:.3f}", f"{(with_ / without - 1) * 100:+.1f}%"]
-        return [row]
+        return results
+
+
+def publish_row(
+    label: str, tags: int, results: dict[bool, list[tuple[float, float]]]
+) -> list[object]:
+    row: list[object] = [label, tags]
+    for part in (0, 1):  # wall, then CPU: a shared machine disturbs CPU time least
+        without = b.median([r[part] for r in results[False]])
+        with_ = b.median([r[part] for r in results[True]])
+        row += [f"{without:.3f}", f"{with_:.3f}", f"{(with_ / without - 1) * 100:+.1f}%"]
+    return row
+
+
+def publish_bench(args: argparse.Namespace) -> list[list[object]]:
+    """With `--baseline DIR`, the same measurement of the gitreg in DIR (another
+    checkout: the code before a change) and of this one, each in processes of
+    their own, taking turns `--rounds` times so both see the same machine."""
+    if not args.baseline:
+        return [publish_row("this", args.tags, publish_results(args))]
+    pooled: dict[str, dict[bool, list[tuple[float, float]]]] = {}
+    for _ in range(args.rounds):
+        for label, code in (("before", args.baseline), ("after", str(b.ROOT))):
+            b.progress(f"{args.runs} runs of the {label} code ({code})")
+            command = [b.PYTHON, __file__, "--publish-only", "--json"]
+            command += ["--tags", str(args.tags), "--runs", str(args.runs)]
+            env = {**os.environ, "PYTHONPATH": code}
+            out = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+            found = json.loads(out.stdout.splitlines()[-1])
+            into = pooled.setdefault(label, {False: [], True: []})
+            for key, runs in ((False, found["without"]), (True, found["with"])):
+                into[key] += [(float(w), float(c)) for w, c in runs]
+    return [publish_row(label, args.tags, results) for label, results in pooled.items()]
+
+
+def search_table(args: argparse.Namespace) -> str:
+    headers = ["index", "modules", "queries", "p50 ms", "p99 ms", "max ms", "cpu p50", "cpu p99"]
+    headers.append("server cpu ms/q")
+    if args.postgres != "start":
+        return b.table(headers, search_bench(args, args.postgres))
+    # A server of its own (Debian's package, started and removed as the tests do).
+    from tests.support.postgres import start_postgres
+
+    server = start_postgres()
+    try:
+        assert server.process is not None
+        url, pid = server.create_database().url, server.process.pid
+        return b.table(headers, search_bench(args, url, pid))
+    finally:
+        server.close()
 
 
 def main() -> int:
@@ -239,18 +381,29 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=2_000)
     parser.add_argument("--tags", type=int, default=40)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--postgres", default="", help="an empty PostgreSQL database's URL")
-    args = parser.parse_args()
-    print(b.machine_line())
-    print(
-        b.table(
-            ["index", "modules", "queries", "p50 ms", "p99 ms", "max ms", "cpu p50", "cpu p99"],
-            search_bench(args),
-        )
+    parser.add_argument(
+        "--postgres",
+        default="",
+        help="an empty PostgreSQL database's URL, or 'start' for a server of its own",
     )
-    print()
-    headers = ["tags", "without docs s", "with docs s", "adds", "cpu without s", "cpu with s"]
-    headers.append("cpu adds")
+    parser.add_argument("--search-only", action="store_true", help="skip the publish part")
+    parser.add_argument("--publish-only", action="store_true", help="no search half")
+    parser.add_argument("--baseline", default="", help="a checkout to compare the publish with")
+    parser.add_argument("--rounds", type=int, default=2, help="turns each, with --baseline")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # for --baseline
+    args = parser.parse_args()
+    if args.json:
+        found = publish_results(args)
+        print(json.dumps({"without": found[False], "with": found[True]}))
+        return 0
+    print(b.machine_line())
+    if not args.publish_only:
+        print(search_table(args))
+        if args.search_only:
+            return 0
+        print()
+    headers = ["code", "tags", "without docs s", "with docs s", "adds", "cpu without s"]
+    headers += ["cpu with s", "cpu adds"]
     print(b.table(headers, publish_bench(args)))
     return 0
 

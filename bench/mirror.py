@@ -9,7 +9,16 @@ with curl as the only client, each round measures for each size:
           seen (download metadata, SHA256SUMS + signature, the zip, verification,
           storing, then serving it);
 - warm:   the same mirror URL again (served from the blob store);
-- hosted: a hosted archive of the same size, `/archives/<sha256>.tar.gz`.
+- hosted: a hosted archive of the same size, `/archives/<sha256>.tar.gz`;
+- direct, registry order / cold, Terraform order: what `terraform init` does for
+  one package against the origin (discovery, versions, download metadata,
+  SHA256SUMS, its signature, the zip) and through the mirror (index.json, then a
+  cold VERSION.json, which must fetch and verify the whole zip for its `h1:`
+  hash before it can answer, then the zip, warm by then): the metadata round
+  trips and the fill that VERSION.json forces before the zip is asked for.
+
+gitreg's CPU (server process, all threads) is read from /proc around each gitreg
+cell: CPU s per GB is steadier than wall time on a shared machine.
 
 Every version of a size is the same zip bytes under another version number, so each
 round's cold miss is a real miss that costs the same. SHA256SUMS and its signature are
@@ -30,6 +39,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import benchlib as b
 
@@ -48,6 +58,13 @@ def curl(url: str, ca: Path) -> float:
     )
     b.require(out.returncode == 0, f"{url}: {out.stderr.decode().strip()}")
     return float(out.stdout)
+
+
+def timed(server: b.Server | None, urls: list[str], ca: Path) -> tuple[float, float]:
+    """(seconds, server CPU seconds) of GETs of `urls` one after another."""
+    cpu = b.cpu_seconds(server.pid) if server else 0.0
+    seconds = sum(curl(url, ca) for url in urls)
+    return seconds, (b.cpu_seconds(server.pid) - cpu if server else 0.0)
 
 
 def run(args: argparse.Namespace, ws: Path) -> str:
@@ -83,10 +100,10 @@ def run(args: argparse.Namespace, ws: Path) -> str:
         hosted[mb] = store.put_bytes(rng.randbytes(len(zips[mb]))).sha256
         fake.providers[("hashicorp", f"big{mb}")] = {
             f"1.0.{i}": FakeRelease(f"1.0.{i}", {"linux_amd64": zips[mb]})
-            for i in range(args.rounds + 1)
+            for i in range(2 * (args.rounds + 1))  # a cold zip and a cold VERSION.json each round
         }
     tls = b.make_tls(ws / "tls")
-    times: dict[tuple[int, str], list[float]] = {}
+    times: dict[tuple[int, str], list[tuple[float, float]]] = {}
     with serve_tls(fake, ws / "upstream-tls") as served, b.servers() as started:
         env = {
             "GITREG_UPSTREAM": f"registry.terraform.io={served.url}",
@@ -108,24 +125,60 @@ def run(args: argparse.Namespace, ws: Path) -> str:
                 fake._signature(f"big{mb}", release)
         for i in range(args.rounds + 1):  # round 0 warms up and is not counted
             for mb in args.sizes:
-                version = f"1.0.{i}"
-                name = f"terraform-provider-big{mb}_{version}_linux_amd64.zip"
-                direct = f"{served.url}/files/hashicorp/big{mb}/{version}/{name}"
-                path = f"/mirror/registry.terraform.io/hashicorp/big{mb}/{name}"
-                took = {"direct": curl(direct, served.ca_pem)}
-                if before is not None:
-                    took["cold before"] = curl(before.url(path), tls.ca)
-                    took["warm before"] = curl(before.url(path), tls.ca)
-                took["cold"] = curl(gitreg.url(path), tls.ca)
-                took["warm"] = curl(gitreg.url(path), tls.ca)
-                took["hosted"] = curl(gitreg.url(f"/archives/{hosted[mb]}.tar.gz"), tls.ca)
+                took = measure_round(args, i, mb, served, gitreg, before, hosted[mb], tls.ca)
                 b.progress(
-                    f"round {i} {mb} MB: " + ", ".join(f"{k} {v:.3f}s" for k, v in took.items())
+                    f"round {i} {mb} MB: " + ", ".join(f"{k} {v[0]:.3f}s" for k, v in took.items())
                 )
                 if i:
                     for kind, seconds in took.items():
                         times.setdefault((mb, kind), []).append(seconds)
     return _render(args, zips, times) + "\n\n" + local_passes(args, ws, zips)
+
+
+def measure_round(
+    args: argparse.Namespace,
+    i: int,
+    mb: int,
+    served: Any,
+    gitreg: b.Server,
+    before: b.Server | None,
+    hosted: str,
+    ca: Path,
+) -> dict[str, tuple[float, float]]:
+    """One round's cells for one size: (seconds, gitreg CPU seconds) by kind."""
+    version, later = f"1.0.{i}", f"1.0.{args.rounds + 1 + i}"
+    name = f"terraform-provider-big{mb}_{version}_linux_amd64.zip"
+    files = f"{served.url}/files/hashicorp/big{mb}"
+    base = f"/mirror/registry.terraform.io/hashicorp/big{mb}"
+    registry = f"{served.url}/v1/providers/hashicorp/big{mb}"
+    direct_order = [
+        f"{served.url}/.well-known/terraform.json",
+        f"{registry}/versions",
+        f"{registry}/{later}/download/linux/amd64",
+        f"{files}/{later}/SHA256SUMS",
+        f"{files}/{later}/SHA256SUMS.sig",
+        f"{files}/{later}/terraform-provider-big{mb}_{later}_linux_amd64.zip",
+    ]
+    mirror_order = [
+        f"{base}/index.json",
+        f"{base}/{later}.json",
+        f"{base}/terraform-provider-big{mb}_{later}_linux_amd64.zip",
+    ]
+    took = {"direct": timed(None, [f"{files}/{version}/{name}"], served.ca_pem)}
+    for label, server in (("before", before), ("", gitreg)):
+        if server is None:
+            continue
+        suffix = f" {label}" if label else ""
+        took["cold" + suffix] = timed(server, [server.url(f"{base}/{name}")], ca)
+        took["warm" + suffix] = timed(server, [server.url(f"{base}/{name}")], ca)
+    took["hosted"] = timed(gitreg, [gitreg.url(f"/archives/{hosted}.tar.gz")], ca)
+    took["direct, registry order"] = timed(None, direct_order, served.ca_pem)
+    for label, server in (("before", before), ("", gitreg)):
+        if server is not None:
+            suffix = f" {label}" if label else ""
+            urls = [server.url(path) for path in mirror_order]
+            took["cold, Terraform order" + suffix] = timed(server, urls, ca)
+    return took
 
 
 def local_passes(args: argparse.Namespace, ws: Path, zips: dict[int, bytes]) -> str:
@@ -174,25 +227,30 @@ def local_passes(args: argparse.Namespace, ws: Path, zips: dict[int, bytes]) -> 
 
 
 def _render(
-    args: argparse.Namespace, zips: dict[int, bytes], times: dict[tuple[int, str], list[float]]
+    args: argparse.Namespace,
+    zips: dict[int, bytes],
+    times: dict[tuple[int, str], list[tuple[float, float]]],
 ) -> str:
     rows = []
     for mb in args.sizes:
         size = len(zips[mb])
         kinds = [kind for (size_mb, kind) in times if size_mb == mb]
-        medians = {kind: b.median(times[(mb, kind)]) for kind in kinds}
+        medians = {kind: b.median([t for t, _ in times[(mb, kind)]]) for kind in kinds}
         for kind in kinds:
+            cpu = b.median([c for _, c in times[(mb, kind)]])
+            against = "direct, registry order" if "order" in kind else "direct"
             rows.append(
                 [
                     f"{size / 1e6:.0f} MB",
                     kind,
                     f"{medians[kind]:.3f}",
                     f"{size / 1e6 / medians[kind]:,.0f}",
-                    f"{medians[kind] / medians['direct']:.2f}",
+                    f"{medians[kind] / medians[against]:.2f}",
                     f"{medians[kind] / medians['hosted']:.2f}",
+                    "-" if kind.startswith("direct") else f"{cpu / (size / 1e9):.2f}",
                 ]
             )
-    headers = ["zip", "fetch", "median s", "MB/s", "vs direct", "vs hosted"]
+    headers = ["zip", "fetch", "median s", "MB/s", "vs direct", "vs hosted", "gitreg CPU s/GB"]
     return "\n".join(
         [
             "## Mirror: cold miss and warm hit vs a direct fetch and a hosted archive",
@@ -201,7 +259,8 @@ def _render(
             "",
             f"curl, one GET per cell over TLS, new connection each; median of {args.rounds}"
             " interleaved rounds after one warm-up round. gitreg on CPU 1; the upstream"
-            " (uvicorn, in the bench process) and curl unpinned."
+            " (uvicorn, in the bench process) and curl unpinned. The two 'order' rows are"
+            " several GETs in sequence, compared with each other."
             + (
                 " The machine was shared (GITREG_BENCH_NO_WAIT=1): timings are noisy."
                 if os.environ.get("GITREG_BENCH_NO_WAIT")

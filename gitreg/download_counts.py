@@ -26,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from gitreg.errors import GitregError, NotAVersion
 from gitreg.storage.catalog_protocols import DownloadCountIndex
-from gitreg.storage.download_counts import DownloadRow
+from gitreg.storage.download_counts import DownloadRow, DownloadTotals
 from gitreg.storage.protocols import ModuleIndex, ProviderIndex
 from gitreg.versions import parse_tag_version
 
@@ -35,7 +35,11 @@ log = logging.getLogger("gitreg.downloads")
 # (kind, namespace, name, system or "", version, token id), all as sent in the path.
 Key = tuple[str, str, str, str, str, int]
 FLUSH_SECONDS = 5.0  # at most this much counting is lost when a process is killed
-MAX_PENDING = 50_000  # distinct keys before an early flush (build metadata makes many)
+# Distinct keys before an early flush. Each holds the path's strings (a few
+# hundred bytes): 2,000 keep a worker's counting under 1 MiB between flushes
+# (issue 16, target 2: 60 MiB with 10,000 modules downloaded), at a flush
+# (one transaction, a name lookup per module) per 2,000 distinct versions.
+MAX_PENDING = 2_000
 
 
 class DownloadCounter:
@@ -46,7 +50,7 @@ class DownloadCounter:
         self._index = index
         self._providers = providers
         self._pending: dict[Key, int] = {}
-        self._totals: dict[tuple[str, int], int] = {}
+        self._totals = DownloadTotals()
         self._full = asyncio.Event()
 
     def add(self, key: Key) -> None:
@@ -58,7 +62,7 @@ class DownloadCounter:
 
     def total(self, kind: str, object_id: int) -> int:
         """Downloads of a module or provider over all versions, as of the last flush."""
-        return self._totals.get((kind, object_id), 0)
+        return self._totals.get(kind, object_id)
 
     def take(self) -> dict[Key, int]:
         """The counts so far, leaving an empty dict (event loop thread only)."""

@@ -297,26 +297,85 @@ async def _read(client: httpx.AsyncClient, request: _Request) -> Answer:
             )
         chunks: list[bytes] = []
         received = 0
+        pipe = None if sink is None else _SinkPipe(sink, request.progress, declared)
         try:
-            async for chunk in response.aiter_bytes(CHUNK):
+            # Pieces as they come off the connection (no chunk size: httpx would hold
+            # them back until a whole chunk arrived), so a mirror reader streaming
+            # the file being written sees them at once (gitreg/mirror/fill.py).
+            async for chunk in response.aiter_bytes():
                 received += len(chunk)
                 if received > limit:
                     raise UpstreamError(
                         f"{what}: more than {limit} bytes; stopped", kind="too_large"
                     )
-                if sink is None:
+                if pipe is None:
                     chunks.append(chunk)
+                    if request.progress is not None:
+                        request.progress(received, declared)
                 else:
-                    await anyio.to_thread.run_sync(sink.write, chunk)
-                if request.progress is not None:
-                    request.progress(received, declared)
+                    await pipe.put(chunk)
+            if pipe is not None:
+                await pipe.drain()
         finally:
+            if pipe is not None:
+                await pipe.settle()
             metrics.upstream_bytes(received)
         if declared is not None and received != declared:
             raise UpstreamError(
                 f"{what}: truncated body from {host} ({received} of {declared} bytes)"
             )
         return Answer(response.status_code, response.headers, str(response.url), b"".join(chunks))
+
+
+class _SinkPipe:
+    """Writes a body to its sink on a worker thread, one batch in flight, while the
+    event loop goes on reading: the writing and hashing of a 100 MB zip stay off the
+    loop, pieces that arrive during a write are joined into the next batch, and at
+    most `CHUNK` bytes wait in memory (more waits for the write in flight)."""
+
+    def __init__(self, sink: Sink, progress: Progress | None, declared: int | None) -> None:
+        self._sink = sink
+        self._progress = progress
+        self._declared = declared
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._written = 0
+        self._writing: asyncio.Future[None] | None = None
+
+    async def put(self, chunk: bytes) -> None:
+        self._pending.append(chunk)
+        self._pending_bytes += len(chunk)
+        if self._writing is not None and (self._writing.done() or self._pending_bytes >= CHUNK):
+            await self._writing  # raises what a write raised (a full disk)
+            self._writing = None
+        if self._writing is None and self._pending:
+            self._writing = asyncio.ensure_future(self._write_pending())
+
+    async def drain(self) -> None:
+        """Every byte written (the writes finished)."""
+        if self._writing is not None:
+            await self._writing
+            self._writing = None
+
+    async def settle(self) -> None:
+        """No write in flight any more, however reading ended: the caller may then
+        close or remove the sink's file."""
+        if self._writing is not None:
+            await asyncio.wait([self._writing])  # waits without raising its outcome
+            if not self._writing.cancelled():
+                self._writing.exception()  # retrieved: reading's own error is the one raised
+
+    async def _write_pending(self) -> None:
+        """Write what waits, then what arrived meanwhile, until nothing waits: a
+        piece never sits unwritten while the upstream pauses."""
+        while self._pending:
+            pending = self._pending
+            batch = pending[0] if len(pending) == 1 else b"".join(pending)
+            self._pending, self._pending_bytes = [], 0
+            await anyio.to_thread.run_sync(self._sink.write, batch)
+            self._written += len(batch)
+            if self._progress is not None:
+                self._progress(self._written, self._declared)
 
 
 def parse_json(url: str, what: str, body: bytes, headers: httpx.Headers) -> dict[str, Any]:

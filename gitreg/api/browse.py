@@ -42,6 +42,7 @@ from gitreg.catalog.records import (
     provider_doc,
     provider_record,
 )
+from gitreg.catalog.search_cache import hidden_namespaces
 from gitreg.errors import BadRequest, NotFound
 from gitreg.numbers import plain_int
 from gitreg.services import Services, services
@@ -49,7 +50,7 @@ from gitreg.services import Services, services
 PREFIX = "/v1/modules"
 DEFAULT_LIMIT = 15  # the public registry's default page size
 MAX_LIMIT = 100
-SEARCH_CANDIDATES = 1_000  # best matches considered before visibility and paging
+SEARCH_CANDIDATES = 1_000  # best visible matches considered before paging
 
 
 async def _visible(request: Request) -> Callable[[str], bool]:
@@ -125,10 +126,12 @@ async def search(request: Request) -> Response:
     if len(query) > 200:
         raise BadRequest("q is longer than 200 characters")
     visible = await _visible(request)
+    listed = await _listed(svc)
+    hidden = hidden_namespaces((m.namespace for m in listed), visible)
     hits = await svc.searches.get(
-        query.lower(), lambda: svc.catalog.search(query, SEARCH_CANDIDATES)
+        (query.lower(), hidden), lambda: svc.catalog.search(query, SEARCH_CANDIDATES, hidden)
     )
-    by_id = {m.module_id: m for m in await _listed(svc)}
+    by_id = {m.module_id: m for m in listed}
     found = [by_id[i] for i, ns in hits if visible(ns) and i in by_id]
     return _page(request, svc, found)
 

@@ -40,14 +40,26 @@ def _services(scope: Scope) -> Services:
 
 def count_module_download(request: Request) -> None:
     """After a module version's download answer was made (not for a 302 from
-    the browse API's latest `/download`: Terraform follows it here). Names
-    are lower-cased when the counts are flushed, not here."""
+    the browse API's latest `/download`: Terraform follows it here).
+
+    Names are lower-cased and build metadata dropped here, as the answer
+    itself ignores both: otherwise `ACME/...` and `1.2.3+<random>` would each
+    be a key of their own, and an anonymous client could fill the counter
+    with keys of up to 256-byte versions (MAX_PENDING of them) between flushes."""
     scope = request.scope
     if not _counted(scope):
         return
     svc = _services(scope)
     p = scope["path_params"]
-    key = ("module", p["namespace"], p["name"], p["system"], p["version"], _token_id(scope, svc))
+    version = p["version"].partition("+")[0]
+    key = (
+        "module",
+        p["namespace"].lower(),
+        p["name"].lower(),
+        p["system"].lower(),
+        version,
+        _token_id(scope, svc),
+    )
     svc.downloads.add(key)
 
 
@@ -58,5 +70,6 @@ def count_provider_download(request: Request) -> None:
         return
     svc = _services(scope)
     p = scope["path_params"]
-    key = ("provider", p["namespace"], p["type"], "", p["version"], _token_id(scope, svc))
+    names = (p["namespace"].lower(), p["type"].lower())
+    key = ("provider", *names, "", p["version"], _token_id(scope, svc))
     svc.downloads.add(key)

@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from gitreg.addresses import ProviderAddress, provider_address
 from gitreg.api.blobs import blob_response
+from gitreg.api.mirror_stream import fill_response
 from gitreg.api.responses import json_response
 from gitreg.errors import NotFound
 from gitreg.mirror.downloads import version_json
@@ -78,8 +79,13 @@ async def mirror_file(request: Request) -> Response:
         # Signed URLs expire, so a signed body is never cached or given an old ETag.
         return json_response(body) if private else _json(request, body)
     if name.endswith(".zip"):
-        sha256 = await mirror.archive_sha256(address, name)
-        return await blob_response(request, sha256, "application/zip")
+        if request.method == "HEAD":  # the true Content-Length: only once it is here
+            sha256 = await mirror.archive_sha256(address, name)
+            return await blob_response(request, sha256, "application/zip")
+        found = await mirror.archive(address, name)
+        if isinstance(found, str):
+            return await blob_response(request, found, "application/zip")
+        return await fill_response(request, found, private)  # a cold miss, sent as it arrives
     raise NotFound(f"no such mirror file {name[:120]!r}")
 
 

@@ -107,9 +107,22 @@ def _add_readme(
 
 
 def _changelog(files: dict[str, bytes], origin: Origin, web: str) -> str:
+    section = changelog_text(files, origin.version)
+    return render(section, web, origin.commit, origin.subdir) if section else ""
+
+
+def is_changelog(path: str) -> bool:
+    """Whether `changelog_text` looks at this file (a top-level `changelog.tf`
+    too: it is read for the interface, and its name matches)."""
+    return "/" not in path and path.lower().startswith(("changelog", "changes"))
+
+
+def changelog_text(files: dict[str, bytes], version: str) -> str:
+    """The Markdown of `version`'s CHANGELOG section, or "": the one part of a
+    document that depends on the version (gitreg/catalog/reuse.py)."""
     for name in sorted(files):
-        if "/" not in name and name.lower().startswith(("changelog", "changes")):
-            section = changelog_section(files[name].decode("utf-8", "replace"), origin.version)
+        if is_changelog(name):
+            section = changelog_section(files[name].decode("utf-8", "replace"), version)
             if section:
-                return render(section, web, origin.commit, origin.subdir)
+                return section
     return ""

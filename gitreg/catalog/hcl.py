@@ -11,11 +11,13 @@ is still described, and publishing never waits on documentation.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported on first parse: python-hcl2 and lark cost a serving
     # worker 26 ms and 3.7 MiB, and only a publish needs them (issue 16, target 2)
     from hcl2.utils import SerializationOptions
+    from lark import Lark
 
 
 @functools.cache
@@ -64,13 +66,43 @@ def _parse_cached(text: str) -> dict[str, Any] | str:
     return _parse(text)
 
 
+@functools.cache
+def _parser() -> Lark:
+    """python-hcl2's own parser (`hcl2.parser.parser`: its grammar and post-lexer)
+    without `propagate_positions`. Positions only serve python-hcl2's
+    reconstructor (writing HCL back), never `serialize`; filling them in is a
+    third of lark's time (docs/performance.md "Extraction at publish"). Syntax
+    errors still carry their line and column: those come from the tokens."""
+    import hcl2.parser
+    from hcl2.postlexer import PostLexer
+    from lark import Lark
+
+    # Building the tables takes 1.4 s, so lark keeps them in a file, beside the
+    # one python-hcl2 keeps for its own parser: not in the shared temporary
+    # directory, where another user could leave a pickle for us to load.
+    tables = Path(hcl2.parser.__file__).parent / ".lark_cache_gitreg.bin"
+    return Lark.open(
+        "hcl2.lark",
+        rel_to=hcl2.parser.__file__,
+        parser="lalr",
+        propagate_positions=False,
+        postlex=PostLexer(),
+        cache=str(tables),
+    )
+
+
 def _parse(text: str) -> dict[str, Any] | str:
-    import hcl2
+    from hcl2.api import serialize, transform
     from lark.exceptions import LarkError
 
     try:
-        loaded = hcl2.loads(text, serialization_options=_options())
-    except (LarkError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        # As `hcl2.loads`, with the newline it adds (lark has no EOF token).
+        tree = transform(_parser().parse(text + "\n"))
+        loaded = serialize(tree, serialization_options=_options())
+    except (LarkError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
+        # RuntimeError: python-hcl2 raises it for text its grammar accepts but
+        # HCL does not ("Attribute x is already defined"), and RecursionError
+        # for nesting too deep; neither may stop a publish (issue 13).
         lines = str(exc).strip().splitlines()
         return lines[0][:200] if lines else type(exc).__name__
     return loaded if isinstance(loaded, dict) else {}

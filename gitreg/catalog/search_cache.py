@@ -6,12 +6,16 @@ every cached `versions` and `download` answer a rebuild. Here they live in a
 small LRU of their own, and an entry is valid only for the metadata cache's
 generation it was built in, so a publish (which invalidates that cache)
 makes every cached search stale at once. Used from the event loop only.
+
+An entry is one query as seen by one class of readers: the namespaces hidden
+from them are part of the key, because storage leaves those out before it
+picks the best 1,000 (`hidden_namespaces`).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 
 from starlette.concurrency import run_in_threadpool
 
@@ -25,12 +29,12 @@ class SearchCache:
     def __init__(self, cache: MetadataCache[object], size: int = MAX_SEARCHES) -> None:
         self._cache = cache  # only its generation: publishes invalidate it
         self._size = size
-        self._entries: OrderedDict[str, tuple[int, Hits]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[int, Hits]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    async def get(self, query: str, build: Callable[[], Hits]) -> Hits:
+    async def get(self, query: Hashable, build: Callable[[], Hits]) -> Hits:
         found = self._entries.get(query)
         if found is not None and found[0] == self._cache.generation:
             self._entries.move_to_end(query)
@@ -43,3 +47,11 @@ class SearchCache:
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
         return hits
+
+
+def hidden_namespaces(namespaces: Iterable[str], visible: Callable[[str], bool]) -> frozenset[str]:
+    """The namespaces (lowercase) among `namespaces` that a reader may not see:
+    what `CatalogIndex.search` leaves out. Private modules crowding the best
+    1,000 matches would otherwise push every public match off an anonymous
+    reader's results (and a filter after the limit shows that they exist)."""
+    return frozenset(ns.lower() for ns in set(namespaces) if not visible(ns))

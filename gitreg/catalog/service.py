@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, extract, search_text
-from gitreg.catalog.tree import read_doc_files
+from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, search_text
+from gitreg.catalog.reuse import Documents
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
 from gitreg.storage.catalog import SearchEntry
@@ -55,6 +55,8 @@ class Documenter:
         # Documents made with `search=False`, per publishing thread, stored
         # together by `update_search` (one transaction per sync).
         self._deferred = threading.local()
+        # Documents by content: later versions with the same files reuse them.
+        self._documents = Documents()
 
     def document(
         self,
@@ -83,14 +85,14 @@ class Documenter:
         version: Published,
         search: bool,
     ) -> bool:
-        doc = self.build(mirror, repo, module, version)
-        item = (module.id, version.version_key, DOCS_FORMAT, json.dumps(doc, sort_keys=True))
+        text = self.build_json(mirror, repo, module, version)
+        item = (module.id, version.version_key, DOCS_FORMAT, text)
         if not search:
             self._pending().append(item)
             return True
         stored = self._catalog.put_docs(*item)
         if self._is_latest(module, version.version_key):
-            self._put_search(module, doc)
+            self._put_search(module, json.loads(text))
         if stored:
             self._on_change()
         return stored
@@ -98,16 +100,22 @@ class Documenter:
     def build(
         self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
     ) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(self.build_json(mirror, repo, module, version))
+        return found
+
+    def build_json(
+        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
+    ) -> str:
+        """The version's document as stored (json.dumps with sort_keys)."""
         tree = version.tree_sha
         if module.subdir:
             found = self._git.subtree(mirror, tree, module.subdir)
             if found is None:
                 raise ValueError(f"subdirectory {module.subdir!r} is missing at this commit")
             tree = found
-        with self._git.objects(mirror) as store:
-            files, notes = read_doc_files(store, tree)
         origin = Origin(repo.url, version.commit_sha, module.subdir, version.version)
-        return extract(files, origin, notes)
+        with self._git.objects(mirror) as store:
+            return self._documents.document(store, tree, origin)
 
     def _put_search(self, module: ModuleRecord, doc: dict[str, Any]) -> None:
         entry = SearchEntry(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from dulwich.objects import Blob, ObjectID, Tree
 
@@ -94,6 +95,112 @@ def read_doc_files(store: ObjectSource, tree_sha: str) -> tuple[dict[str, bytes]
     return files, notes
 
 
+def doc_listing(store: ObjectSource, tree_sha: str) -> tuple[tuple[str, bytes], ...] | None:
+    """(path, blob sha) of every file `read_doc_files` would consider, in its
+    order, without reading a blob: what a document is made of
+    (gitreg/catalog/reuse.py). None when there are more than MAX_DOC_FILES
+    (which of them are read is then up to `read_doc_files`) or no tree."""
+    found: list[tuple[str, bytes]] = []
+    root = _entries(store, tree_sha.encode())
+    if root is None:
+        return None
+    found += _listed(root, "", True)
+    for nested in NESTED:
+        parent = _entries(store, _dir_sha(root, nested))
+        for name, mode, sha in parent or ():
+            child = _entries(store, sha) if mode & _FMT == _DIR else None
+            if child is not None:
+                found += _listed(child, f"{nested}/{name}/", False)
+    return tuple(found) if len(found) <= MAX_DOC_FILES else None
+
+
+def read_listed(
+    store: ObjectSource, listing: Sequence[tuple[str, bytes]]
+) -> tuple[dict[str, bytes], list[str]]:
+    """The bytes of listed files as `read_doc_files` reads them (too large ones
+    left out, with a note), for fewer than MAX_DOC_FILES of them."""
+    files: dict[str, bytes] = {}
+    notes: list[str] = []
+    for path, sha in listing:
+        text = _read_blob(store, sha, path, notes)
+        if text is not None:
+            files[path] = text
+    return files, notes
+
+
+Entries = tuple[tuple[str, int, bytes], ...]
+
+
+class _Trees:
+    """Sorted entries of trees by sha, least recently used out first: a version's
+    root tree is new, but `modules/` and `examples/` rarely change. Bounded in
+    entries (about 150 bytes each: 64k is under 10 MiB)."""
+
+    def __init__(self, max_entries: int = 65536) -> None:
+        self._max = max_entries
+        self._size = 0
+        self._trees: OrderedDict[bytes, Entries] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, sha: bytes) -> Entries | None:
+        with self._lock:
+            found = self._trees.get(sha)
+            if found is not None:
+                self._trees.move_to_end(sha)
+            return found
+
+    def put(self, sha: bytes, entries: Entries) -> None:
+        if len(entries) > self._max // 64:  # a huge directory is read again, not kept
+            return
+        with self._lock:
+            if sha in self._trees:
+                return
+            self._trees[sha] = entries
+            self._size += len(entries)
+            while self._size > self._max:
+                _, dropped = self._trees.popitem(last=False)
+                self._size -= len(dropped)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._trees.clear()
+            self._size = 0
+
+
+_TREES = _Trees()
+
+
+def _entries(store: ObjectSource, sha: bytes | None) -> Entries | None:
+    if sha is None:
+        return None
+    known = _TREES.get(sha)
+    if known is not None:
+        return known
+    tree = store[ObjectID(sha)]
+    if not isinstance(tree, Tree):
+        return None
+    entries = tuple(
+        (e.path.decode("utf-8", "replace"), e.mode, e.sha) for e in sorted(tree.iteritems())
+    )
+    _TREES.put(sha, entries)
+    return entries
+
+
+def _dir_sha(entries: Entries, name: str) -> bytes | None:
+    for entry_name, mode, sha in entries:
+        if entry_name == name:
+            return sha if mode & _FMT == _DIR else None
+    return None
+
+
+def _listed(entries: Entries, prefix: str, top: bool) -> list[tuple[str, bytes]]:
+    return [
+        (prefix + name, sha)
+        for name, mode, sha in entries
+        if mode & _FMT == 0o100000 and _wanted(name, top)
+    ]
+
+
 def subtree(store: ObjectSource, tree: Tree, name: str) -> Tree | None:
     """The directory `name` of a tree; None when there is none (or it is a file)."""
     key = name.encode()
@@ -121,16 +228,21 @@ def _read_dir(
         if len(files) >= MAX_DOC_FILES:
             notes.append(f"{prefix}{name}: more than {MAX_DOC_FILES} documentation files")
             return
-        known = _TEXTS.get(entry.sha)
-        if known is not None:
-            files[prefix + name] = known
-            continue
-        blob = store[entry.sha]
-        if not isinstance(blob, Blob):
-            continue
-        if blob.raw_length() > MAX_DOC_FILE_BYTES:
-            notes.append(f"{prefix}{name}: larger than {MAX_DOC_FILE_BYTES} bytes, not read")
-            continue
-        text = blob.as_raw_string()
-        _TEXTS.put(entry.sha, text)
-        files[prefix + name] = text
+        text = _read_blob(store, entry.sha, prefix + name, notes)
+        if text is not None:
+            files[prefix + name] = text
+
+
+def _read_blob(store: ObjectSource, sha: bytes, path: str, notes: list[str]) -> bytes | None:
+    known = _TEXTS.get(sha)
+    if known is not None:
+        return known
+    blob = store[ObjectID(sha)]
+    if not isinstance(blob, Blob):
+        return None
+    if blob.raw_length() > MAX_DOC_FILE_BYTES:
+        notes.append(f"{path}: larger than {MAX_DOC_FILE_BYTES} bytes, not read")
+        return None
+    text = blob.as_raw_string()
+    _TEXTS.put(sha, text)
+    return text

@@ -11,6 +11,8 @@ cache of provider registries, served with the provider network mirror protocol
     hosted       gitreg's own providers (issue 4's storage) as mirror entries
     bodies       the protocol's file names and JSON bodies
     singleflight one fetch per missing thing however many requests wait (M2)
+    fetch        one package downloaded into the blob store and verified there
+    fill         a package being pulled through, readable by requests as it arrives
     service      the cache itself: fills, stale-if-error, verified storage
     export       the static mirror layout
 """

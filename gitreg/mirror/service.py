@@ -11,7 +11,10 @@ for the platforms in `mirror_platforms` are fetched and verified together
 (gitreg.mirror.verify), each at most once at a time however many requests
 wait for it (single-flight, M2). A package that fails is remembered for
 `RETRY_AFTER` seconds so a broken upstream is not hammered, and is never
-stored (M1). Stored packages are never replaced (M4).
+stored (M1). Stored packages are never replaced (M4). The download and its
+checks are gitreg/mirror/fetch.py's; a cold miss of a zip is sent to its
+requests while it arrives, its tail held back until verified and stored
+(gitreg/mirror/fill.py, issue 16 target 6).
 
 Warm hits read pre-serialised bytes from the metadata cache: no JSON encoding,
 no database access, no write. Every write here invalidates this process's
@@ -24,7 +27,6 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import anyio.to_thread
 
@@ -41,16 +43,15 @@ from gitreg.mirror.bodies import (
     parse_archive_filename,
     sorted_versions,
 )
+from gitreg.mirror.fetch import PackageFetcher
+from gitreg.mirror.fill import PackageFill
 from gitreg.mirror.hosted import HostedPackage, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.singleflight import SingleFlight
-from gitreg.mirror.upstream import DownloadInfo, Progress, UpstreamClient
-from gitreg.mirror.verify import verify_checksums, verify_zip
-from gitreg.providers.checksums import MAX_SHASUMS_BYTES
-from gitreg.providers.package import PackageInfo, PackageLimits
-from gitreg.providers.signing import MAX_SIGNATURE_BYTES
+from gitreg.mirror.upstream import Progress, UpstreamClient
+from gitreg.providers.package import PackageLimits
 from gitreg.settings import Settings
-from gitreg.storage.blobs import BlobStore, StoredBlob
+from gitreg.storage.blobs import BlobStore
 from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
 from gitreg.storage.protocols import MirrorIndex, ProviderIndex
 from gitreg.versions import Version, parse_version
@@ -86,13 +87,15 @@ class MirrorService:
         self.cache = cache
         self.upstream = upstream
         self.hosted = hosted
-        self.flight = SingleFlight()
+        self.flight = SingleFlight()  # version lists
+        self._fills: dict[tuple[str, str, str], PackageFill] = {}  # packages in flight
         self._fresh: dict[str, float] = {}  # provider key -> monotonic time it was good
         # (provider, version, platform) -> (monotonic time to retry after, the error)
         self._failed: dict[tuple[str, str, str], tuple[float, GitregError]] = {}
-        self._limits = PackageLimits(
+        limits = PackageLimits(
             options.max_package_bytes, options.max_unpacked_bytes, options.max_files
         )
+        self.fetcher = PackageFetcher(upstream, blobs, limits, options.max_package_bytes)
 
     # -- which source ------------------------------------------------------------------
 
@@ -253,6 +256,12 @@ class MirrorService:
     # -- archives -----------------------------------------------------------------------
 
     async def archive_sha256(self, address: ProviderAddress, filename: str) -> str:
+        found = await self.archive(address, filename)
+        return found if isinstance(found, str) else (await found.result()).sha256
+
+    async def archive(self, address: ProviderAddress, filename: str) -> str | PackageFill:
+        """The zip's sha256 when it is here; on a cold miss, its fill in progress,
+        which the caller may stream from as it arrives (gitreg/mirror/fill.py)."""
         version, platform = parse_archive_filename(address.type, filename)
         _check_version(address, version)
         if self.is_local(address):
@@ -274,7 +283,8 @@ class MirrorService:
         listed = next((v for v in index.versions if v.version == version), None)
         if listed is None or (listed.platforms and platform not in listed.platforms):
             raise NotFound(f"no such file {filename[:120]!r}")
-        return (await self.ensure_package(address, version, platform)).sha256
+        begun = await self._begin(address, version, platform, None)
+        return begun.sha256 if isinstance(begun, MirrorPackage) else begun
 
     # -- one package --------------------------------------------------------------------
 
@@ -285,21 +295,41 @@ class MirrorService:
         platform: str,
         progress: Progress | None = None,
     ) -> MirrorPackage:
+        begun = await self._begin(address, version, platform, progress)
+        return begun if isinstance(begun, MirrorPackage) else await begun.result()
+
+    async def _begin(
+        self, address: ProviderAddress, version: str, platform: str, progress: Progress | None
+    ) -> MirrorPackage | PackageFill:
+        """The stored package, or the one fill of it in flight (started if none is:
+        single-flight, M2). The fill runs on its own: a caller that goes away does
+        not cancel it for the others."""
         stored = await anyio.to_thread.run_sync(self.store.package, address.key, version, platform)
         if stored is not None:
             metrics.mirror_hit("package")
             return stored
         metrics.mirror_miss("package")
         key = (address.key, version, platform)
+        fill = self._fills.get(key)
+        if fill is not None and fill.running():
+            return fill
         failed = self._failed.get(key)
         if failed and time.monotonic() < failed[0]:
             raise failed[1]
         if len(self._failed) > MAX_FAILURES:
             self._failed.clear()
+        fill = self._fills[key] = PackageFill(progress)
+        fill.start(self._fill_mapped(key, address, fill)).add_done_callback(
+            lambda _: self._fills.pop(key) if self._fills.get(key) is fill else None
+        )
+        return fill
+
+    async def _fill_mapped(
+        self, key: tuple[str, str, str], address: ProviderAddress, fill: PackageFill
+    ) -> MirrorPackage:
+        """`_fill_package`, with its failure remembered for a while."""
         try:
-            return await self.flight.run(
-                ("package", *key), lambda: self._fill_package(address, version, platform, progress)
-            )
+            return await self._fill_package(address, key[1], key[2], fill)
         except UpstreamNotFound as exc:
             # A platform the upstream does not have stays absent for a while.
             error: GitregError = NotFound(str(exc))
@@ -311,17 +341,11 @@ class MirrorService:
             raise
 
     async def _fill_package(
-        self, address: ProviderAddress, version: str, platform: str, progress: Progress | None
+        self, address: ProviderAddress, version: str, platform: str, fill: PackageFill
     ) -> MirrorPackage:
         what = f"{address} {version} {platform}"
         info = await self.upstream.download(address, version, platform)
-        # SHA256SUMS and its signature are fetched and verified while the zip
-        # downloads: nothing is stored (or served) before both passed.
-        checks = asyncio.ensure_future(self._checksums(address, info, what))
-        try:
-            key_id, package = await self._download_verified(address, info, checks, what, progress)
-        finally:
-            checks.cancel()  # a no-op once it finished
+        key_id, package = await self.fetcher.fetch(address, info, what, fill)
         record = MirrorPackage(
             provider_key=address.key,
             version=version,
@@ -339,77 +363,6 @@ class MirrorService:
         self.cache.invalidate()
         log.info("mirrored %s (%d bytes, signed by %s)", what, stored.size, stored.key_id)
         return stored
-
-    async def _checksums(
-        self, address: ProviderAddress, info: DownloadInfo, what: str
-    ) -> tuple[str, str]:
-        """(signer's key ID, the zip's expected sha256): verification steps 1-2."""
-        shasums, signature = await asyncio.gather(
-            self.upstream.fetch_small(info.shasums_url, f"SHA256SUMS of {what}", MAX_SHASUMS_BYTES),
-            self.upstream.fetch_small(
-                info.shasums_signature_url, f"SHA256SUMS signature of {what}", MAX_SIGNATURE_BYTES
-            ),
-        )
-        return await anyio.to_thread.run_sync(verify_checksums, address, info, shasums, signature)
-
-    async def _download_verified(
-        self,
-        address: ProviderAddress,
-        info: DownloadInfo,
-        checks: asyncio.Future[tuple[str, str]],
-        what: str,
-        progress: Progress | None,
-    ) -> tuple[str, PackageInfo]:
-        """The zip streamed straight into a blob writer's temp file (sha256 hashed on
-        the way), checked there once `checks` (steps 1-2) passed (verify_zip: one more
-        read, for the layout and `h1:`), then renamed into the store (or uploaded):
-        no copy. A body that fails any check, or breaks off, leaves nothing stored
-        (M1); a failed `checks` abandons the download and is the error reported."""
-        found = {"content-type": "", "expected": ""}
-        verified: list[PackageInfo] = []
-
-        def check(path: Path, blob: StoredBlob) -> None:
-            verified.append(
-                verify_zip(
-                    address,
-                    info,
-                    path,
-                    blob.sha256,
-                    found["expected"],
-                    found["content-type"],
-                    self._limits,
-                )
-            )
-
-        manager = self.blobs.writer(check)
-        sink = manager.__enter__()  # creates an empty temp file: quick enough for the loop
-        fetch = asyncio.ensure_future(
-            self.upstream.fetch_to(
-                info.download_url, f"package {what}", self.options.max_package_bytes, sink, progress
-            )
-        )
-
-        def abandon(done: asyncio.Future[tuple[str, str]]) -> None:
-            if not done.cancelled() and done.exception() is not None:
-                fetch.cancel()  # the signature or SHA256SUMS failed: the zip is useless
-
-        checks.add_done_callback(abandon)
-        try:
-            try:
-                headers = await fetch
-            except (asyncio.CancelledError, GitregError):
-                if fetch.cancelled() and not checks.done():
-                    raise  # this request itself was cancelled
-                await checks  # a failed signature or SHA256SUMS is the error to report
-                raise
-            key_id, found["expected"] = await checks
-        except BaseException as exc:
-            manager.__exit__(type(exc), exc, exc.__traceback__)  # removes the temp file
-            raise
-        found["content-type"] = headers.get("content-type", "")
-        # Verification (unzipping for h1), fsync and rename block: a thread does them.
-        await anyio.to_thread.run_sync(manager.__exit__, None, None, None)
-        return key_id, verified[0]
 
     def _keep(self, record: MirrorPackage) -> MirrorPackage:
         """The blob is durable already (S2); then the row: a crash leaves at most an

@@ -124,12 +124,16 @@ class BlobWriter:
         self._file = fileobj
         self._hash = hashlib.sha256()
         self._size = 0
+        self._shared = False  # a reader_fd was handed out
         self.result: StoredBlob | None = None
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         self._hash.update(data)
         self._size += len(data)
-        return self._file.write(data)
+        written = self._file.write(data)
+        if self._shared:
+            self._file.flush()  # a reader of `reader_fd` may read up to here now
+        return written
 
     def flush(self) -> None:
         self._file.flush()
@@ -139,6 +143,15 @@ class BlobWriter:
 
     def digest(self) -> StoredBlob:
         return StoredBlob(self._hash.hexdigest(), self._size)
+
+    def reader_fd(self) -> int:
+        """A new descriptor of the temp file, for reading what was written so far
+        (with pread) while writing goes on; the caller closes it. It stays valid
+        after the writer ends: the mirror streams a cold miss from it (issue 16).
+        From then on every write is flushed to the file before it returns."""
+        self._file.flush()
+        self._shared = True
+        return os.dup(self._file.fileno())
 
 
 class LocalScratch:

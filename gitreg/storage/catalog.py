@@ -4,13 +4,15 @@ A version's document is written once and never replaced, like its archive
 (issue 13): a second `put_docs` for the same version keeps the first. The
 search row of a module holds its latest documented version's words and is
 replaced when a newer version is documented. SQLite searches with FTS5
-(bm25), PostgreSQL with a generated tsvector under a GIN index (ts_rank);
-both rank by namespace, name, system and description (migration 0016) and
-put an exact module-name match first.
+(bm25), PostgreSQL with tsvectors under GIN indexes (ts_rank), read from
+the narrow module_search_words that a trigger fills (migration 0022); both
+rank by namespace, name, system and description (migration 0016) and put an
+exact module-name match first.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -33,10 +35,30 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # fills the list nothing else is asked; with few matches the head is asked
 # about those rows only (rowid IN); with many, it ranks its own matches once.
 _FEW = 200
+# Namespaces the reader may not see are left out inside the queries, before
+# the LIMIT: dropped afterwards, 1,000 private matches ranking first would
+# leave an anonymous reader none of the public ones (the `hidden` argument).
+# SQLite names them as a JSON array (no array parameters), through the index
+# of migration 0022; PostgreSQL's module_search_words holds the namespace.
+_SQLITE_HIDE = (
+    " AND {rowid} NOT IN (SELECT module_id FROM module_search"
+    " WHERE lower(namespace) IN (SELECT value FROM json_each(?)))"
+)
+_POSTGRES_HIDE = " AND NOT lower(namespace) = ANY(?)"
+_POSTGRES_HEAD = (
+    "SELECT module_id, namespace FROM module_search_words"
+    " WHERE head_terms @@ to_tsquery('simple', ?){hide}"
+    " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?"
+)
+_POSTGRES_REST = (
+    "SELECT module_id, namespace FROM module_search_words"
+    " WHERE words @@ to_tsquery('simple', ?) AND NOT head_terms @@ to_tsquery('simple', ?)"
+    "{hide} ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?"
+)
 _SQLITE_HEAD = (
     "SELECT h.rowid, s.namespace FROM module_search_head h"
     " JOIN module_search s ON s.module_id = h.rowid"
-    " WHERE module_search_head MATCH ? ORDER BY h.rank LIMIT ?"
+    " WHERE module_search_head MATCH ?{hide} ORDER BY h.rank LIMIT ?"
 )
 _SQLITE_COUNT = (
     "SELECT count(*) FROM (SELECT rowid FROM module_search_fts"
@@ -44,7 +66,7 @@ _SQLITE_COUNT = (
 )
 _SQLITE_FEW = """
 WITH members AS (
-    SELECT rowid AS id FROM module_search_fts WHERE module_search_fts MATCH ?
+    SELECT rowid AS id FROM module_search_fts WHERE module_search_fts MATCH ?{hide}
 ), ranked AS (
     SELECT rowid AS id, rank AS score FROM module_search_head
     WHERE module_search_head MATCH ? AND rowid IN (SELECT id FROM members)
@@ -59,7 +81,7 @@ WITH ranked AS (
 ), hits AS (
     SELECT f.rowid AS id, ranked.score AS score FROM module_search_fts f
     LEFT JOIN ranked ON ranked.id = f.rowid
-    WHERE module_search_fts MATCH ?
+    WHERE module_search_fts MATCH ?{hide}
     ORDER BY ranked.score IS NULL, ranked.score, f.rowid LIMIT ?
 )
 SELECT hits.id, s.namespace FROM hits JOIN module_search s ON s.module_id = hits.id
@@ -170,52 +192,53 @@ class CatalogStore(IndexBackedStore):
                     values[:5],
                 )
 
-    def _sqlite_search(self, words: list[str], limit: int) -> list[Row]:
+    def _sqlite_search(self, words: list[str], limit: int, hidden: list[str]) -> list[Row]:
         # Each word quoted (no FTS5 syntax from users) and matched as a prefix.
         quoted = ['"' + w.replace('"', "") + '"*' for w in words]
         every, some = " ".join(quoted), " OR ".join(quoted)
-        first = self._rows(_SQLITE_HEAD, (every, limit))
+        hide, also = ("", ()) if not hidden else (_SQLITE_HIDE, (json.dumps(hidden),))
+
+        def sql(text: str, rowid: str) -> str:
+            return text.replace("{hide}", hide.replace("{rowid}", rowid))
+
+        first = self._rows(sql(_SQLITE_HEAD, "h.rowid"), (every, *also, limit))
         if len(first) >= limit:  # a common word: the head alone fills the list
             return first
         found = self._rows(_SQLITE_COUNT, (every, _FEW + 1))
         if int(found[0][0]) <= _FEW:
-            rest = self._rows(_SQLITE_FEW, (every, some, limit))
+            rest = self._rows(sql(_SQLITE_FEW, "rowid"), (every, *also, some, limit))
         else:
-            rest = self._rows(_SQLITE_MANY, (some, every, limit))
+            rest = self._rows(sql(_SQLITE_MANY, "f.rowid"), (some, every, *also, limit))
         seen = {int(r[0]) for r in first}
         return first + [r for r in rest if int(r[0]) not in seen]
 
-    def _postgres_search(self, words: list[str], limit: int) -> list[Row]:
-        # The same tiers as on SQLite; `head_terms` has a GIN index of its own
-        # (migration 0016), so the first tier never reads the long `terms`.
+    def _postgres_search(self, words: list[str], limit: int, hidden: list[str]) -> list[Row]:
+        # The same tiers as on SQLite, over the narrow module_search_words
+        # (migration 0022) rather than the wide module_search. When the first
+        # tier does not fill the list, it holds every module with all words in
+        # the head, so the rest is the other matches: ranked by the head's
+        # share of the words (0 for README-only matches, which then go by id).
         every = " & ".join(w + ":*" for w in words)
         some = " | ".join(w + ":*" for w in words)
-        first = self._rows(
-            "SELECT module_id, namespace FROM module_search"
-            " WHERE head_terms @@ to_tsquery('simple', ?)"
-            " ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
-            (every, every, limit),
-        )
+        hide, also = ("", ()) if not hidden else (_POSTGRES_HIDE, (hidden,))
+        head, rest_sql = (q.replace("{hide}", hide) for q in (_POSTGRES_HEAD, _POSTGRES_REST))
+        first = self._rows(head, (every, *also, every, limit))
         if len(first) >= limit:
             return first
-        rest = self._rows(
-            "SELECT module_id, namespace FROM module_search"
-            " WHERE terms @@ to_tsquery('simple', ?)"
-            " ORDER BY head_terms @@ to_tsquery('simple', ?) DESC,"
-            " ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?",
-            (every, every, some, limit),
-        )
-        seen = {int(r[0]) for r in first}
-        return first + [r for r in rest if int(r[0]) not in seen]
+        rest = self._rows(rest_sql, (every, every, *also, some, limit - len(first)))
+        return first + rest
 
     def searchable_modules(self) -> set[int]:
         """Ids of modules that have a search row."""
         return {int(r[0]) for r in self._rows("SELECT module_id FROM module_search")}
 
-    def search(self, query: str, limit: int) -> list[tuple[int, str]]:
+    def search(
+        self, query: str, limit: int, hidden: frozenset[str] = frozenset()
+    ) -> list[tuple[int, str]]:
         """(module_id, namespace) of the best matches, best first: an exact
         name match, then relevance. Every word must match (a prefix of it).
-        Callers drop namespaces the reader may not see before paginating."""
+        Modules of the `hidden` namespaces (lowercase: those the reader may
+        not see) are left out before the `limit` best are chosen."""
         words = [w.lower() for w in _WORD.findall(query)][:16]
         if not words:
             return []
@@ -224,12 +247,13 @@ class CatalogStore(IndexBackedStore):
             " ORDER BY module_id",
             (query.strip().lower(),),
         )
+        hide = sorted(hidden)
         if self._dialect == "sqlite":
-            rows = self._sqlite_search(words, limit)
+            rows = self._sqlite_search(words, limit, hide)
         else:
-            rows = self._postgres_search(words, limit)
+            rows = self._postgres_search(words, limit, hide)
         # An exact name match ranks first (issue 13), whatever its relevance.
-        first = [(int(r[0]), str(r[1])) for r in exact]
+        first = [(int(r[0]), str(r[1])) for r in exact if str(r[1]).lower() not in hidden]
         seen = {m for m, _ in first}
         rest = [(int(r[0]), str(r[1])) for r in rows if int(r[0]) not in seen]
         return (first + rest)[:limit]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from gitreg.storage.catalog import MissingDocs, SearchEntry
-from gitreg.storage.download_counts import DownloadRow, UsageRow
+from gitreg.storage.download_counts import DownloadRow, DownloadTotals, UsageRow
 from gitreg.storage.provider_docs import DocPage, UndocumentedVersion
 
 
@@ -34,8 +34,11 @@ class CatalogIndex(Protocol):
         """Replace a module's search row with its latest version's words."""
         ...
 
-    def search(self, query: str, limit: int) -> list[tuple[int, str]]:
-        """(module_id, namespace) best first; exact name matches first."""
+    def search(
+        self, query: str, limit: int, hidden: frozenset[str] = frozenset()
+    ) -> list[tuple[int, str]]:
+        """(module_id, namespace) best first; exact name matches first; none
+        of the `hidden` namespaces (lowercase), left out before the limit."""
         ...
 
     def searchable_modules(self) -> set[int]:
@@ -67,8 +70,8 @@ class DownloadCountIndex(Protocol):
         transaction: flushes from several processes add up."""
         ...
 
-    def download_totals(self) -> dict[tuple[str, int], int]:
-        """{(kind, object_id): downloads over every version and day}."""
+    def download_totals(self) -> DownloadTotals:
+        """Downloads over every version and day, by kind and object id."""
         ...
 
     def version_downloads(self, kind: str, object_id: int) -> dict[str, int]:

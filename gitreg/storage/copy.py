@@ -44,8 +44,9 @@ def tables_in_order() -> list[str]:
 
 
 # Built from other tables, in an engine's own shape (FTS5 on SQLite, a generated
-# tsvector on PostgreSQL): not copied; `gitreg reindex` rebuilds them (issue 13).
-DERIVED_TABLES = frozenset({"module_search"})
+# tsvector on PostgreSQL, and module_search_words filled from it by a trigger,
+# migration 0022): not copied; `gitreg reindex` rebuilds them (issue 13).
+DERIVED_TABLES = frozenset({"module_search", "module_search_words"})
 
 
 def copy_blobs(

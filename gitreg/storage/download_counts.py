@@ -10,7 +10,9 @@ not notify the metadata caches (`notify=False`): a count is not metadata.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from array import array
+from bisect import bisect_left
+from dataclasses import dataclass, field
 
 from gitreg.storage.index import IndexBackedStore
 
@@ -25,6 +27,35 @@ class DownloadRow:
     day: str  # YYYY-MM-DD
     token_id: int
     downloads: int
+
+
+TOTALS_PAGE = 1_000  # rows per read of the totals: the rows in flight stay small
+
+
+@dataclass(frozen=True)
+class DownloadTotals:
+    """Downloads per module and per provider over every version and day, as
+    sorted arrays of ids and counts per kind. Every serving process holds
+    these (browse records show them): as a dict of `(kind, id)` tuples,
+    10,000 downloaded modules took 1.1 MiB of each worker's 60 MiB (issue
+    16, target 2); as arrays they take 16 bytes each."""
+
+    ids: dict[str, array[int]] = field(default_factory=dict)
+    counts: dict[str, array[int]] = field(default_factory=dict)
+
+    def get(self, kind: str, object_id: int) -> int:
+        ids = self.ids.get(kind)
+        if not ids:
+            return 0
+        at = bisect_left(ids, object_id)
+        return self.counts[kind][at] if at < len(ids) and ids[at] == object_id else 0
+
+    def as_dict(self) -> dict[tuple[str, int], int]:
+        return {
+            (kind, object_id): count
+            for kind, ids in self.ids.items()
+            for object_id, count in zip(ids, self.counts[kind], strict=True)
+        }
 
 
 @dataclass(frozen=True)
@@ -69,11 +100,23 @@ class DownloadCountStore(IndexBackedStore):
                     (kind, object_id, version, count),
                 )
 
-    def download_totals(self) -> dict[tuple[str, int], int]:
-        rows = self._rows(
-            "SELECT kind, object_id, SUM(downloads) FROM download_totals GROUP BY kind, object_id"
-        )
-        return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
+    def download_totals(self) -> DownloadTotals:
+        totals = DownloadTotals()
+        for kind in ("module", "provider"):
+            ids, counts = array("q"), array("q")
+            while True:  # by pages in primary-key order: never every row at once
+                rows = self._rows(
+                    "SELECT object_id, SUM(downloads) FROM download_totals"
+                    " WHERE kind = ? AND object_id > ? GROUP BY object_id"
+                    " ORDER BY object_id LIMIT ?",
+                    (kind, ids[-1] if ids else -1, TOTALS_PAGE),
+                )
+                ids.extend(int(r[0]) for r in rows)
+                counts.extend(int(r[1]) for r in rows)
+                if len(rows) < TOTALS_PAGE:
+                    break
+            totals.ids[kind], totals.counts[kind] = ids, counts
+        return totals
 
     def version_downloads(self, kind: str, object_id: int) -> dict[str, int]:
         rows = self._rows(

@@ -25,12 +25,29 @@ _POSTGRES_TYPES = (
 )
 
 
+def _split(ddl: str) -> list[str]:
+    """`ddl` cut at each `;` outside dollar quotes: a PL/pgSQL function's body
+    (`AS $$ ... $$`, migration 0022's trigger) is one statement with its own
+    semicolons inside."""
+    found, current = [], ""
+    for number, part in enumerate(ddl.split("$$")):
+        if number % 2:  # inside $$ ... $$
+            current += "$$" + part + "$$"
+            continue
+        first, *rest = part.split(";")
+        current += first
+        for piece in rest:
+            found.append(current)
+            current = piece
+    return [*found, current]
+
+
 def statements(ddl: str, dialect: Dialect) -> list[str]:
     """The statements of one migration, in `dialect`."""
     if dialect == "postgresql":
         for pattern, replacement in _POSTGRES_TYPES:
             ddl = pattern.sub(replacement, ddl)
-    found = [s.strip() for s in ddl.split(";") if s.strip()]
+    found = [s.strip() for s in _split(ddl) if s.strip()]
     # Where the engines differ (full-text search, migration 0014), a statement
     # starts with the engine it is for: /*sqlite*/ or /*postgresql*/.
     marks = {"/*sqlite*/": "sqlite", "/*postgresql*/": "postgresql"}

@@ -2,9 +2,9 @@
 
 `MirrorStore` shares `SQLiteIndex`'s connection and lock, as the provider and
 job stores do: one writer per process, `BEGIN IMMEDIATE` writes (checklist S1).
-Commits on the shared connection do not move its `PRAGMA data_version`, so the
-mirror invalidates its own process's metadata cache after writing; other
-processes notice through their connections.
+A process's own commits do not move its `data_version`, so the mirror
+invalidates its own process's metadata cache after writing; other processes
+notice through `data_version`.
 
 Package rows are immutable (checklist M4): a second fill of the same
 (provider, version, platform) keeps the first row, and `add_package` reports

@@ -3,9 +3,9 @@
 `ProviderStore` shares `SQLiteIndex`'s connection and lock (same package, as
 `gitreg.storage.jobs` does): one writer per process, `BEGIN IMMEDIATE` writes
 (checklist S1). The schema is migration `0003-providers` in
-`gitreg.storage.schema`. Commits on the shared connection do not move its
-`PRAGMA data_version`, so publishers call the metadata cache's `invalidate`
-themselves; other processes notice through their own connections.
+`gitreg.storage.schema`. A process's own commits do not move its
+`data_version`, so publishers call the metadata cache's `invalidate`
+themselves; other processes notice through `data_version`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""The SQLite schema, as an ordered list of named migrations.
+"""The SQLite schema, as an ordered list of named migrations (0022 on: schema_search.py).
 
-The `migrations` table records which names have been applied; each runs once,
-in its own transaction, so an upgrade interrupted half-way is retried whole.
-Features add their own named entries at the end; a name is never reused.
-"""
+Each runs once, in its own transaction (the `migrations` table records the names applied),
+so an interrupted upgrade is retried whole. New ones go at the end; a name is never reused."""
 
 from __future__ import annotations
+
+from gitreg.storage.schema_search import SEARCH_MIGRATIONS
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -496,4 +496,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ALTER TABLE module_versions ADD COLUMN deprecation_link TEXT NOT NULL DEFAULT '';
     """,
     ),
+    *SEARCH_MIGRATIONS,
 ]

@@ -87,6 +87,7 @@ class SQLiteDatabase:
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()  # guards the two lists, never held during SQL
         self._readers_free = threading.BoundedSemaphore(MAX_READERS)
+        self._own_changes = 0  # this process's commits counted in gitreg_changes
         self.conn = self._connect()
         with self._lock:
             _enable_wal(self.conn)
@@ -117,13 +118,15 @@ class SQLiteDatabase:
     @contextlib.contextmanager
     def write(self, notify: bool = True, exclusive: bool = True) -> Iterator[Connection]:
         """One write transaction. Every store's writes go through here, so a full
-        disk becomes `StorageFull` (503, retry later) in one place. Both flags
-        are PostgreSQL's: other processes see commits through `data_version`,
-        and SQLite has only one writer at a time anyway."""
+        disk becomes `StorageFull` (503, retry later) in one place. `notify`:
+        other processes see the commit through `data_version`, as on
+        PostgreSQL; `exclusive` is PostgreSQL's (SQLite has one writer)."""
         with self._lock, _full_disk_is_storage_full(self.path):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
+                if notify:  # other processes' caches see it (`data_version`)
+                    self.conn.execute("UPDATE gitreg_changes SET seq = seq + 1")
             except BaseException:
                 # SQLite may already have rolled back (SQLITE_FULL does): a second
                 # ROLLBACK would hide the real error behind "no transaction".
@@ -131,6 +134,7 @@ class SQLiteDatabase:
                     self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
+            self._own_changes += notify
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[sqlite3.Connection]:
@@ -172,10 +176,15 @@ class SQLiteDatabase:
             return list(conn.execute(sql, params))
 
     def _migrate(self) -> None:
-        with self.write() as conn:
+        with self.write(notify=False) as conn:  # opening the index changes no metadata
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
             )
+            # The count of metadata commits (`write(notify=True)`), as on
+            # PostgreSQL: outside the migrations, which every process shares.
+            conn.execute("CREATE TABLE IF NOT EXISTS gitreg_changes (seq INTEGER NOT NULL)")
+            if conn.execute("SELECT count(*) FROM gitreg_changes").fetchone()[0] == 0:
+                conn.execute("INSERT INTO gitreg_changes (seq) VALUES (0)")
             applied = {row[0] for row in conn.execute("SELECT name FROM migrations")}
         check_known(applied, str(self.path))
         for name, statements in pending(applied, self.dialect):
@@ -190,13 +199,16 @@ class SQLiteDatabase:
                 )
 
     def data_version(self) -> int:
-        """Changes whenever another process commits. Asked of the writer on purpose:
-        `PRAGMA data_version` moves for commits by *other* connections, so on a
-        read connection this process's own job-queue traffic would look like a
-        foreign commit and empty the metadata cache; this process's publishes
-        invalidate it directly instead."""
+        """Changes whenever another process commits a change to metadata
+        (`write(notify=True)`). Not `PRAGMA data_version`, which moves for
+        every commit by another connection: with several workers on one
+        file, each one's download-count flushes, job-queue traffic and
+        sign-in steps emptied every other worker's metadata cache every few
+        seconds. This process's own changes are left out (its writers
+        invalidate its cache directly), as the pragma left them out."""
         with self._lock:
-            return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+            seq = int(self.conn.execute("SELECT seq FROM gitreg_changes").fetchone()[0])
+            return seq - self._own_changes
 
     def table_names(self) -> list[str]:
         with self.reader() as conn:

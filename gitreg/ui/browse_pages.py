@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gitreg.catalog.records import Listed
+from gitreg.catalog.search_cache import hidden_namespaces
 from gitreg.numbers import plain_int
 from gitreg.services import services
 from gitreg.ui import data
@@ -74,8 +75,10 @@ async def search(request: Request) -> Response:
     query = " ".join(request.query_params.get("q", "").split())[:MAX_QUERY]
     found: list[Listed] = []
     if query:
-        by_id = {m.module_id: m for m in await data.listed(svc)}
-        hits = await data.search_hits(svc, query)
+        listed = await data.listed(svc)
+        by_id = {m.module_id: m for m in listed}
+        hidden = hidden_namespaces((m.namespace for m in listed), viewer.may_read)
+        hits = await data.search_hits(svc, query, hidden)
         found = [by_id[i] for i, ns in hits if i in by_id and viewer.may_read(ns)]
     context = {"title": f"Search: {query}" if query else "Search", "q": query}
     context |= _paged(found, _page_number(request))

@@ -25,7 +25,7 @@ from gitreg.errors import BadRequest
 from gitreg.services import Services
 from gitreg.versions import Version, sort_key
 
-SEARCH_CANDIDATES = 1_000  # as api/browse.py: best matches before visibility and paging
+SEARCH_CANDIDATES = 1_000  # as api/browse.py: best visible matches before paging
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,11 @@ async def listed(svc: Services) -> list[Listed]:
     return found
 
 
-async def search_hits(svc: Services, query: str) -> list[tuple[int, str]]:
+async def search_hits(svc: Services, query: str, hidden: frozenset[str]) -> list[tuple[int, str]]:
+    """The best matches outside the `hidden` namespaces (`hidden_namespaces`)."""
     hits = await svc.cache.get(
-        ("ui-search", query.lower()), lambda: svc.catalog.search(query, SEARCH_CANDIDATES)
+        ("ui-search", query.lower(), hidden),
+        lambda: svc.catalog.search(query, SEARCH_CANDIDATES, hidden),
     )
     assert isinstance(hits, list)
     return hits

@@ -41,3 +41,16 @@ def test_read_doc_files_keeps_what_it_read_for_the_next_version(tmp_path: Path) 
         assert notes == []
         sha = root[b"main.tf"][1]
         assert tree._TEXTS.get(sha) == b'variable "x" {}\n'
+
+
+def test_the_tree_cache_stays_within_its_entries() -> None:
+    trees = tree._Trees(max_entries=640)
+    entries = tuple((f"f{n}.tf", 0o100644, b"0" * 20) for n in range(10))
+    for n in range(64):
+        trees.put(f"{n:040x}".encode(), entries)
+    assert trees.get(f"{0:040x}".encode()) == entries  # 64 x 10 entries fit; now the newest
+    trees.put(b"f" * 40, entries)  # one tree more: the least recently used goes
+    assert trees.get(f"{1:040x}".encode()) is None and trees.get(b"f" * 40) == entries
+    assert trees.get(f"{0:040x}".encode()) == entries
+    trees.put(b"e" * 40, entries + entries)  # more than a 64th of the bound: not kept
+    assert trees.get(b"e" * 40) is None

@@ -9,11 +9,15 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from gitreg.api.browse import SEARCH_CANDIDATES
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.cache import entry_bytes
 from gitreg.services import Services
 from gitreg.settings import load_settings
+from gitreg.storage.bulk import BulkLoader, BulkModule, BulkVersion
+from gitreg.storage.catalog import SearchEntry
+from gitreg.storage.index import Index
 from tests.catalog.test_extraction import full_module
 from tests.support.gitrepo import GitRepo, simple_module
 
@@ -220,3 +224,35 @@ def test_a_head_of_a_download_is_not_counted(app_client: tuple[TestClient, Servi
     assert svc.downloads.take() == {}
     assert client.get(path).status_code == 204
     assert list(svc.downloads.take().values()) == [1]
+
+
+def test_private_matches_ranking_first_leave_public_ones_in_the_results(
+    app_client: tuple[TestClient, Services], tmp_path: Path
+) -> None:
+    """More private matches than the candidates search ranks (1,000), all above
+    the public ones: an anonymous reader still gets every public match, and
+    neither the results, their order nor `meta` changes with the private ones."""
+    client, svc = app_client
+    route = "/v1/modules/search?q=greeting&limit=100"
+    before = client.get(route).json()
+    public = {"acme/network/aws/1.1.0", "acme/vpc/google/1.0.0"}
+    assert {m["id"] for m in before["modules"]} == public
+    count = SEARCH_CANDIDATES + 1
+    version = BulkVersion("1.0.0", "c" * 40, "e" * 40, "a" * 64, 100)
+    modules = [
+        # Local paths that do not exist: the reconcile's syncs fail without a network.
+        BulkModule(str(tmp_path / f"gone-{n}"), "secret", f"greeting-{n}", "aws", [version])
+        for n in range(count)
+    ]
+    assert isinstance(svc.index, Index)  # open_index's, as BulkLoader needs
+    BulkLoader(svc.index).add_modules(modules)
+    for module in svc.index.modules():
+        if module.namespace == "secret" and module.name.startswith("greeting-"):
+            entry = SearchEntry(module.id, "secret", module.name, "aws", "Greeting greeting", "")
+            svc.catalog.put_search(entry)
+    svc.cache.invalidate()
+    assert client.get(route).json() == before
+    assert client.get(route, headers=_token(svc, ["acme"])).json() == before
+    allowed = client.get(route, headers=_token(svc, ["secret"])).json()
+    assert all(m["namespace"] == "secret" for m in allowed["modules"])
+    assert allowed["meta"]["next_offset"] == 100

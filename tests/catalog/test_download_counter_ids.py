@@ -15,7 +15,7 @@ import pytest
 from gitreg import download_counts
 from gitreg.download_counts import DownloadCounter
 from gitreg.storage.catalog_protocols import DownloadCountIndex
-from gitreg.storage.download_counts import DownloadRow
+from gitreg.storage.download_counts import DownloadRow, DownloadTotals
 from gitreg.storage.protocols import ModuleIndex, ProviderIndex
 
 
@@ -60,8 +60,8 @@ class _Away:
         self.tries += 1
         raise OSError("database is away")
 
-    def download_totals(self) -> dict[tuple[str, int], int]:
-        return {}
+    def download_totals(self) -> DownloadTotals:
+        return DownloadTotals()
 
 
 def test_a_full_counter_retries_an_absent_database_once_an_interval(

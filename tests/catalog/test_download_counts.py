@@ -134,6 +134,23 @@ def test_counts_per_token_and_private_counts_stay_private(svc: Services) -> None
         assert mine["downloads"] == 2
 
 
+def test_case_and_build_metadata_variants_are_one_pending_key(svc: Services) -> None:
+    """Each variant is the same download; as keys of their own, an anonymous
+    client could fill the counter with keys between flushes."""
+    taken: list[dict[tuple[str, str, str, str, str, int], int]] = []
+    with TestClient(create_app(svc.settings, svc), base_url=BASE) as client:
+        taken.append(svc.downloads.take())  # anything counted before this test's requests
+        for path in (
+            "/v1/modules/acme/hello/null/1.0.0/download",
+            "/v1/modules/ACME/Hello/NULL/1.0.0/download",
+            "/v1/modules/acme/hello/null/1.0.0+" + "x" * 100 + "/download",
+            "/v1/modules/aCmE/hello/null/1.0.0+build.7/download",
+        ):
+            assert client.get(path).status_code == 204
+        taken.append(svc.downloads.take())
+    assert taken[1] == {("module", "acme", "hello", "null", "1.0.0", 0): 4}
+
+
 def test_counts_wait_in_memory_while_the_database_is_away(
     svc: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -221,16 +221,16 @@ def test_a_broken_tf_file_is_reported_and_does_not_block_publishing(
 def test_a_broken_tf_file_kept_across_tags_is_parsed_once(
     svc: Services, make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import hcl2
+    from gitreg.catalog import hcl
 
     texts: list[str] = []
-    real = hcl2.loads
+    real = hcl._parse
 
-    def counting(text: str, **kwargs: Any) -> Any:
+    def counting(text: str) -> Any:
         texts.append(text)
-        return real(text, **kwargs)
+        return real(text)
 
-    monkeypatch.setattr(hcl2, "loads", counting)
+    monkeypatch.setattr(hcl, "_parse", counting)
     broken = f'variable "oops-{uuid.uuid4().hex}" {{\n  type = \n'  # new to the parse cache
     repo = make_repo("vpc")
     repo.write("broken.tf", broken)

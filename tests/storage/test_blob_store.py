@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import urllib.request
 from pathlib import Path
 
@@ -67,6 +68,26 @@ def test_a_refusing_check_stores_nothing_and_leaves_no_temp_file(
     assert not blobs.exists(SHA)
     assert list(blobs.names()) == []
     assert [p for p in tmp_path.rglob("*") if p.is_file() and "tmp" in p.parts] == []
+
+
+def test_a_reader_fd_sees_each_write_at_once_and_outlives_the_writer(blobs: BlobStore) -> None:
+    """The mirror streams a cold miss from the temp file as it fills (issue 16)."""
+    with blobs.writer() as sink:
+        sink.write(DATA[:3])
+        fd = sink.reader_fd()
+        try:
+            sink.write(DATA[3:9])  # small writes: never left in a user-space buffer
+            assert os.pread(fd, 100, 0) == DATA[:9]
+            sink.write(DATA[9:])
+        except BaseException:
+            os.close(fd)
+            raise
+    try:
+        assert os.pread(fd, 100, 0) == DATA  # stored (renamed or uploaded) meanwhile
+    finally:
+        os.close(fd)
+    with blobs.open(SHA) as stored:
+        assert stored.read() == DATA
 
 
 def test_missing_and_malformed_blobs(blobs: BlobStore) -> None:

@@ -142,3 +142,25 @@ def test_search_ranks_in_tiers_of_where_the_words_are(implementation: Backend) -
     assert [m for m, _ in catalog.search("bucket storage", 10)] == [ids[2], ids[1], ids[0]]
     assert [m for m, _ in catalog.search("storage", 1)] == [ids[2]]
     assert [m for m, _ in catalog.search("stor", 10)] == [ids[2], ids[0], ids[1]]
+
+
+@pytest.mark.parametrize("private_matches", [3, 205])  # SQLite: the few- and many-rows queries
+def test_search_leaves_out_hidden_namespaces_before_the_limit(
+    implementation: Backend, private_matches: int
+) -> None:
+    """Private modules ranking first must not fill the list a reader who may
+    not see them gets: they are left out before the limit, exact names too."""
+    catalog = catalog_of(implementation)
+    rows = [("Secret", f"bucket-{n}", "Bucket storage", "bucket") for n in range(private_matches)]
+    rows += [("Secret", "bucket", "Bucket", ""), ("acme", "queue", "A queue", "bucket_name")]
+    ids = []
+    for ns, name, description, body in rows:
+        module_id = add_module(implementation, ns, name, "aws")
+        catalog.put_search(SearchEntry(module_id, ns, name, "aws", description, body))
+        ids.append(module_id)
+    public = (ids[-1], "acme")
+    assert public not in catalog.search("bucket", 3)
+    assert catalog.search("bucket", 3, frozenset({"secret"})) == [public]
+    assert catalog.search("bucket", 3, frozenset({"other"}))[0] == (ids[-2], "Secret")
+    assert catalog.search("buck name", 3, frozenset({"secret"})) == [public]
+    assert catalog.search("bucket", 3, frozenset({"secret", "acme"})) == []

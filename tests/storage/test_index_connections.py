@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gitreg.storage import sqlite as sqlite_module
+from gitreg.storage.auth import AuthStore
+from gitreg.storage.download_counts import DownloadCountStore, DownloadRow
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.sqlite import SQLiteDatabase
 
@@ -71,6 +74,25 @@ def test_data_version_moves_only_for_other_connections_commits(
     other = SQLiteIndex(tmp_path / "index.sqlite3")
     try:
         other.add_repo("https://example.test/other", "acme/other")
+    finally:
+        other.close()
+    assert index.data_version() != before
+
+
+def test_data_version_ignores_other_processes_commits_that_change_no_metadata(
+    index: SQLiteIndex, tmp_path: Path
+) -> None:
+    """Download-count flushes, job-queue traffic and sign-in steps of another
+    worker (`write(notify=False)`) must not empty this worker's metadata cache."""
+    before = index.data_version()
+    other = SQLiteIndex(tmp_path / "index.sqlite3")
+    try:
+        DownloadCountStore(other).add_downloads(
+            [DownloadRow("module", 1, "1.0.0", "2026-01-01", 0, 1)]
+        )
+        AuthStore(other).put_login_state("k", "{}", time.time() + 60, time.time())
+        assert index.data_version() == before
+        other.add_repo("https://example.test/other", "acme/other")  # metadata
     finally:
         other.close()
     assert index.data_version() != before

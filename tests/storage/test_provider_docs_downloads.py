@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import cast
 
+import pytest
+
+from gitreg.storage import download_counts
 from gitreg.storage.catalog_protocols import DownloadCountIndex, ProviderDocsIndex
 from gitreg.storage.download_counts import DownloadCountStore, DownloadRow
 from gitreg.storage.index import Index
@@ -42,7 +45,7 @@ def test_provider_docs_are_stored_once_with_their_pages(implementation: Backend)
 
 def test_download_counts_add_up_across_flushes(implementation: Backend) -> None:
     counts: DownloadCountIndex = DownloadCountStore(cast(Index, implementation.index))
-    assert counts.download_totals() == {}
+    assert counts.download_totals().as_dict() == {}
     counts.add_downloads([])
     first = [
         DownloadRow("module", 1, "1.0.0", "2026-01-01", 0, 2),
@@ -57,7 +60,9 @@ def test_download_counts_add_up_across_flushes(implementation: Backend) -> None:
             DownloadRow("module", 1, "1.0.0", "2026-01-02", 0, 1),
         ]
     )
-    assert counts.download_totals() == {("module", 1): 7, ("provider", 1): 4}
+    totals = counts.download_totals()
+    assert totals.as_dict() == {("module", 1): 7, ("provider", 1): 4}
+    assert (totals.get("module", 1), totals.get("module", 2), totals.get("other", 1)) == (7, 0, 0)
     assert counts.version_downloads("module", 1) == {"1.0.0": 6, "1.1.0": 1}
     assert counts.version_downloads("module", 2) == {}
     assert counts.downloads_by_token("module", 1, "2026-01-01") == {
@@ -65,3 +70,20 @@ def test_download_counts_add_up_across_flushes(implementation: Backend) -> None:
         ("1.1.0", 7): 1,
     }
     assert counts.downloads_by_token("module", 1, "2026-01-02") == {("1.0.0", 0): 1}
+
+
+def test_download_totals_are_read_by_pages(
+    implementation: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(download_counts, "TOTALS_PAGE", 2)  # 5 modules: three pages
+    counts: DownloadCountIndex = DownloadCountStore(cast(Index, implementation.index))
+    counts.add_downloads(
+        [DownloadRow("module", i, v, "2026-01-01", 0, i) for i in (9, 3, 5, 1, 7) for v in "ab"]
+        + [DownloadRow("provider", 4, "1.0.0", "2026-01-01", 0, 1)]
+    )
+    totals = counts.download_totals()
+    assert totals.as_dict() == {
+        **{("module", i): 2 * i for i in (1, 3, 5, 7, 9)},
+        ("provider", 4): 1,
+    }
+    assert [totals.get("module", i) for i in range(11)] == [0, 2, 0, 6, 0, 10, 0, 14, 0, 18, 0]

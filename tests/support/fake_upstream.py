@@ -17,9 +17,14 @@ Faults, per version (`upstream.faults[version] = ...`) or for everything
     truncated       the zip URL declares the full length and sends half
     bad-crc         the zip, signed and listed as it is, has a member whose CRC-32
                     does not match: only unpacking it (the h1 hash) finds out
+    tampered        the zip URL sends the signed zip with one byte in its middle
+                    changed: right length, wrong bytes (only the sha256 tells)
     down            every request answers 503
     slow            every request waits `slow_seconds` first
     bad-signature+F bad-signature, and the zip URL misbehaves as fault F says
+
+`gate`: while it is a clear `threading.Event`, every zip body stops after its
+first half until the event is set (to see what a client gets meanwhile).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import ssl
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +45,7 @@ import pysequoia
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
@@ -66,6 +71,7 @@ class FakeUpstream:
     base: str = ""  # https://127.0.0.1:PORT once served
     in_flight: int = 0  # requests inside the `slow` wait right now
     max_in_flight: int = 0
+    gate: threading.Event | None = None  # see the module docstring
 
     def add(
         self,
@@ -118,6 +124,12 @@ class FakeUpstream:
         if "bad-signature" in self._fault(release.version).split("+"):
             document = b"something else\n"
         return sign(self.key, document)
+
+    async def _gated(self, data: bytes) -> AsyncIterator[bytes]:
+        yield data[: len(data) // 2]
+        while self.gate is not None and not self.gate.is_set():
+            await asyncio.sleep(0.01)
+        yield data[len(data) // 2 :]
 
     # -- app ----------------------------------------------------------------------------
 
@@ -223,6 +235,15 @@ class FakeUpstream:
             if fault == "truncated":
                 return Response(
                     data[: len(data) // 2],
+                    media_type="application/zip",
+                    headers={"content-length": str(len(data))},
+                )
+            if fault == "tampered":
+                middle = len(data) // 2
+                data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]
+            if self.gate is not None:
+                return StreamingResponse(
+                    self._gated(data),
                     media_type="application/zip",
                     headers={"content-length": str(len(data))},
                 )

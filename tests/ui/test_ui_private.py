@@ -5,8 +5,14 @@ same page as for one that does not exist."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from gitreg.storage.bulk import BulkLoader, BulkModule, BulkVersion
+from gitreg.storage.catalog import SearchEntry
+from gitreg.storage.index import Index
+from gitreg.ui.data import SEARCH_CANDIDATES
 from tests.ui.conftest import SECRET_WORDS, Ui
 
 LIST_PAGES = [
@@ -123,3 +129,25 @@ def test_a_locked_down_registry_shows_nothing_anonymously(ui: Ui) -> None:
         assert "registry.terraform.io" not in client.get("/mirror").text
         assert client.get("/modules/acme/vpc/aws").status_code == 404
         assert "0 results" in client.get("/search?q=vpc").text
+
+
+def test_private_matches_ranking_first_leave_the_public_results_as_they_were(
+    ui: Ui, tmp_path: Path
+) -> None:
+    """More private matches than search ranks (1,000), all above the public
+    ones, change nothing on an anonymous reader's results page."""
+    before = ui.client.get("/search?q=greeting").text
+    assert "acme/network/aws" in before
+    version = BulkVersion("1.0.0", "c" * 40, "e" * 40, "a" * 64, 100)
+    modules = [
+        BulkModule(str(tmp_path / f"gone-{n}"), "secret", f"greeting-{n}", "aws", [version])
+        for n in range(SEARCH_CANDIDATES + 1)
+    ]
+    assert isinstance(ui.svc.index, Index)  # open_index's, as BulkLoader needs
+    BulkLoader(ui.svc.index).add_modules(modules)
+    for module in ui.svc.index.modules():
+        if module.name.startswith("greeting-"):
+            entry = SearchEntry(module.id, "secret", module.name, "aws", "Greeting", "")
+            ui.svc.catalog.put_search(entry)
+    ui.svc.cache.invalidate()
+    assert ui.client.get("/search?q=greeting").text == before

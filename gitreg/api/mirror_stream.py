@@ -1,0 +1,69 @@
+"""A mirror zip on a cold miss, sent while it arrives from the upstream (issue 16,
+target 6; the rules are gitreg/mirror/fill.py's).
+
+The status line goes out once SHA256SUMS and its signature verified, with the
+upstream's Content-Length and the expected sha256 as ETag. The body is read from
+the blob writer's temp file in 64 KiB pieces (from the page cache on the loop,
+as hosted blobs are: gitreg/api/blob_file.py), up to what the fill allows. If a
+check fails at the end, the iterator raises before the held-back tail: the
+server then closes the connection short of the Content-Length (as for a store
+failure in gitreg/api/blobs.py), and the client sees a truncated body.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from gitreg import metrics
+from gitreg.api.blob_file import PIECE, PageCacheFile
+from gitreg.api.blobs import IMMUTABLE, PRIVATE, blob_response
+from gitreg.errors import GitregError
+from gitreg.mirror.fill import PackageFill
+
+log = logging.getLogger("gitreg.mirror")
+
+
+async def fill_response(request: Request, fill: PackageFill, private: bool) -> Response:
+    # A failure before the first byte (signature, SHA256SUMS, upstream status)
+    # raises here and is answered as JSON like any other error.
+    await fill.ready()
+    fd = fill.open_reader()
+    if fd is None:  # it ended meanwhile: stored, and served as a warm hit
+        package = await fill.result()
+        return await blob_response(request, package.sha256, "application/zip")
+    # The same headers as the warm hit will carry (ETag = the zip's sha256, H2).
+    headers = {"ETag": f'"{fill.expected}"', "Cache-Control": PRIVATE if private else IMMUTABLE}
+    if fill.size is not None:
+        headers["Content-Length"] = str(fill.size)
+        metrics.blob_served(fill.size)
+    return StreamingResponse(_pieces(fill, fd), media_type="application/zip", headers=headers)
+
+
+async def _pieces(fill: PackageFill, fd: int) -> AsyncIterator[memoryview]:
+    file = PageCacheFile(fd)
+    offset = 0
+    try:
+        while True:
+            try:
+                end = await fill.servable(offset)
+            except GitregError as exc:
+                log.warning("cut off a zip sent while it arrived, at byte %d: %s", offset, exc)
+                raise
+            if end <= offset:
+                return  # verified and stored: every byte was sent
+            while offset < end:
+                piece = await file.read(min(PIECE, end - offset))
+                if not piece:
+                    raise OSError(f"the temp file of a fill ended at {offset} of {end} bytes")
+                offset += len(piece)
+                yield memoryview(piece)  # a bytearray: Starlette sends bytes and memoryviews
+    finally:
+        # A client that went away cancels this: closing its descriptor is all it
+        # owns; the fill goes on for the others.
+        with anyio.CancelScope(shield=True):
+            await file.aclose()

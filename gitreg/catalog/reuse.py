@@ -1,0 +1,77 @@
+"""Documents by content: a version whose documentation files are those of an
+earlier one gets that document with only its commit put in (issue 13's target,
+"extraction adds under 10% to publish time").
+
+Consecutive tags mostly change a few files, and usually none that documentation
+reads: a `.tf`, README or CHANGELOG. `extract` is a function of those files
+(their paths and bytes, so their git blob shas), the remote, the module's
+directory, the CHANGELOG section of the version and the commit. The commit only
+appears as itself: the `commit` field and the links resolved against it. So a
+document is made once per distinct content, as JSON with an unguessable
+stand-in for the commit, and each version replaces the stand-in with its own
+commit (bench/catalog.py; docs/performance.md "Extraction at publish").
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections import OrderedDict
+
+from gitreg.archive import ObjectSource
+from gitreg.catalog.extract import Origin, changelog_text, extract, is_changelog
+from gitreg.catalog.tree import doc_listing, read_doc_files, read_listed
+
+# Per Documenter. Reuse is mostly between the versions of one module in one sync,
+# so a few documents would do; 8 MiB keeps those of a few dozen modules.
+CACHE_BYTES = 8 * 1024 * 1024
+
+# Random per process, so no README or .tf can contain it by design or by chance.
+_COMMIT = secrets.token_hex(20)
+
+Key = tuple[str, str, tuple[tuple[str, bytes], ...], str]
+
+
+class Documents:
+    """JSON documents by what they are made of, least recently used out first."""
+
+    def __init__(self, max_bytes: int = CACHE_BYTES) -> None:
+        self._max = max_bytes
+        self._size = 0
+        self._texts: OrderedDict[Key, str] = OrderedDict()
+        self._lock = threading.Lock()  # publishing runs on several job threads
+
+    def document(self, store: ObjectSource, tree_sha: str, origin: Origin) -> str:
+        """The JSON document of the tree at `origin` (json.dumps with sort_keys),
+        exactly what `extract` makes of `read_doc_files`."""
+        listing = doc_listing(store, tree_sha)
+        if listing is None:  # more files than are read: not worth keeping
+            files, notes = read_doc_files(store, tree_sha)
+            return json.dumps(extract(files, origin, notes), sort_keys=True)
+        # Only the CHANGELOG section depends on the version; read it every time.
+        changelogs, _ = read_listed(store, [e for e in listing if is_changelog(e[0])])
+        key = (origin.remote, origin.subdir, listing, changelog_text(changelogs, origin.version))
+        commit = json.dumps(origin.commit)[1:-1]
+        with self._lock:
+            text = self._texts.get(key)
+            if text is not None:
+                self._texts.move_to_end(key)
+                return text.replace(_COMMIT, commit)
+        files, notes = read_doc_files(store, tree_sha)
+        stand_in = Origin(origin.remote, _COMMIT, origin.subdir, origin.version)
+        text = json.dumps(extract(files, stand_in, notes), sort_keys=True)
+        self._put(key, text)
+        return text.replace(_COMMIT, commit)
+
+    def _put(self, key: Key, text: str) -> None:
+        if len(text) > self._max // 8:
+            return
+        with self._lock:
+            if key in self._texts:
+                return
+            self._texts[key] = text
+            self._size += len(text)
+            while self._size > self._max:
+                _, dropped = self._texts.popitem(last=False)
+                self._size -= len(dropped)

@@ -1,0 +1,143 @@
+"""One upstream package downloaded into the blob store and verified there
+(docs/mirror.md, "Verification before anything is kept"; checklist M1).
+
+SHA256SUMS and its signature are fetched and verified while the zip downloads
+(steps 1-2 of gitreg/mirror/verify.py), and nothing is stored, or sent whole to
+a reader of the fill (gitreg/mirror/fill.py), before both passed. The zip
+streams straight into the blob writer's temp file, is checked there (steps
+3-4), then renamed into place (or uploaded): no copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+
+from gitreg.addresses import ProviderAddress
+from gitreg.errors import GitregError
+from gitreg.mirror.fill import PackageFill
+from gitreg.mirror.upstream import DownloadInfo, UpstreamClient
+from gitreg.mirror.verify import verify_checksums, verify_zip
+from gitreg.providers.checksums import MAX_SHASUMS_BYTES
+from gitreg.providers.package import PackageInfo, PackageLimits
+from gitreg.providers.signing import MAX_SIGNATURE_BYTES
+from gitreg.storage.blobs import BlobStore, BlobWriter, StoredBlob
+
+if TYPE_CHECKING:
+    import httpx  # imported on a first upstream request (gitreg/upstream_http.py)
+
+
+class PackageFetcher:
+    def __init__(
+        self, upstream: UpstreamClient, blobs: BlobStore, limits: PackageLimits, max_bytes: int
+    ) -> None:
+        self.upstream = upstream
+        self.blobs = blobs
+        self.limits = limits
+        self.max_bytes = max_bytes
+
+    async def fetch(
+        self, address: ProviderAddress, info: DownloadInfo, what: str, fill: PackageFill
+    ) -> tuple[str, PackageInfo]:
+        """(signer's key ID, the verified zip's hashes), the zip stored."""
+        checks = asyncio.ensure_future(self._checksums(address, info, what))
+        try:
+            return await self._download_verified(address, info, checks, what, fill)
+        finally:
+            checks.cancel()  # a no-op once it finished
+
+    async def _checksums(
+        self, address: ProviderAddress, info: DownloadInfo, what: str
+    ) -> tuple[str, str]:
+        """(signer's key ID, the zip's expected sha256): verification steps 1-2."""
+        shasums, signature = await asyncio.gather(
+            self.upstream.fetch_small(info.shasums_url, f"SHA256SUMS of {what}", MAX_SHASUMS_BYTES),
+            self.upstream.fetch_small(
+                info.shasums_signature_url, f"SHA256SUMS signature of {what}", MAX_SIGNATURE_BYTES
+            ),
+        )
+        return await anyio.to_thread.run_sync(verify_checksums, address, info, shasums, signature)
+
+    async def _download_verified(
+        self,
+        address: ProviderAddress,
+        info: DownloadInfo,
+        checks: asyncio.Future[tuple[str, str]],
+        what: str,
+        fill: PackageFill,
+    ) -> tuple[str, PackageInfo]:
+        """The zip streamed straight into a blob writer's temp file (sha256 hashed on
+        the way), checked there once `checks` (steps 1-2) passed (verify_zip: one more
+        read, for the layout and `h1:`), then renamed into the store (or uploaded):
+        no copy. A body that fails any check, or breaks off, leaves nothing stored
+        (M1); a failed `checks` abandons the download and is the error reported."""
+        found = {"content-type": "", "expected": ""}
+        verified: list[PackageInfo] = []
+
+        def check(path: Path, blob: StoredBlob) -> None:
+            verified.append(
+                verify_zip(
+                    address,
+                    info,
+                    path,
+                    blob.sha256,
+                    found["expected"],
+                    found["content-type"],
+                    self.limits,
+                )
+            )
+
+        manager = self.blobs.writer(check)
+        sink = manager.__enter__()  # creates an empty temp file: quick enough for the loop
+        fill.attach(sink.reader_fd())  # readers stream from it as it fills
+        fetch = self._fetch_zip(info, what, sink, fill, checks)
+        try:
+            try:
+                headers = await fetch
+            except (asyncio.CancelledError, GitregError):
+                if fetch.cancelled() and not checks.done():
+                    raise  # this request itself was cancelled
+                await checks  # a failed signature or SHA256SUMS is the error to report
+                raise
+            key_id, found["expected"] = await checks
+        except BaseException as exc:
+            manager.__exit__(type(exc), exc, exc.__traceback__)  # removes the temp file
+            raise
+        found["content-type"] = headers.get("content-type", "")
+        # Verification (unzipping for h1), fsync and rename block: a thread does them.
+        await anyio.to_thread.run_sync(manager.__exit__, None, None, None)
+        return key_id, verified[0]
+
+    def _fetch_zip(
+        self,
+        info: DownloadInfo,
+        what: str,
+        sink: BlobWriter,
+        fill: PackageFill,
+        checks: asyncio.Future[tuple[str, str]],
+    ) -> asyncio.Future[httpx.Headers]:
+        """The zip's download into `sink`, abandoned when `checks` fail; readers of
+        `fill` may start once they pass (gitreg/mirror/fill.py)."""
+        fetch = asyncio.ensure_future(
+            self.upstream.fetch_to(
+                info.download_url,
+                f"package {what}",
+                self.max_bytes,
+                sink,
+                fill.moved,
+            )
+        )
+
+        def abandon(done: asyncio.Future[tuple[str, str]]) -> None:
+            if done.cancelled():
+                return
+            if done.exception() is not None:
+                fetch.cancel()  # the signature or SHA256SUMS failed: the zip is useless
+            else:
+                fill.checked(done.result()[1])
+
+        checks.add_done_callback(abandon)
+        return fetch

@@ -1,0 +1,139 @@
+"""One package being pulled through, readable while it arrives (issue 16, target 6).
+
+A cold miss of a zip used to answer only once the whole zip was downloaded,
+verified and stored: a 100 MB package cost 2.3x fetching it directly. Now the
+requests that want it read the blob writer's temp file as the bytes land in it,
+under three rules that keep checklist M1 (nothing unverified is ever handed out
+whole):
+
+- nothing is sent before SHA256SUMS and its signature verified (steps 1-2 of
+  gitreg/mirror/verify.py), so the expected sha256 is known and a bad signature
+  is still an ordinary JSON error (502) rather than a cut-off body;
+- the last `TAIL` bytes written so far are held back until every check that
+  needs the whole file passed (sha256 against SHA256SUMS, the zip layout and
+  `h1:`) and the blob is stored: a failed check then ends the fill with an
+  error, the readers cut their connections short of the last piece, and a
+  client sees a truncated body, never a complete wrong zip;
+- the fill belongs to no request: a client that goes away closes only its own
+  read descriptor, and the fill goes on for the others (and the store).
+
+Every request arriving while the fill runs joins it (reads the same temp file
+from its start); one arriving after it ended is served from the store. Readers
+hold one piece at a time, never the zip (memory, target 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Coroutine
+from typing import Any
+
+from gitreg.errors import UpstreamError
+from gitreg.mirror.upstream import Progress
+from gitreg.storage.mirror import MirrorPackage
+
+# Bytes held back from readers until the fill is verified and stored: a piece,
+# which is also at least the zip's end of central directory (22 bytes), so even
+# a reader that kept everything cannot open a partial zip as a whole one.
+TAIL = 64 * 1024
+
+
+class PackageFill:
+    """The state readers need of one fill: its bytes so far and how it ended."""
+
+    def __init__(self, progress: Progress | None = None) -> None:
+        self._progress = progress
+        self.task: asyncio.Future[MirrorPackage] | None = None
+        self.expected = ""  # the zip's sha256 from the verified SHA256SUMS, once known
+        self.size: int | None = None  # the upstream's Content-Length, if it sent one
+        self.written = 0  # bytes in the temp file (each write finished)
+        self._fd: int | None = None  # the fill's own descriptor of the temp file
+        self._arrived = False
+        self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._changed = asyncio.Event()
+
+    def start(self, fill: Coroutine[Any, Any, MirrorPackage]) -> asyncio.Future[MirrorPackage]:
+        self.task = asyncio.ensure_future(fill)
+        self.task.add_done_callback(self._finished)
+        return self.task
+
+    def running(self) -> bool:
+        """Still running, in this event loop (a command may run several loops)."""
+        task = self.task
+        return (
+            task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop()
+        )
+
+    # -- the fill's side (gitreg/mirror/service.py) ---------------------------------------
+
+    def attach(self, fd: int) -> None:
+        """The temp file the zip is written to, as a descriptor this fill owns."""
+        self._fd = fd
+
+    def checked(self, expected: str) -> None:
+        """SHA256SUMS and its signature verified: `expected` is the zip's sha256."""
+        self.expected = expected
+        self._signal()
+
+    def moved(self, received: int, declared: int | None) -> None:
+        """A piece was written (the upstream client's progress callback)."""
+        self.written, self.size, self._arrived = received, declared, True
+        if self._progress is not None:
+            self._progress(received, declared)
+        self._signal()
+
+    def _signal(self) -> None:
+        if self.expected and self._arrived and not self._ready.done():
+            self._ready.set_result(None)
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()  # wakes every reader waiting on the old event
+
+    def _finished(self, task: asyncio.Future[MirrorPackage]) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # readers hold their own duplicates
+            self._fd = None
+        if not self._ready.done():
+            if task.cancelled():
+                self._ready.cancel()
+            elif (error := task.exception()) is not None:
+                self._ready.set_exception(error)
+            else:
+                self._ready.set_result(None)
+        if self._ready.done() and not self._ready.cancelled():
+            self._ready.exception()  # retrieved: no "never retrieved" warning
+        self._signal()
+
+    # -- the readers' side (gitreg/api/mirror_stream.py) ----------------------------------
+
+    async def ready(self) -> None:
+        """Wait until bytes may be sent (checks 1-2 passed, the zip is arriving), or
+        the fill ended; raises the fill's error if it failed before that."""
+        await asyncio.shield(self._ready)
+
+    async def result(self) -> MirrorPackage:
+        assert self.task is not None
+        return await asyncio.shield(self.task)
+
+    def open_reader(self) -> int | None:
+        """A new descriptor of the temp file for one reader, who closes it; None
+        once the fill ended (read the stored blob then)."""
+        if self._fd is None or self.task is None or self.task.done():
+            return None
+        return os.dup(self._fd)
+
+    async def servable(self, offset: int) -> int:
+        """How far a reader at `offset` may read now: waits while nothing more is
+        allowed. The whole length once the fill succeeded; raises its error when
+        it failed, so the reader cuts its client off short of the tail."""
+        assert self.task is not None
+        while True:
+            if self.task.done():
+                if self.task.cancelled():  # the server is stopping
+                    raise UpstreamError("the fill of this package was stopped")
+                self.task.result()
+                return self.written
+            end = self.written - TAIL
+            if end > offset:
+                return end
+            await self._changed.wait()
