@@ -30,15 +30,13 @@ import anyio.to_thread
 
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret
-from gitreg.auth.pending import hashed, put_step, step_key, take_step
+from gitreg.auth.pending import PENDING_TTL, SignInLimits, hashed, put_step, step_key, take_step
 from gitreg.errors import Forbidden
 from gitreg.settings import Settings
 from gitreg.storage.protocols import AuthIndex
 from gitreg.storage.sessions import SessionRecord
 
 log = logging.getLogger("gitreg.auth.web_sign_in")
-
-PENDING_TTL = 600.0  # time a person has to finish signing in at the issuer
 
 
 class SignInFailed(Forbidden):
@@ -65,16 +63,20 @@ class WebSignIn:
         settings: Settings,
         store: AuthIndex,
         oidc: OidcClient,
+        limits: SignInLimits,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._settings = settings
+        self._limits = limits
         self._store = store
         self._oidc = oidc
         self._grants = parse_grants(settings.extra.get("grants"))
         self._clock = clock
 
-    async def begin(self, callback_url: str, binding: str, next_path: str) -> str:
-        """The issuer's authorization URL for a browser holding `binding`."""
+    async def begin(self, callback_url: str, binding: str, next_path: str, client: str) -> str:
+        """The issuer's authorization URL for a browser holding `binding`, at
+        address `client`; SignInsBusy over the limits (gitreg.auth.pending)."""
+        await self._limits.admit(client, self._clock())
         state, nonce, verifier = new_secret(), new_secret(), new_secret()
         pending = {
             "nonce": nonce,
