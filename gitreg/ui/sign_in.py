@@ -33,7 +33,7 @@ from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, safe_next
 from gitreg.errors import UpstreamError
 from gitreg.services import services
 from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf
-from gitreg.ui.pages import error_page, html_response, not_found_page, render
+from gitreg.ui.pages import CSP, error_page, html_response, not_found_page, render
 from gitreg.ui.token import COOKIE_FLAGS
 from gitreg.ui.viewer import SESSION_COOKIE, current_viewer
 
@@ -72,9 +72,14 @@ async def _unavailable(request: Request) -> Response:
 async def sign_in_page(request: Request) -> Response:
     """The button that starts a sign-in; nothing is written to the index."""
     viewer = await current_viewer(request)
-    settings = services(request).settings
-    if not settings.oidc_issuer:
+    flow = _flow(request)
+    if flow is None:
         return not_found_page(request, viewer)
+    settings = services(request).settings
+    try:
+        target = await flow.form_target()
+    except UpstreamError:
+        return await _unavailable(request)
     double_submit = cookie_csrf(request)
     context = {
         "title": "Sign in",
@@ -82,7 +87,9 @@ async def sign_in_page(request: Request) -> Response:
         "next": safe_next(request.query_params.get("next", "/")),
         "provider": urlsplit(settings.oidc_issuer).hostname or settings.oidc_issuer,
     }
-    response = html_response(render(request, viewer, "sign_in.html", context), headers=NO_STORE)
+    csp = CSP.replace("form-action 'self'", f"form-action 'self' {target}")
+    headers = {**NO_STORE, "Content-Security-Policy": csp}
+    response = html_response(render(request, viewer, "sign_in.html", context), headers=headers)
     response.set_cookie(CSRF_COOKIE, double_submit, max_age=None, **COOKIE_FLAGS)  # type: ignore[arg-type]
     return response
 

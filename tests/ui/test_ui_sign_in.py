@@ -5,6 +5,7 @@ fixation), the binding of a sign-in to its browser, expiry and sign-out."""
 from __future__ import annotations
 
 import time
+from urllib.parse import urlsplit
 from collections.abc import Callable
 from types import SimpleNamespace
 
@@ -154,6 +155,12 @@ def test_the_sign_in_page_writes_nothing_until_its_button_is_pressed(make_site: 
         assert page.status_code == 200 and "Sign in with 127.0.0.1" in page.text
         assert 'value="/modules/platform/vpc/aws"' in page.text
         assert "__Host-gitreg_sign_in" not in _set_cookies(page)
+    # The form's POST redirects to the issuer: CSP form-action must allow it
+    # there (browsers apply it to redirects), and on no other page.
+    issuer = urlsplit(site.svc.settings.oidc_issuer)
+    allowed = f"form-action 'self' {issuer.scheme}://{issuer.netloc};"
+    assert allowed in page.headers["content-security-policy"]
+    assert "form-action 'self';" in crawler.get("/").headers["content-security-policy"]
     assert site.svc.auth.count_login_states(time.time(), 100) == 0
     form = {"csrf": crawler.cookies[CSRF_COOKIE], "next": "/"}
     assert crawler.post("/ui/sign-in", data=form).status_code == 303
