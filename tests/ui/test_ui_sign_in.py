@@ -5,9 +5,9 @@ fixation), the binding of a sign-in to its browser, expiry and sign-out."""
 from __future__ import annotations
 
 import time
-from urllib.parse import urlsplit
 from collections.abc import Callable
 from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import pytest
 
