@@ -7,6 +7,9 @@ listener. An error that cannot go back to a trusted redirect_uri is a JSON
 refused a token gets a page saying why (gitreg.auth.login.Refusal).
 `/oauth/token` is called by Terraform and answers RFC 6749 5.1/5.2 JSON.
 Without `oidc_issuer` all three are 404, and discovery does not list login.v1.
+`/oauth/authorization` writes a pending sign-in for an anonymous visitor, so it
+is bounded per client address and in all (gitreg.auth.pending.SignInLimits,
+docs/sign-in.md "Limits"): over either, a JSON 503 with Retry-After.
 """
 
 from __future__ import annotations
