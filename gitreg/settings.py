@@ -170,6 +170,12 @@ class Settings:
     # A web UI session (docs/ui.md, "Sign-in") ends `session_ttl` seconds after
     # sign-in, whatever the person does meanwhile.
     session_ttl: float = 8 * 3600.0
+    # Sign-ins in flight (a `login_states` row each, written before anything
+    # is known about the visitor; docs/sign-in.md, "Limits"): at most
+    # `sign_in_per_client` started per client address in 10 minutes (per
+    # process), and at most `sign_in_pending_max` unexpired rows in all.
+    sign_in_per_client: int = 20
+    sign_in_pending_max: int = 10_000
 
     @property
     def scheme(self) -> str:
@@ -393,6 +399,8 @@ def _validate_sign_in(settings: Settings) -> None:
         raise ConfigError("login_token_ttl must be between 3600 s and 400 days")
     if not 300 <= settings.session_ttl <= 30 * 86400:
         raise ConfigError("session_ttl must be between 300 s and 30 days")
+    if settings.sign_in_per_client < 1 or settings.sign_in_pending_max < 1:
+        raise ConfigError("sign_in_per_client and sign_in_pending_max must be at least 1")
     if not settings.oidc_issuer:
         return
     parts = urlsplit(settings.oidc_issuer)

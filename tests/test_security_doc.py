@@ -18,7 +18,7 @@ ITEMS = [
     *(f"U{n}" for n in range(1, 3)),
     *(f"H{n}" for n in range(1, 4)),
     # Reliability under abuse (issue 10).
-    *(f"R{n}" for n in range(1, 13)),
+    *(f"R{n}" for n in range(1, 14)),
 ]
 
 

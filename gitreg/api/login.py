@@ -7,6 +7,9 @@ listener. An error that cannot go back to a trusted redirect_uri is a JSON
 refused a token gets a page saying why (gitreg.auth.login.Refusal).
 `/oauth/token` is called by Terraform and answers RFC 6749 5.1/5.2 JSON.
 Without `oidc_issuer` all three are 404, and discovery does not list login.v1.
+`/oauth/authorization` writes a pending sign-in for an anonymous visitor, so it
+is bounded per client address and in all (gitreg.auth.pending.SignInLimits,
+docs/sign-in.md "Limits"): over either, a JSON 503 with Retry-After.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gitreg.api.responses import json_response
+from gitreg.api.responses import error_body, json_response
 from gitreg.api.urls import base_url
 from gitreg.auth.login import CLIENT_ID, PORTS, LoginFlow, OAuthError, Redirect, Refusal
 from gitreg.auth.oidc import OidcClient
+from gitreg.auth.pending import SignInLimits, SignInsBusy
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound, PayloadTooLarge
 from gitreg.services import services
@@ -51,6 +55,19 @@ def login_service(settings: Settings) -> dict[str, object]:
     }
 
 
+def sign_in_limits(request: Request) -> SignInLimits:
+    """The app's one SignInLimits, shared with the web UI's sign-in
+    (gitreg/ui/sign_in.py) so an address has one allowance for both."""
+    limits = getattr(request.app.state, "sign_in_limits", None)
+    if limits is None:
+        svc = services(request)
+        per_client, most = svc.settings.sign_in_per_client, svc.settings.sign_in_pending_max
+        limits = SignInLimits(svc.auth, per_client, most)
+        request.app.state.sign_in_limits = limits
+    assert isinstance(limits, SignInLimits)
+    return limits
+
+
 def _flow(request: Request) -> LoginFlow:
     """One flow per app, built on first use: its OIDC client caches the
     issuer's discovery document and keys."""
@@ -59,7 +76,10 @@ def _flow(request: Request) -> LoginFlow:
         raise NotFound("sign-in is not configured on this registry (oidc_issuer)")
     flow = getattr(request.app.state, "login_flow", None)
     if flow is None:
-        flow = LoginFlow(svc.settings, svc.auth, OidcClient(svc.settings), svc.cache.invalidate)
+        oidc = OidcClient(svc.settings)
+        flow = LoginFlow(
+            svc.settings, svc.auth, oidc, svc.cache.invalidate, sign_in_limits(request)
+        )
         request.app.state.login_flow = flow
     assert isinstance(flow, LoginFlow)
     return flow
@@ -80,7 +100,16 @@ def _single(request: Request) -> dict[str, str]:
 async def authorization(request: Request) -> Response:
     flow = _flow(request)
     callback = base_url(request, services(request).settings) + CALLBACK
-    return _redirect((await flow.begin(_single(request), callback)).url)
+    # The address the access log shows: uvicorn puts the forwarded one there
+    # when `trust_forwarded` is on (gitreg/commands/serve.py).
+    client = request.client.host if request.client else "unknown"
+    try:
+        return _redirect((await flow.begin(_single(request), callback, client)).url)
+    except SignInsBusy as exc:
+        # The JSON errors of this route, answered here rather than by the app's
+        # handler, which logs every 5xx: a flood would become a log flood.
+        headers = {**NO_STORE, "Retry-After": str(exc.retry_after)}
+        return json_response(error_body(str(exc)), status=exc.status, headers=headers)
 
 
 async def callback(request: Request) -> Response:

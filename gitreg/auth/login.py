@@ -34,7 +34,7 @@ import anyio.to_thread
 
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret, pkce_challenge
-from gitreg.auth.pending import put_step, step_key, take_step
+from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.errors import BadRequest, UpstreamError
 from gitreg.settings import Settings
@@ -46,7 +46,6 @@ log = logging.getLogger("gitreg.auth.login")
 CLIENT_ID = "terraform-cli"
 PORTS = (10000, 10010)
 CODE_TTL = 60.0
-PENDING_TTL = 600.0  # time a person has to finish signing in at the issuer
 # Exactly what Terraform sends (login protocol, "Client"): a loopback host
 # named as such, a port in the advertised range, the path /login, and nothing
 # else: no userinfo, query, fragment, percent-encoding, or trailing dot.
@@ -109,9 +108,11 @@ class LoginFlow:
         store: AuthIndex,
         oidc: OidcClient,
         on_change: Callable[[], None],
+        limits: SignInLimits,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._settings = settings
+        self._limits = limits
         self._store = store
         self._oidc = oidc
         self._grants = parse_grants(settings.extra.get("grants"))
@@ -127,9 +128,10 @@ class LoginFlow:
     async def _take(self, key: str) -> dict[str, Any] | None:
         return await take_step(self._store, key, self._clock())
 
-    async def begin(self, params: Mapping[str, str], callback_url: str) -> Redirect:
-        """Step 1. Raises OAuthError (shown, never redirected) while the client
-        or redirect_uri is not trusted; later errors go back to Terraform."""
+    async def begin(self, params: Mapping[str, str], callback_url: str, client: str) -> Redirect:
+        """Step 1 for a browser at address `client`. Raises OAuthError (shown,
+        never redirected) while the client or redirect_uri is not trusted, and
+        SignInsBusy over the limits; later errors go back to Terraform."""
         if params.get("client_id") != CLIENT_ID:
             raise OAuthError("invalid_client", f"client_id must be {CLIENT_ID}")
         redirect_uri = check_redirect_uri(params.get("redirect_uri", ""))
@@ -149,6 +151,8 @@ class LoginFlow:
             return back("invalid_request", "code_challenge must be a base64url SHA-256")
         if not state:
             return back("invalid_request", "state is required")
+        # Checked only now: a request refused above writes nothing anyway.
+        await self._limits.admit(client, self._clock())
         idp_state, nonce, verifier = new_secret(), new_secret(), new_secret()
         pending = {
             "redirect_uri": redirect_uri,

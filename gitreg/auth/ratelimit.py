@@ -74,6 +74,11 @@ class FailureLimiter:
         target = self._locked if len(stamps) >= self._limit else self._counting
         target[client] = stamps
 
+    def record(self, client: str, now: float | None = None) -> None:
+        """Count one event that is not a failure against `client`: the same
+        window and bounded table serve gitreg.auth.pending.SignInLimits."""
+        self.failed(client, now)
+
     def _make_room(self, now: float) -> None:
         """Evict expired entries first, then the oldest counting, then the oldest locked."""
         for table in (self._counting, self._locked):

@@ -22,23 +22,27 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import anyio.to_thread
 
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret
-from gitreg.auth.pending import hashed, put_step, step_key, take_step
-from gitreg.errors import Forbidden
+from gitreg.auth.pending import PENDING_TTL, SignInLimits, hashed, put_step, step_key, take_step
+from gitreg.errors import Forbidden, UpstreamError
 from gitreg.settings import Settings
 from gitreg.storage.protocols import AuthIndex
 from gitreg.storage.sessions import SessionRecord
 
 log = logging.getLogger("gitreg.auth.web_sign_in")
 
-PENDING_TTL = 600.0  # time a person has to finish signing in at the issuer
+_ORIGIN_RE = re.compile(
+    r"https?://[A-Za-z0-9.\-]+(?::\d{1,5})?|https?://\[[0-9A-Fa-f:.]+\](?::\d{1,5})?"
+)
 
 
 class SignInFailed(Forbidden):
@@ -65,16 +69,32 @@ class WebSignIn:
         settings: Settings,
         store: AuthIndex,
         oidc: OidcClient,
+        limits: SignInLimits,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._settings = settings
+        self._limits = limits
         self._store = store
         self._oidc = oidc
         self._grants = parse_grants(settings.extra.get("grants"))
         self._clock = clock
 
-    async def begin(self, callback_url: str, binding: str, next_path: str) -> str:
-        """The issuer's authorization URL for a browser holding `binding`."""
+    async def form_target(self) -> str:
+        """The origin of the issuer's authorization endpoint, which the sign-in
+        form's POST redirects to: the page's CSP `form-action` must allow it,
+        as browsers apply that directive to a form's redirects too (CSP 3,
+        "form-action"). UpstreamError when the issuer cannot be reached."""
+        endpoint = urlsplit((await self._oidc.metadata()).authorization_endpoint)
+        origin = f"{endpoint.scheme}://{endpoint.netloc.rpartition('@')[2]}"
+        # A header value: nothing that could end the directive or add one.
+        if not _ORIGIN_RE.fullmatch(origin):
+            raise UpstreamError(f"identity provider: unusable authorization endpoint {origin!r}")
+        return origin
+
+    async def begin(self, callback_url: str, binding: str, next_path: str, client: str) -> str:
+        """The issuer's authorization URL for a browser holding `binding`, at
+        address `client`; SignInsBusy over the limits (gitreg.auth.pending)."""
+        await self._limits.admit(client, self._clock())
         state, nonce, verifier = new_secret(), new_secret(), new_secret()
         pending = {
             "nonce": nonce,

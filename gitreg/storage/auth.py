@@ -133,6 +133,16 @@ class AuthStore(SessionStoreMixin, IndexBackedStore):
                 (key, payload, expires_at),
             )
 
+    def count_login_states(self, now: float, limit: int) -> int:
+        """Unexpired sign-in steps, counted up to `limit` only: a range of the
+        `login_states_expires_at` index, so the work is bounded by `limit`."""
+        rows = self._rows(
+            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM login_states WHERE expires_at > ?"
+            " LIMIT ?) AS unexpired",
+            (now, limit),
+        )
+        return int(rows[0]["n"])
+
     def take_login_state(self, key: str, now: float) -> str | None:
         """The payload under `key`, deleted in the same statement so that of two
         concurrent takers (on any replica) only one gets it; None when unknown,

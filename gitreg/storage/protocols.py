@@ -424,6 +424,10 @@ class AuthIndex(Protocol):
         """Keep one step of a sign-in in flight, shared by every replica."""
         ...
 
+    def count_login_states(self, now: float, limit: int) -> int:
+        """Steps not expired at `now`, on every replica; at most `limit`."""
+        ...
+
     def take_login_state(self, key: str, now: float) -> str | None:
         """The payload under `key`, removed atomically: a second take (here or on
         another replica) gets None, as does a take after `expires_at`."""

@@ -10,7 +10,7 @@
     GET  /providers/:namespace/:type/:version
     GET  /mirror                             what the mirror and the module proxy hold
     GET  /ui/token, POST /ui/token           the read-token cookie
-    GET  /ui/sign-in, GET /ui/sign-in/callback   sign-in at the identity provider
+    GET|POST /ui/sign-in, GET /ui/sign-in/callback   sign-in at the identity provider
     POST /ui/sign-out                        ends the session, forgets the token
     GET  /ui/tokens, POST /ui/tokens, POST /ui/tokens/revoke   a person's own tokens
     GET  /ui/admin/tokens, POST /ui/admin/tokens/revoke       every token (admins)
@@ -89,7 +89,8 @@ def routes() -> list[Route]:
         Route("/ui/token", token.token_form, methods=["GET"]),
         Route("/ui/token", token.token_submit, methods=["POST"]),
         Route("/ui/sign-out", token.sign_out, methods=["POST"]),
-        Route("/ui/sign-in", sign_in.sign_in, methods=["GET"]),
+        Route("/ui/sign-in", sign_in.sign_in_page, methods=["GET"]),
+        Route("/ui/sign-in", sign_in.sign_in, methods=["POST"]),
         Route(sign_in.CALLBACK, sign_in.callback, methods=["GET"]),
         Route("/ui/tokens", tokens_page.tokens_page, methods=["GET"]),
         Route("/ui/tokens", tokens_page.create_token, methods=["POST"]),

@@ -1,8 +1,14 @@
 """`/ui/sign-in`: the web UI's sign-in through the identity provider (issue 14;
 the flow is gitreg/auth/web_sign_in.py, the settings docs/sign-in.md).
 
-GET `/ui/sign-in` sends the browser to the issuer and sets the sign-in's
-binding cookie; GET `/ui/sign-in/callback` is where the issuer sends it back:
+GET `/ui/sign-in` only shows a "Sign in with <issuer>" button and writes
+nothing: the link is on every page, and crawlers follow links. The button's
+POST, checked like every other form of the UI (gitreg/ui/csrf.py: this site's
+Origin / Sec-Fetch-Site and the double-submit cookie, there being no session
+yet), is what keeps a pending sign-in in the index, within the limits of
+gitreg.auth.pending.SignInLimits, sets the sign-in's binding cookie and sends
+the browser to the issuer. GET `/ui/sign-in/callback` is where the issuer
+sends it back:
 the session cookie is set there, under a new id, and any session the browser
 came with is deleted (rotation at sign-in). Both cookies are HttpOnly, Secure
 and SameSite=Lax: Lax, not Strict, because the callback is a top-level
@@ -13,17 +19,22 @@ Without `oidc_issuer` both paths are the 404 page. Sign-out is
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from gitreg.api.login import sign_in_limits
 from gitreg.api.urls import base_url
 from gitreg.auth.oidc import OidcClient, new_secret
-from gitreg.auth.pending import hashed
-from gitreg.auth.web_sign_in import SignInFailed, WebSignIn
+from gitreg.auth.pending import SignInsBusy, hashed
+from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, safe_next
 from gitreg.errors import UpstreamError
 from gitreg.services import services
-from gitreg.ui.pages import error_page, not_found_page
+from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf
+from gitreg.ui.pages import CSP, error_page, html_response, not_found_page, render
+from gitreg.ui.token import COOKIE_FLAGS
 from gitreg.ui.viewer import SESSION_COOKIE, current_viewer
 
 CALLBACK = "/ui/sign-in/callback"
@@ -40,7 +51,7 @@ def _flow(request: Request) -> WebSignIn | None:
         return None
     flow = getattr(request.app.state, "web_sign_in", None)
     if flow is None:
-        flow = WebSignIn(svc.settings, svc.auth, OidcClient(svc.settings))
+        flow = WebSignIn(svc.settings, svc.auth, OidcClient(svc.settings), sign_in_limits(request))
         request.app.state.web_sign_in = flow
     assert isinstance(flow, WebSignIn)
     return flow
@@ -58,17 +69,52 @@ async def _unavailable(request: Request) -> Response:
     return response
 
 
+async def sign_in_page(request: Request) -> Response:
+    """The button that starts a sign-in; nothing is written to the index."""
+    viewer = await current_viewer(request)
+    flow = _flow(request)
+    if flow is None:
+        return not_found_page(request, viewer)
+    settings = services(request).settings
+    try:
+        target = await flow.form_target()
+    except UpstreamError:
+        return await _unavailable(request)
+    double_submit = cookie_csrf(request)
+    context = {
+        "title": "Sign in",
+        "csrf": viewer.session.csrf if viewer.session is not None else double_submit,
+        "next": safe_next(request.query_params.get("next", "/")),
+        "provider": urlsplit(settings.oidc_issuer).hostname or settings.oidc_issuer,
+    }
+    csp = CSP.replace("form-action 'self'", f"form-action 'self' {target}")
+    headers = {**NO_STORE, "Content-Security-Policy": csp}
+    response = html_response(render(request, viewer, "sign_in.html", context), headers=headers)
+    response.set_cookie(CSRF_COOKIE, double_submit, max_age=None, **COOKIE_FLAGS)  # type: ignore[arg-type]
+    return response
+
+
 async def sign_in(request: Request) -> Response:
+    """The button's POST: a pending sign-in, then the issuer."""
     flow = _flow(request)
     if flow is None:
         return not_found_page(request, await current_viewer(request))
+    checked = await checked_form(request)
+    if isinstance(checked, Response):
+        return checked
+    viewer, form = checked
     binding = new_secret()
     callback = base_url(request, services(request).settings) + CALLBACK
+    client = request.client.host if request.client else "unknown"  # as the access log has it
     try:
-        url = await flow.begin(callback, binding, request.query_params.get("next", "/"))
+        url = await flow.begin(callback, binding, form.get("next", "/"), client)
     except UpstreamError:
         return await _unavailable(request)
-    response = RedirectResponse(url, status_code=302, headers=NO_STORE)
+    except SignInsBusy as exc:
+        page = error_page(request, viewer, exc.status, "Sign-in busy", f"{exc}.")
+        page.headers["Retry-After"] = str(exc.retry_after)
+        return page
+    response = RedirectResponse(url, status_code=303, headers=NO_STORE)
     response.set_cookie(BINDING_COOKIE, binding, max_age=BINDING_MAX_AGE, **_LAX)  # type: ignore[arg-type]
     return response
 

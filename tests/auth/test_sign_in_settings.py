@@ -43,6 +43,14 @@ def test_session_ttl_comes_from_its_variable(tmp_path: Path) -> None:
     assert settings.session_ttl == 3600
 
 
+def test_sign_in_limits_default_and_come_from_their_variables(tmp_path: Path) -> None:
+    default = load_settings({"data_dir": tmp_path}, environ={})
+    assert (default.sign_in_per_client, default.sign_in_pending_max) == (20, 10_000)
+    env = {"GITREG_SIGN_IN_PER_CLIENT": "200", "GITREG_SIGN_IN_PENDING_MAX": "500"}
+    settings = load_settings({"data_dir": tmp_path}, environ=env)
+    assert (settings.sign_in_per_client, settings.sign_in_pending_max) == (200, 500)
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
@@ -61,6 +69,8 @@ def test_session_ttl_comes_from_its_variable(tmp_path: Path) -> None:
         ({"GITREG_LOGIN_TOKEN_TTL": "60"}, "login_token_ttl"),
         ({"GITREG_SESSION_TTL": "60"}, "session_ttl must be between 300 s and 30 days"),
         ({"GITREG_SESSION_TTL": str(31 * 86400)}, "session_ttl must be between"),
+        ({"GITREG_SIGN_IN_PER_CLIENT": "0"}, "sign_in_per_client and sign_in_pending_max"),
+        ({"GITREG_SIGN_IN_PENDING_MAX": "-1"}, "sign_in_per_client and sign_in_pending_max"),
     ],
 )
 def test_bad_sign_in_settings_stop_at_start(

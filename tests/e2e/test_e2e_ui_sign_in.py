@@ -89,9 +89,14 @@ def _shots(page: Page, site: Site, name: str) -> None:
 
 
 def _sign_in(page: Page, site: Site, login: str) -> None:
-    """From the header's link through the provider's login and consent forms."""
+    """From the header's link, through gitreg's "Sign in with ..." button (the
+    link itself writes nothing), the provider's login and consent forms."""
     page.goto(site.server.url + "/")
     page.get_by_role("link", name="Sign in").click()
+    page.wait_for_url(site.server.url + "/ui/sign-in")
+    if login == "alice":
+        _shots(page, site, "sign-in")
+    page.get_by_role("button", name="Sign in with 127.0.0.1").click()
     page.locator("input[name=login]").fill(login)
     page.locator("input[name=password]").fill("any")
     if login == "alice":

@@ -74,3 +74,15 @@ def test_a_login_state_is_taken_once_under_concurrency(implementation: Backend) 
         taken = list(pool.map(lambda _: auth.take_login_state("race", now=1000.0), range(8)))
     assert taken.count("code") == 1
     assert taken.count(None) == 7
+
+
+def test_unexpired_login_states_are_counted_up_to_a_limit(implementation: Backend) -> None:
+    auth = implementation.auth
+    assert auth.count_login_states(now=1000.0, limit=10) == 0
+    for n in range(4):
+        auth.put_login_state(f"k{n}", "x", expires_at=1060.0 + n, now=1000.0)
+    assert auth.count_login_states(now=1000.0, limit=10) == 4
+    assert auth.count_login_states(now=1000.0, limit=3) == 3  # bounded work
+    assert auth.count_login_states(now=1061.0, limit=10) == 2  # expiry frees room
+    auth.take_login_state("k3", now=1000.0)
+    assert auth.count_login_states(now=1061.0, limit=10) == 1

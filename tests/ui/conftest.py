@@ -4,6 +4,7 @@ mirrored providers and proxied modules, and a TestClient that speaks HTTPS
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,14 +171,20 @@ class SignInSite:
     def callback_url(self, client: TestClient, login: str) -> str:
         """Start a sign-in in `client` and complete it at the provider; the
         callback URL the provider sends the browser to (not visited yet)."""
-        start = client.get("/ui/sign-in")
-        assert start.status_code == 302, start.text
         callback = BASE + "/ui/sign-in/callback"
-        visit = browse(
-            start.headers["location"], login, None, until=lambda u: u.startswith(callback)
-        )
+        visit = browse(self.start(client), login, None, until=lambda u: u.startswith(callback))
         assert visit.status == 0, visit.text[:300]
         return visit.url.removeprefix(BASE)
+
+    def start(self, client: TestClient, next_path: str = "/") -> str:
+        """Press "Sign in with ..." on the sign-in page (its hidden `next`
+        included); the issuer's authorization URL it answers with."""
+        page = client.get("/ui/sign-in", params={"next": next_path})
+        assert page.status_code == 200, page.text
+        form = {name: _hidden(page.text, name) for name in ("csrf", "next")}
+        start = client.post("/ui/sign-in", data=form)
+        assert start.status_code == 303, start.text
+        return str(start.headers["location"])
 
     def sign_in(self, client: TestClient, login: str) -> dict[str, list[str]]:
         """The callback answer's headers (several Set-Cookie among them)."""
@@ -191,9 +198,14 @@ class SignInSite:
     def csrf(self, client: TestClient) -> str:
         page = client.get("/ui/tokens")
         assert page.status_code == 200, page.text
-        marker = 'name="csrf" value="'
-        start = page.text.index(marker) + len(marker)
-        return page.text[start : page.text.index('"', start)]
+        return _hidden(page.text, "csrf")
+
+
+def _hidden(page: str, name: str) -> str:
+    """The value of the form field `name` in `page` (as the template writes it)."""
+    marker = f'name="{name}" value="'
+    start = page.index(marker) + len(marker)
+    return html.unescape(page[start : page.index('"', start)])
 
 
 @pytest.fixture

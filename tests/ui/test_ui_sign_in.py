@@ -7,14 +7,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import pytest
 
-from gitreg.auth.pending import hashed
+from gitreg.auth.pending import SignInLimits, hashed
 from gitreg.auth.tokens import token_hash
 from gitreg.storage.auth import Identity
+from gitreg.ui.csrf import CSRF_COOKIE
+from tests.support.oidc_browser import browse
 from tests.ui.conftest import (
     ALICE_READS_PLATFORM,
+    BASE,
     BOB_ADMIN,
     SESSION_COOKIE,
     SignInSite,
@@ -126,16 +130,75 @@ def test_next_returns_to_the_page_but_never_to_another_site(make_site: Make) -> 
         ("https://evil.example/", "/"),
     ]:
         alice = site.browser()
-        start = alice.get("/ui/sign-in", params={"next": asked})
-        assert start.status_code == 302
-        from tests.support.oidc_browser import browse
-        from tests.ui.conftest import BASE
-
         visit = browse(
-            start.headers["location"], "alice", None, until=lambda u: u.startswith(BASE + "/ui/")
+            site.start(alice, asked), "alice", None, until=lambda u: u.startswith(BASE + "/ui/")
         )
         done = alice.get(visit.url.removeprefix(BASE))
         assert done.headers["location"] == expected
+    # The form's own `next` gets the same rules: a forged field is no way round.
+    alice = site.browser()
+    page = alice.get("/ui/sign-in")
+    form = {"csrf": alice.cookies[CSRF_COOKIE], "next": "//evil.example/"}
+    start = alice.post("/ui/sign-in", data=form)
+    visit = browse(start.headers["location"], "alice", None, until=lambda u: "/ui/" in u)
+    assert page.status_code == 200
+    assert alice.get(visit.url.removeprefix(BASE)).headers["location"] == "/"
+
+
+def test_the_sign_in_page_writes_nothing_until_its_button_is_pressed(make_site: Make) -> None:
+    """Crawlers follow the "Sign in" link on every page: a GET is a page with a
+    button, and only the button's POST keeps a pending sign-in."""
+    site = make_site(ALICE_READS_PLATFORM)
+    crawler = site.browser()
+    for _ in range(3):
+        page = crawler.get("/ui/sign-in", params={"next": "/modules/platform/vpc/aws"})
+        assert page.status_code == 200 and "Sign in with 127.0.0.1" in page.text
+        assert 'value="/modules/platform/vpc/aws"' in page.text
+        assert "__Host-gitreg_sign_in" not in _set_cookies(page)
+    # The form's POST redirects to the issuer: CSP form-action must allow it
+    # there (browsers apply it to redirects), and on no other page.
+    issuer = urlsplit(site.svc.settings.oidc_issuer)
+    allowed = f"form-action 'self' {issuer.scheme}://{issuer.netloc};"
+    assert allowed in page.headers["content-security-policy"]
+    assert "form-action 'self';" in crawler.get("/").headers["content-security-policy"]
+    assert site.svc.auth.count_login_states(time.time(), 100) == 0
+    form = {"csrf": crawler.cookies[CSRF_COOKIE], "next": "/"}
+    assert crawler.post("/ui/sign-in", data=form).status_code == 303
+    assert site.svc.auth.count_login_states(time.time(), 100) == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "csrf"),
+    [
+        ({"Origin": "https://evil.example"}, True),
+        ({"Sec-Fetch-Site": "cross-site"}, True),
+        ({}, False),
+    ],
+    ids=["other-origin", "cross-site", "no-csrf"],
+)
+def test_a_sign_in_post_from_elsewhere_is_refused(
+    make_site: Make, headers: dict[str, str], csrf: bool
+) -> None:
+    site = make_site(ALICE_READS_PLATFORM)
+    browser = site.browser()
+    browser.get("/ui/sign-in")
+    form = {"csrf": browser.cookies[CSRF_COOKIE] if csrf else "forged", "next": "/"}
+    answer = browser.post("/ui/sign-in", data=form, headers=headers)
+    assert answer.status_code == 403 and "Form expired" in answer.text
+    assert site.svc.auth.count_login_states(time.time(), 100) == 0
+
+
+def test_web_sign_ins_count_against_the_sign_in_limits(make_site: Make) -> None:
+    site = make_site(ALICE_READS_PLATFORM)
+    site.app.state.sign_in_limits = SignInLimits(site.svc.auth, per_client=2, pending_max=100)
+    browser = site.browser()
+    site.start(browser)
+    site.start(browser)
+    browser.get("/ui/sign-in")
+    refused = browser.post("/ui/sign-in", data={"csrf": browser.cookies[CSRF_COOKIE]})
+    assert refused.status_code == 503 and "Sign-in busy" in refused.text
+    assert int(refused.headers["retry-after"]) > 0
+    assert site.svc.auth.count_login_states(time.time(), 100) == 2
 
 
 def test_sign_out_deletes_the_session_on_the_server(make_site: Make) -> None:
