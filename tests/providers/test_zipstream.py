@@ -49,7 +49,7 @@ def _zip(
     seekable = io.BytesIO()
     unseekable = _Unseekable()
     out: io.IOBase = unseekable if descriptors else seekable
-    with zipfile.ZipFile(out, "w", method) as archive:  # type: ignore[arg-type]
+    with zipfile.ZipFile(out, "w", method) as archive:
         for name, data in members.items():
             info = zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0))
             info.external_attr = 0o100755 << 16
