@@ -41,6 +41,16 @@ _STORED, _DEFLATED = 0, 8
 _ZIP64 = 0xFFFFFFFF
 _OUT = 1024 * 1024  # most bytes inflated per call: a bomb never sits in memory
 
+try:
+    # ISA-L's CRC-32 is the same function as zlib's, 5x faster (0.08 against 0.44 s
+    # per GB here): a declared dependency (archives, gitreg/archive_format.py), absent
+    # on some platforms. Inflating stays zlib's, the inflater zipfile uses, so a
+    # malformed deflate stream cannot unpack differently here than in the
+    # whole-file pass.
+    from isal.isal_zlib import crc32 as _crc32
+except ImportError:  # pragma: no cover - platforms without the isal wheel
+    from zlib import crc32 as _crc32
+
 
 @dataclass
 class _Member:
@@ -212,7 +222,7 @@ class StreamedMembers:
             self._give_up("unpacks to more than the limit")
             return
         member.unpacked += len(chunk)
-        member.crc = zlib.crc32(chunk, member.crc)
+        member.crc = _crc32(chunk, member.crc)
         self._hash.update(chunk)
 
     def _end_data(self) -> None:
