@@ -27,7 +27,12 @@ import hashlib
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 _LOCAL = b"PK\x03\x04"
 _CENTRAL = b"PK\x01\x02"
@@ -41,15 +46,19 @@ _STORED, _DEFLATED = 0, 8
 _ZIP64 = 0xFFFFFFFF
 _OUT = 1024 * 1024  # most bytes inflated per call: a bomb never sits in memory
 
-try:
-    # ISA-L's CRC-32 is the same function as zlib's, 5x faster (0.08 against 0.44 s
-    # per GB here): a declared dependency (archives, gitreg/archive_format.py), absent
-    # on some platforms. Inflating stays zlib's, the inflater zipfile uses, so a
-    # malformed deflate stream cannot unpack differently here than in the
-    # whole-file pass.
-    from isal.isal_zlib import crc32 as _crc32
-except ImportError:  # pragma: no cover - platforms without the isal wheel
-    from zlib import crc32 as _crc32
+
+def _crc32() -> Callable[[ReadableBuffer, int], int]:
+    """ISA-L's CRC-32 is the same function as zlib's, 5x faster (0.08 against 0.44 s
+    per GB here): a declared dependency (archives, gitreg/archive_format.py), absent
+    on some platforms, imported only when a zip streams (a serving worker that never
+    mirrors does not load it: tests/cli/test_serve_imports.py). Inflating stays
+    zlib's, the inflater zipfile uses, so a malformed deflate stream cannot unpack
+    differently here than in the whole-file pass."""
+    try:
+        from isal.isal_zlib import crc32
+    except ImportError:  # platforms without the isal wheel
+        return zlib.crc32
+    return crc32
 
 
 @dataclass
@@ -88,6 +97,7 @@ class StreamedMembers:
         self._state = "header"  # header, data, descriptor, done, failed
         self._unpacked = 0
         self.reason = ""  # why it gave up, for tests and logs
+        self._crc32 = _crc32()
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         if self._state in ("done", "failed"):
@@ -222,7 +232,7 @@ class StreamedMembers:
             self._give_up("unpacks to more than the limit")
             return
         member.unpacked += len(chunk)
-        member.crc = _crc32(chunk, member.crc)
+        member.crc = self._crc32(chunk, member.crc)
         self._hash.update(chunk)
 
     def _end_data(self) -> None:
