@@ -15,7 +15,8 @@ with curl as the only client, each round measures for each size:
   SHA256SUMS, its signature, the zip) and through the mirror (index.json, then a
   cold VERSION.json, which must fetch and verify the whole zip for its `h1:`
   hash before it can answer, then the zip, warm by then): the metadata round
-  trips and the fill that VERSION.json forces before the zip is asked for.
+  trips and the fill that VERSION.json forces before the zip is asked for;
+- cold VERSION.json alone: that VERSION.json's GET of the same run, timed alone.
 
 gitreg's CPU (server process, all threads) is read from /proc around each gitreg
 cell: CPU s per GB is steadier than wall time on a shared machine.
@@ -176,23 +177,35 @@ def measure_round(
     for label, server in (("before", before), ("", gitreg)):
         if server is not None:
             suffix = f" {label}" if label else ""
-            urls = [server.url(path) for path in mirror_order]
-            took["cold, Terraform order" + suffix] = timed(server, urls, ca)
+            # Each GET timed alone too: the cold VERSION.json is the fill Terraform
+            # waits for before it asks for the zip.
+            index, version_json, zip_ = (timed(server, [server.url(p)], ca) for p in mirror_order)
+            took["cold, Terraform order" + suffix] = (
+                index[0] + version_json[0] + zip_[0],
+                index[1] + version_json[1] + zip_[1],
+            )
+            took["cold VERSION.json alone" + suffix] = version_json
     return took
 
 
 def local_passes(args: argparse.Namespace, ws: Path, zips: dict[int, bytes]) -> str:
     """In process, no network: the work between the zip's last byte arriving and the
     package being stored, as it was (hash the scratch file again and unzip it for h1
-    in `inspect_package`, then copy it into the store) and as it is (unzip for h1
-    inside the blob writer, then rename)."""
+    in `inspect_package`, then copy it into the store), one pass (unzip for h1
+    inside the blob writer, then rename), and as it is (read the central directory,
+    then rename: the member hashes were taken as the bytes were written)."""
     from gitreg.providers.package import PackageLimits, inspect_package
+    from gitreg.providers.zipstream import StreamedMembers
     from gitreg.storage.blobs import FileBlobStore, StoredBlob
 
     limits = PackageLimits(2**31, 2**33, 1000)
     rows = []
     for mb, data in zips.items():
-        took: dict[str, list[float]] = {"three passes (before)": [], "one pass (now)": []}
+        took: dict[str, list[float]] = {
+            "three passes (before)": [],
+            "one pass (before streamed h1)": [],
+            "central directory only (now, h1 streamed)": [],
+        }
         for i in range(args.rounds):
             store = FileBlobStore(ws / f"passes-{mb}-{i}")
             scratch = ws / f"scratch-{mb}-{i}.zip"
@@ -212,7 +225,20 @@ def local_passes(args: argparse.Namespace, ws: Path, zips: dict[int, bytes]) -> 
             with store.writer(check) as sink:
                 sink.write(data)  # as the body arrives: hashed on the way in
                 start = time.perf_counter()
-            took["one pass (now)"].append(time.perf_counter() - start)
+            took["one pass (before streamed h1)"].append(time.perf_counter() - start)
+            store = FileBlobStore(ws / f"passes-streamed-{mb}-{i}")
+            members = StreamedMembers(limits.max_unpacked_bytes, limits.max_files)
+
+            def streamed(
+                path: Path, blob: StoredBlob, type_: str = type_, fed: StreamedMembers = members
+            ) -> None:
+                inspect_package(path, type_, "linux", limits, blob.sha256, fed)
+
+            with store.writer(streamed) as sink:
+                sink.write(data)  # as the body arrives: hashed and unzipped on the way in
+                members.feed(data)
+                start = time.perf_counter()
+            took["central directory only (now, h1 streamed)"].append(time.perf_counter() - start)
         for label, seconds in took.items():
             rows.append([f"{len(data) / 1e6:.0f} MB", label, f"{b.median(seconds):.3f}"])
     return "\n".join(

@@ -24,7 +24,7 @@ from gitreg.api.access_log import AccessLog
 from gitreg.api.responses import error_body, json_response
 from gitreg.auth.signed_urls import RECHECK_EVERY
 from gitreg.download_counts import FLUSH_SECONDS
-from gitreg.errors import GitregError, Unauthorized, storage_full
+from gitreg.errors import GitregError, ResponseCut, Unauthorized, storage_full
 from gitreg.providers.uploads import UploadStaging
 from gitreg.server_limits import limit_malloc_arenas
 from gitreg.services import Services, build_services
@@ -59,6 +59,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, ResponseCut):
+        # Cut on purpose after the headers went out, and logged where it was cut:
+        # nothing can be answered any more (this response is never sent).
+        return Response(status_code=500)
     # A full disk met outside the storage layer (a git fetch, a staged upload,
     # a temp file) is still the operator's "free space and retry", not a 500.
     if (full := storage_full(exc, request.url.path)) is not None:

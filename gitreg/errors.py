@@ -287,3 +287,11 @@ class IncompleteRelease(PublishError):
 
 class ChecksumMismatch(PublishError):
     """A package's sha256 differs from its SHA256SUMS line (P1)."""
+
+
+class ResponseCut(Exception):
+    """A response whose body was cut short on purpose after its headers went out
+    (a mirror zip sent while it arrived failed a check: gitreg/api/mirror_stream.py).
+    Whoever raises it has logged why in one line; it exists only to make the server
+    close the connection short of the Content-Length, so it is not a GitregError
+    (there is no status left to answer) and no traceback is logged for it."""

@@ -125,6 +125,28 @@ def configure(log_format: str, level: str | int, stream: TextIO | None = None) -
         uvicorn_logger = logging.getLogger(name)
         uvicorn_logger.handlers.clear()
         uvicorn_logger.propagate = True
+    if _CUT_ON_PURPOSE not in logging.getLogger("uvicorn.error").filters:
+        logging.getLogger("uvicorn.error").addFilter(_CUT_ON_PURPOSE)
+
+
+class _CutOnPurpose(logging.Filter):
+    """Drops uvicorn's "Exception in ASGI application" traceback for a ResponseCut:
+    the body was cut short on purpose and its one warning line already says why
+    (gitreg/api/mirror_stream.py); raising is how an ASGI app makes the server close
+    the connection short of the Content-Length. Any other exception is logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from gitreg.errors import ResponseCut
+
+        exc = record.exc_info[1] if record.exc_info else None
+        for _ in range(8):  # Starlette may wrap it; a short chain is enough
+            if exc is None or isinstance(exc, ResponseCut):
+                break
+            exc = exc.__cause__ or exc.__context__
+        return not isinstance(exc, ResponseCut)
+
+
+_CUT_ON_PURPOSE = _CutOnPurpose()
 
 
 # The access line's fast path (issue 16): the handler `configure` set up for

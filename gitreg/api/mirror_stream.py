@@ -22,7 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from gitreg import metrics
 from gitreg.api.blob_file import PIECE, PageCacheFile
 from gitreg.api.blobs import IMMUTABLE, PRIVATE, blob_response
-from gitreg.errors import GitregError
+from gitreg.errors import GitregError, ResponseCut
 from gitreg.mirror.fill import PackageFill
 
 log = logging.getLogger("gitreg.mirror")
@@ -41,10 +41,11 @@ async def fill_response(request: Request, fill: PackageFill, private: bool) -> R
     if fill.size is not None:
         headers["Content-Length"] = str(fill.size)
         metrics.blob_served(fill.size)
-    return StreamingResponse(_pieces(fill, fd), media_type="application/zip", headers=headers)
+    pieces = _pieces(fill, fd, request.url.path.removeprefix("/mirror/"))
+    return StreamingResponse(pieces, media_type="application/zip", headers=headers)
 
 
-async def _pieces(fill: PackageFill, fd: int) -> AsyncIterator[memoryview]:
+async def _pieces(fill: PackageFill, fd: int, name: str) -> AsyncIterator[memoryview]:
     file = PageCacheFile(fd)
     offset = 0
     try:
@@ -52,8 +53,18 @@ async def _pieces(fill: PackageFill, fd: int) -> AsyncIterator[memoryview]:
             try:
                 end = await fill.servable(offset)
             except GitregError as exc:
-                log.warning("cut off a zip sent while it arrived, at byte %d: %s", offset, exc)
-                raise
+                # One line naming the package and the reason; ResponseCut only makes
+                # the server close the connection short of the Content-Length (no
+                # traceback: gitreg/app.py and gitreg/logs.py leave it unlogged).
+                total = "?" if fill.size is None else str(fill.size)
+                log.warning(
+                    "cut off %s after %d of %s bytes sent while it arrived: %s",
+                    name,
+                    offset,
+                    total,
+                    exc,
+                )
+                raise ResponseCut(name) from exc
             if end <= offset:
                 return  # verified and stored: every byte was sent
             while offset < end:

@@ -24,6 +24,7 @@ from gitreg.mirror.verify import verify_checksums, verify_zip
 from gitreg.providers.checksums import MAX_SHASUMS_BYTES
 from gitreg.providers.package import PackageInfo, PackageLimits
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES
+from gitreg.providers.zipstream import StreamedMembers
 from gitreg.storage.blobs import BlobStore, BlobWriter, StoredBlob
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ class PackageFetcher:
         (M1); a failed `checks` abandons the download and is the error reported."""
         found = {"content-type": "", "expected": ""}
         verified: list[PackageInfo] = []
+        members = StreamedMembers(self.limits.max_unpacked_bytes, self.limits.max_files)
 
         def check(path: Path, blob: StoredBlob) -> None:
             verified.append(
@@ -87,13 +89,14 @@ class PackageFetcher:
                     found["expected"],
                     found["content-type"],
                     self.limits,
+                    members,
                 )
             )
 
         manager = self.blobs.writer(check)
         sink = manager.__enter__()  # creates an empty temp file: quick enough for the loop
         fill.attach(sink.reader_fd())  # readers stream from it as it fills
-        fetch = self._fetch_zip(info, what, sink, fill, checks)
+        fetch = self._fetch_zip(info, what, _Tee(sink, members), fill, checks)
         try:
             try:
                 headers = await fetch
@@ -115,7 +118,7 @@ class PackageFetcher:
         self,
         info: DownloadInfo,
         what: str,
-        sink: BlobWriter,
+        sink: _Tee,
         fill: PackageFill,
         checks: asyncio.Future[tuple[str, str]],
     ) -> asyncio.Future[httpx.Headers]:
@@ -141,3 +144,18 @@ class PackageFetcher:
 
         checks.add_done_callback(abandon)
         return fetch
+
+
+class _Tee:
+    """The zip's bytes into the blob writer (sha256 on the way) and to the member
+    hashes for `h1:` (gitreg/providers/zipstream.py), on the upstream client's
+    writer thread: unzipping happens while the zip arrives, not after its last byte."""
+
+    def __init__(self, sink: BlobWriter, members: StreamedMembers) -> None:
+        self._sink = sink
+        self._members = members
+
+    def write(self, data: bytes, /) -> int:
+        written = self._sink.write(data)
+        self._members.feed(data)
+        return written

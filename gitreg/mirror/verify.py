@@ -29,6 +29,7 @@ from gitreg.mirror.upstream import DownloadInfo
 from gitreg.providers.checksums import parse_shasums
 from gitreg.providers.package import PackageInfo, PackageLimits, inspect_package
 from gitreg.providers.signing import PublicKeyInfo, parse_public_key, verify_detached
+from gitreg.providers.zipstream import StreamedMembers
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 
@@ -77,10 +78,13 @@ def verify_zip(
     expected: str,
     content_type: str,
     limits: PackageLimits,
+    streamed: StreamedMembers | None = None,
 ) -> PackageInfo:
     """Steps 3-4 on the downloaded file, whose `sha256` the caller computed as
     the bytes arrived into a file only it writes (the blob writer's temp file):
-    the zip is read once more, for its layout and `h1:` hash. Returns its hashes."""
+    its central directory is read for the layout, and `h1:` comes from the member
+    hashes `streamed` took as the bytes arrived when they match it exactly, else
+    from unzipping the file once more. Returns its hashes."""
     with path.open("rb") as head:
         magic = head.read(4)
     if magic not in _ZIP_MAGIC:
@@ -96,6 +100,6 @@ def verify_zip(
         )
     os_ = download.platform.partition("_")[0]
     try:
-        return inspect_package(path, address.type, os_, limits, sha256)
+        return inspect_package(path, address.type, os_, limits, sha256, streamed)
     except PackageError as exc:
         raise VerificationError(f"{address}: {download.filename} refused: {exc}") from exc

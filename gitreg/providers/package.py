@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitreg.errors import PackageError
+from gitreg.providers.zipstream import StreamedMembers
 
 CHUNK = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -134,7 +135,7 @@ def _find_executable(infos: list[zipfile.ZipInfo], type_: str, os_: str) -> str:
 
 
 def _h1(archive: zipfile.ZipFile, names: list[str], limits: PackageLimits) -> str:
-    summary = hashlib.sha256()
+    digests: dict[str, str] = {}
     total = 0
     for name in sorted(names):
         digest = hashlib.sha256()
@@ -147,16 +148,32 @@ def _h1(archive: zipfile.ZipFile, names: list[str], limits: PackageLimits) -> st
                         " (a zip bomb?); stopped"
                     )
                 digest.update(chunk)
-        summary.update(f"{digest.hexdigest()}  {name}\n".encode())
+        digests[name] = digest.hexdigest()
+    return _h1_of(digests)
+
+
+def _h1_of(digests: dict[str, str]) -> str:
+    """Terraform's dirhash Hash1 from each file's sha256 hex."""
+    summary = hashlib.sha256()
+    for name in sorted(digests):
+        summary.update(f"{digests[name]}  {name}\n".encode())
     return "h1:" + base64.b64encode(summary.digest()).decode()
 
 
 def inspect_package(
-    path: Path, type_: str, os_: str, limits: PackageLimits, sha256: str | None = None
+    path: Path,
+    type_: str,
+    os_: str,
+    limits: PackageLimits,
+    sha256: str | None = None,
+    streamed: StreamedMembers | None = None,
 ) -> PackageInfo:
     """Check a package's layout and compute its hashes; raises PackageError.
     `sha256`: the file's, when the caller hashed it as it wrote a file only it
-    holds (the mirror's blob writer), which saves a pass over the bytes."""
+    holds (the mirror's blob writer), which saves a pass over the bytes.
+    `streamed`: the member hashes taken while that file was written
+    (gitreg/providers/zipstream.py); used for `h1:` only when they match the
+    central directory exactly, after every check below, else the file is unzipped."""
     size = path.stat().st_size
     if size > limits.max_package_bytes:
         raise PackageError(f"{path.name} is {size} bytes; the limit is {limits.max_package_bytes}")
@@ -168,7 +185,8 @@ def inspect_package(
             _check_entries(infos, limits)
             executable = _find_executable(infos, type_, os_)
             names = [i.filename for i in infos]
-            h1 = _h1(archive, names, limits)
+            digests = None if streamed is None else streamed.digests(infos)
+            h1 = _h1(archive, names, limits) if digests is None else _h1_of(digests)
     except PackageError:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, ValueError) as exc:

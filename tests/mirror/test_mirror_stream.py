@@ -140,6 +140,31 @@ def test_tampered_zip_is_cut_off_before_its_tail_and_never_stored(
     assert "sha256" in world.server.log()  # the reason is logged
 
 
+def test_a_cut_off_zip_is_one_warning_line_without_traceback(
+    world: World, upstream: FakeUpstream
+) -> None:
+    """The server's log says which package was cut off and why, once: neither the
+    app's "unhandled error" nor uvicorn's "Exception in ASGI application"."""
+    upstream.faults["1.0.5"] = "tampered"
+    seen = len(world.server.log())
+    connection, answer = open_get(world.server, zip_path("1.0.5"))
+    with contextlib.closing(connection):
+        assert answer.status == 200
+        assert upstream.gate is not None
+        upstream.gate.set()
+        with pytest.raises(http.client.IncompleteRead):
+            answer.read()
+    lines = [json.loads(line) for line in world.server.log()[seen:].splitlines()]
+    cut = [line for line in lines if line["level"] in ("warning", "error", "critical")]
+    assert len(cut) == 1, cut
+    assert cut[0]["level"] == "warning"
+    package = "registry.terraform.io/hashicorp/big/terraform-provider-big_1.0.5_linux_amd64.zip"
+    assert package in cut[0]["msg"]
+    assert "signed SHA256SUMS says" in cut[0]["msg"]  # the reason
+    assert "exc" not in cut[0]
+    assert "Traceback" not in world.server.log()[seen:]
+
+
 def test_requests_during_the_fill_join_it_and_the_upstream_is_asked_once(
     world: World, upstream: FakeUpstream
 ) -> None:
