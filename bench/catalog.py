@@ -280,7 +280,11 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
     from gitreg.services import build_services
     from gitreg.settings import load_settings
 
-    hcl._parse_cached.cache_clear()  # each run as a fresh process would: nothing parsed yet
+    # Each run as a fresh process would: nothing parsed yet (the cache's name
+    # changed when it got a byte bound; a "before" run has the older one).
+    parses = getattr(hcl, "PARSES", None) or getattr(hcl, "_parse_cached", None)
+    if parses is not None:
+        parses.clear() if hasattr(parses, "clear") else parses.cache_clear()
     if hasattr(readme, "_render_cached"):  # absent before it existed (a "before" run)
         readme._render_cached.cache_clear()
     if hasattr(tree, "_TEXTS"):  # the blob cache, likewise

@@ -11,6 +11,8 @@ is still described, and publishing never waits on documentation.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,23 +49,60 @@ def empty_module(path: str) -> dict[str, Any]:
 # content (bench/catalog.py: the cache is what keeps extraction under 10%).
 # Results are never mutated (add_file only reads them). Large files are not kept.
 _CACHE_MAX_TEXT = 64 * 1024
+# The cache is bounded by the text it stands for, not by a count: 4,096 entries
+# of up to 64 KiB could hold hundreds of MiB in a serving worker that
+# published in-process (issue 16, target 2: 60 MiB). A parse takes about 3-4
+# times its text; 2 MiB of text is several hundred typical .tf files.
+_CACHE_MAX_BYTES = 2 * 1024 * 1024
 
 
-def parse_file(text: str) -> dict[str, Any]:
-    """The parsed file; raises ValueError with a one-line reason when it is not HCL."""
-    outcome = _parse_cached(text) if len(text) <= _CACHE_MAX_TEXT else _parse(text)
-    if isinstance(outcome, str):
-        raise ValueError(outcome)
-    return outcome
+class _ParseCache:
+    """Outcomes (a parse, or why it failed) by text, least recently used first out."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._entries: OrderedDict[str, dict[str, Any] | str] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # job threads publish side by side
+
+    def get(self, text: str) -> dict[str, Any] | str:
+        with self._lock:
+            found = self._entries.get(text)
+            if found is not None:
+                self._entries.move_to_end(text)
+                return found
+        outcome = _parse(text)  # outside the lock: two threads may parse the same text
+        with self._lock:
+            if text not in self._entries:
+                self._entries[text] = outcome
+                self._bytes += len(text)
+                while self._bytes > self._max_bytes:
+                    old, _ = self._entries.popitem(last=False)
+                    self._bytes -= len(old)
+        return outcome
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def held_bytes(self) -> int:
+        return self._bytes
 
 
 # A file that does not parse is kept too, with its reason: it fails the same way
 # at every tag that has it, and a failed parse costs several times a good one
 # (bench/publish.py's synthetic files: 0.37 s of documentation per version, 71 s
 # of a 200-tag `repo add`, before).
-@functools.lru_cache(maxsize=4096)
-def _parse_cached(text: str) -> dict[str, Any] | str:
-    return _parse(text)
+PARSES = _ParseCache(_CACHE_MAX_BYTES)
+
+
+def parse_file(text: str) -> dict[str, Any]:
+    """The parsed file; raises ValueError with a one-line reason when it is not HCL."""
+    outcome = PARSES.get(text) if len(text) <= _CACHE_MAX_TEXT else _parse(text)
+    if isinstance(outcome, str):
+        raise ValueError(outcome)
+    return outcome
 
 
 @functools.cache

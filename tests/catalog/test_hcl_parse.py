@@ -116,3 +116,24 @@ def test_a_file_hcl2_refuses_after_parsing_is_reported_and_the_sync_goes_on(
         doc = json.loads(stored)
         assert [i["name"] for i in doc["root"]["inputs"]] == ["ok"]
         assert doc["problems"] == ["dup.tf: not valid HCL: Attribute variable is already defined."]
+
+
+def test_the_parse_cache_is_bounded_by_the_text_it_holds() -> None:
+    cache = hcl._ParseCache(max_bytes=1_000)
+    texts = [f'variable "v{n}" {{ description = "{"x" * 200}" }}\n' for n in range(20)]
+    for text in texts:
+        assert isinstance(cache.get(text), dict)
+        assert cache.held_bytes() <= 1_000
+    assert cache.held_bytes() > 800  # full, not emptied
+    parsed: list[str] = []
+    real = hcl._parse
+
+    def counting(text: str) -> dict[str, Any] | str:
+        parsed.append(text)
+        return real(text)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hcl, "_parse", counting)
+        cache.get(texts[-1])  # recent: kept
+        cache.get(texts[0])  # oldest: evicted long ago, parsed again
+    assert parsed == [texts[0]]
