@@ -39,7 +39,7 @@ FLUSH_SECONDS = 5.0  # at most this much counting is lost when a process is kill
 # hundred bytes): 2,000 keep a worker's counting under 1 MiB between flushes
 # (issue 16, target 2: 60 MiB with 10,000 modules downloaded), at a flush
 # (one transaction, a name lookup per module) per 2,000 distinct versions.
-MAX_PENDING = 2_000
+MAX_PENDING = 1_000
 
 
 class DownloadCounter:
@@ -107,9 +107,12 @@ class DownloadCounter:
         # Names to ids for this batch only: a module removed and registered
         # again gets a new id, and the next batch must count to that one.
         ids: dict[tuple[str, str, str, str], int | None] = {}
+        keys: dict[str, str | None] = {}  # version as sent -> as stored, once per batch
         for (kind, namespace, name, system, version, token), count in batch.items():
-            names = (kind, namespace.lower(), name.lower(), system.lower())
-            found = self._resolve(ids, names, version)
+            # Names as counted (lower-cased by gitreg/api/counting.py; the
+            # lookups lower-case them again): no new strings per key, which
+            # were a third of a 2,000-key flush's memory (issue 16, target 2).
+            found = self._resolve(ids, keys, (kind, namespace, name, system), version)
             if found is not None:
                 key = (kind, found[0], found[1], token)
                 rows[key] = rows.get(key, 0) + count
@@ -127,15 +130,17 @@ class DownloadCounter:
     def _resolve(
         self,
         ids: dict[tuple[str, str, str, str], int | None],
+        keys: dict[str, str | None],
         names: tuple[str, str, str, str],
         version: str,
     ) -> tuple[int, str] | None:
         """(object id, version key) of counted path values; None if gone."""
-        kind = names[0]
-        try:
-            # Module versions are stored by their key without build metadata.
-            key = str(parse_tag_version(version).without_build()) if kind == "module" else version
-        except NotAVersion:
+        key: str | None = version
+        if names[0] == "module":  # stored by their key without build metadata
+            if version not in keys:
+                keys[version] = _version_key(version)
+            key = keys[version]
+        if key is None:
             return None
         if names not in ids:
             ids[names] = self._lookup(*names)
@@ -151,3 +156,10 @@ class DownloadCounter:
             return None if provider is None else provider.id
         except GitregError:
             return None
+
+
+def _version_key(version: str) -> str | None:
+    try:
+        return str(parse_tag_version(version).without_build())
+    except NotAVersion:
+        return None
