@@ -312,10 +312,8 @@ def _validate(settings: Settings) -> None:
         raise ConfigError(
             f"http_impl must be one of {', '.join(HTTP_IMPLS)}, got {settings.http_impl!r}"
         )
-    if settings.cache_build_threads < 1:
-        raise ConfigError("cache_build_threads must be >= 1")
-    if settings.archive_workers < 0:
-        raise ConfigError("archive_workers must be >= 0 (0: one per core)")
+    if settings.archive_workers < 0 or settings.cache_build_threads < 1:
+        raise ConfigError("archive_workers must be >= 0 and cache_build_threads >= 1")
     if settings.job_workers < 0 or settings.job_max_attempts < 1:
         raise ConfigError("job_workers must be >= 0 and job_max_attempts >= 1")
     if settings.job_lease < 1 or settings.job_backoff < 0 or settings.reconcile_interval < 0:
