@@ -41,7 +41,8 @@ log = logging.getLogger("gitreg.cache")
 MAX_BYTES = 3 * 1024 * 1024
 # What an entry holds besides its body: the key tuple of path strings, the dict
 # slot, and a small value (tracemalloc: a module download's entry is ~450 B, a
-# 50-version `versions` answer ~1.6 KiB plus its body, with its two responses).
+# 50-version `versions` answer ~1.6 KiB plus its body with its two responses,
+# ~1.0 KiB since the 304 is built when asked: the estimate was left as it was).
 ENTRY_BYTES = 512
 # "Not found" answers are cached too (so made-up names cost no database read),
 # but under a smaller bound of their own: a flood of made-up names then cannot
@@ -68,7 +69,7 @@ def entry_bytes(value: object) -> int:
     if isinstance(value, bytes | str):
         return ENTRY_BYTES + len(value)
     body = getattr(value, "body", None)
-    if isinstance(body, bytes):  # CachedJson: the body, its ETag, two responses
+    if isinstance(body, bytes):  # CachedJson: the body, its ETag, its response
         return 3 * ENTRY_BYTES + len(body)
     if isinstance(value, list | dict):
         return ENTRY_BYTES * (1 + len(value))
