@@ -23,7 +23,8 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from starlette.concurrency import run_in_threadpool
+import anyio
+import anyio.to_thread
 
 from gitreg import metrics
 
@@ -40,7 +41,8 @@ log = logging.getLogger("gitreg.cache")
 MAX_BYTES = 3 * 1024 * 1024
 # What an entry holds besides its body: the key tuple of path strings, the dict
 # slot, and a small value (tracemalloc: a module download's entry is ~450 B, a
-# 50-version `versions` answer ~1.6 KiB plus its body, with its two responses).
+# 50-version `versions` answer ~1.6 KiB plus its body with its two responses,
+# ~1.0 KiB since the 304 is built when asked: the estimate was left as it was).
 ENTRY_BYTES = 512
 # "Not found" answers are cached too (so made-up names cost no database read),
 # but under a smaller bound of their own: a flood of made-up names then cannot
@@ -52,6 +54,13 @@ MAX_NOT_FOUND = 5_000
 # modules, is a `snapshot` instead.
 LARGEST_SHARE = 2
 MISSING = object()
+# Builds (cache misses) running on worker threads at once, by default: the
+# SQLite index has 8 read connections (storage/sqlite.py MAX_READERS), so
+# more builds only wait for one on threads of their own. Each thread Starlette's
+# pool (40) starts for them stays in the worker's RSS: 32 connections of cold
+# answers ran 40 threads, and 8 instead of 40 took 1.6 MiB off the 60 MiB
+# (issue 16, target 2; docs/performance.md, "Memory of one worker").
+BUILD_THREADS = 8
 
 
 def entry_bytes(value: object) -> int:
@@ -60,7 +69,7 @@ def entry_bytes(value: object) -> int:
     if isinstance(value, bytes | str):
         return ENTRY_BYTES + len(value)
     body = getattr(value, "body", None)
-    if isinstance(body, bytes):  # CachedJson: the body, its ETag, two responses
+    if isinstance(body, bytes):  # CachedJson: the body, its ETag, its response
         return 3 * ENTRY_BYTES + len(body)
     if isinstance(value, list | dict):
         return ENTRY_BYTES * (1 + len(value))
@@ -68,8 +77,15 @@ def entry_bytes(value: object) -> int:
 
 
 class MetadataCache(Generic[T]):
-    def __init__(self, data_version: Callable[[], int], max_bytes: int = MAX_BYTES) -> None:
+    def __init__(
+        self,
+        data_version: Callable[[], int],
+        max_bytes: int = MAX_BYTES,
+        build_threads: int = BUILD_THREADS,
+    ) -> None:
         self._data_version = data_version
+        self._build_threads = build_threads
+        self._limiter: tuple[asyncio.AbstractEventLoop, anyio.CapacityLimiter] | None = None
         self._seen_version = data_version()
         self._max_bytes = max_bytes
         self._entries: dict[Hashable, T] = {}
@@ -113,7 +129,7 @@ class MetadataCache(Generic[T]):
         except KeyError:
             pass
         generation = self.generation
-        value = await run_in_threadpool(build)
+        value = await self._build(build)
         self._store(key, value, generation)
         return value
 
@@ -127,11 +143,19 @@ class MetadataCache(Generic[T]):
         except KeyError:
             pass
         generation = self.generation
-        value = await run_in_threadpool(build)
+        value = await self._build(build)
         with self._lock:
             if generation == self.generation:
                 self._snapshots[key] = value
         return value
+
+    async def _build(self, build: Callable[[], T]) -> T:
+        """`build()` on a worker thread, at most `build_threads` at a time; the
+        others wait on the event loop, holding no thread."""
+        loop = asyncio.get_running_loop()
+        if self._limiter is None or self._limiter[0] is not loop:  # an app started again
+            self._limiter = (loop, anyio.CapacityLimiter(self._build_threads))
+        return await anyio.to_thread.run_sync(build, limiter=self._limiter[1])
 
     def _store(self, key: Hashable, value: T, generation: int) -> None:
         """Keep `value` only if nothing was invalidated since its build started."""
@@ -172,7 +196,7 @@ class MetadataCache(Generic[T]):
         while True:
             await asyncio.sleep(interval)
             try:
-                current = await run_in_threadpool(self._data_version)
+                current = await anyio.to_thread.run_sync(self._data_version)
             except Exception:  # a locked or vanished database must not kill the watcher
                 log.exception("cannot read the index's data_version")
                 continue

@@ -36,10 +36,12 @@ log = logging.getLogger("gitreg.downloads")
 Key = tuple[str, str, str, str, str, int]
 FLUSH_SECONDS = 5.0  # at most this much counting is lost when a process is killed
 # Distinct keys before an early flush. Each holds the path's strings (a few
-# hundred bytes): 2,000 keep a worker's counting under 1 MiB between flushes
-# (issue 16, target 2: 60 MiB with 10,000 modules downloaded), at a flush
-# (one transaction, a name lookup per module) per 2,000 distinct versions.
-MAX_PENDING = 2_000
+# hundred bytes) and its flush as much again: a load over 10,000 modules
+# (bench/index_scale.py's spread load) left a worker at 61.2 / 60.4 / 59.9 MiB
+# with 2,000 / 1,000 / 500 (issue 16, target 2: 60 MiB), at a flush (one
+# transaction, a name lookup per module) per 500 distinct versions: about
+# 60 us of CPU per key at any batch size (tests/catalog, bench in process).
+MAX_PENDING = 500
 
 
 class DownloadCounter:
@@ -52,6 +54,7 @@ class DownloadCounter:
         self._pending: dict[Key, int] = {}
         self._totals = DownloadTotals()
         self._full = asyncio.Event()
+        self._refreshed = 0.0  # time.monotonic() of the last `refresh`
 
     def add(self, key: Key) -> None:
         """Count one download (event loop thread only)."""
@@ -88,7 +91,10 @@ class DownloadCounter:
                 # anyway, or a database that is away is retried in a tight loop.
                 await asyncio.sleep(interval)
                 continue
-            await run_in_threadpool(self.refresh)
+            # After an early flush, only once an interval: re-reading every
+            # module's total (~20 ms at 10,000) per 500 downloads would cost more.
+            if time.monotonic() - self._refreshed >= interval:
+                await run_in_threadpool(self.refresh)
 
     def flush(self) -> None:
         """Write what is pending now (shutdown, with the loop no longer counting)."""
@@ -107,9 +113,12 @@ class DownloadCounter:
         # Names to ids for this batch only: a module removed and registered
         # again gets a new id, and the next batch must count to that one.
         ids: dict[tuple[str, str, str, str], int | None] = {}
+        keys: dict[str, str | None] = {}  # version as sent -> as stored, once per batch
         for (kind, namespace, name, system, version, token), count in batch.items():
-            names = (kind, namespace.lower(), name.lower(), system.lower())
-            found = self._resolve(ids, names, version)
+            # Names as counted (lower-cased by gitreg/api/counting.py; the
+            # lookups lower-case them again): no new strings per key, which
+            # were a third of a 2,000-key flush's memory (issue 16, target 2).
+            found = self._resolve(ids, keys, (kind, namespace, name, system), version)
             if found is not None:
                 key = (kind, found[0], found[1], token)
                 rows[key] = rows.get(key, 0) + count
@@ -119,6 +128,7 @@ class DownloadCounter:
 
     def refresh(self) -> None:
         """Re-read the totals (every replica's counts); a failure keeps the old ones."""
+        self._refreshed = time.monotonic()
         try:
             self._totals = self.store.download_totals()
         except Exception:  # the database is away: stale totals, not a dead task
@@ -127,15 +137,17 @@ class DownloadCounter:
     def _resolve(
         self,
         ids: dict[tuple[str, str, str, str], int | None],
+        keys: dict[str, str | None],
         names: tuple[str, str, str, str],
         version: str,
     ) -> tuple[int, str] | None:
         """(object id, version key) of counted path values; None if gone."""
-        kind = names[0]
-        try:
-            # Module versions are stored by their key without build metadata.
-            key = str(parse_tag_version(version).without_build()) if kind == "module" else version
-        except NotAVersion:
+        key: str | None = version
+        if names[0] == "module":  # stored by their key without build metadata
+            if version not in keys:
+                keys[version] = _version_key(version)
+            key = keys[version]
+        if key is None:
             return None
         if names not in ids:
             ids[names] = self._lookup(*names)
@@ -151,3 +163,10 @@ class DownloadCounter:
             return None if provider is None else provider.id
         except GitregError:
             return None
+
+
+def _version_key(version: str) -> str | None:
+    try:
+        return str(parse_tag_version(version).without_build())
+    except NotAVersion:
+        return None

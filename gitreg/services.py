@@ -103,7 +103,7 @@ def build_services(settings: Settings) -> Services:
     mirror_store: MirrorIndex = MirrorStore(shared)
     registrations: RegistrationIndex = RegistrationStore(shared)
     secrets = open_secret_store(settings.data_dir, settings.secret_key_file, shared)
-    cache: MetadataCache[object] = MetadataCache(index.data_version)
+    cache = MetadataCache[object](index.data_version, build_threads=settings.cache_build_threads)
     git = DulwichBackend(settings.git_timeout, settings.max_fetch_bytes)
     catalog: CatalogIndex = CatalogStore(shared)
     docs = Documenter(index, catalog, git, on_change=cache.invalidate)

@@ -55,6 +55,9 @@ class Settings:
     archive_workers: int = 0
     # How often the server notices writes made by other processes (CLI, workers).
     refresh_interval: float = 0.25
+    # Metadata cache misses built on worker threads at once (gitreg/cache.py):
+    # more only wait for a database connection, on threads that stay in RSS.
+    cache_build_threads: int = 8
     # Scale-out (docs/scale-out.md): `postgresql://USER:PASS@HOST:PORT/DB` puts the
     # index and the job queue in PostgreSQL, shared by every replica; unset keeps
     # the embedded SQLite file in the data dir. Connections per server process.
@@ -315,8 +318,8 @@ def _validate(settings: Settings) -> None:
         raise ConfigError(
             f"http_impl must be one of {', '.join(HTTP_IMPLS)}, got {settings.http_impl!r}"
         )
-    if settings.archive_workers < 0:
-        raise ConfigError("archive_workers must be >= 0 (0: one per core)")
+    if settings.archive_workers < 0 or settings.cache_build_threads < 1:
+        raise ConfigError("archive_workers must be >= 0 and cache_build_threads >= 1")
     if settings.job_workers < 0 or settings.job_max_attempts < 1:
         raise ConfigError("job_workers must be >= 0 and job_max_attempts >= 1")
     if settings.job_lease < 1 or settings.job_backoff < 0 or settings.reconcile_interval < 0:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from gitreg.storage.index import IndexBackedStore
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DownloadRow:
     """Downloads of one version on one UTC day, by one token (0: none)."""
 
