@@ -37,6 +37,8 @@ from typing import Any
 
 import benchlib as b
 
+sys.path.insert(0, str(b.ROOT))  # tests.support: the git repository and PostgreSQL helpers
+
 from gitreg.api.browse import SEARCH_CANDIDATES
 
 WORDS = (

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -27,6 +28,7 @@ from typing import Any
 
 import benchlib as b
 
+sys.path.insert(0, str(b.ROOT))  # tests.support: the signed webhook deliveries
 from tests.support.webhooks import delivery
 
 MODULE = "acme/big/aws"

@@ -20,10 +20,13 @@ import argparse
 import itertools
 import secrets
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support: PostgreSQL
 
 from gitreg.services import build_services
 from gitreg.settings import load_settings
