@@ -11,10 +11,10 @@ is still described, and publishing never waits on documentation.
 from __future__ import annotations
 
 import functools
-import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from gitreg.catalog.lru import SizedLru
 
 if TYPE_CHECKING:  # imported on first parse: python-hcl2 and lark cost a serving
     # worker 26 ms and 3.7 MiB, and only a publish needs them (issue 16, target 2)
@@ -56,53 +56,31 @@ _CACHE_MAX_TEXT = 64 * 1024
 _CACHE_MAX_BYTES = 2 * 1024 * 1024
 
 
-class _ParseCache:
-    """Outcomes (a parse, or why it failed) by text, least recently used first out."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self._max_bytes = max_bytes
-        self._entries: OrderedDict[str, dict[str, Any] | str] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()  # job threads publish side by side
-
-    def get(self, text: str) -> dict[str, Any] | str:
-        with self._lock:
-            found = self._entries.get(text)
-            if found is not None:
-                self._entries.move_to_end(text)
-                return found
-        outcome = _parse(text)  # outside the lock: two threads may parse the same text
-        with self._lock:
-            if text not in self._entries:
-                self._entries[text] = outcome
-                self._bytes += len(text)
-                while self._bytes > self._max_bytes:
-                    old, _ = self._entries.popitem(last=False)
-                    self._bytes -= len(old)
-        return outcome
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-    def held_bytes(self) -> int:
-        return self._bytes
-
-
 # A file that does not parse is kept too, with its reason: it fails the same way
 # at every tag that has it, and a failed parse costs several times a good one
 # (bench/publish.py's synthetic files: 0.37 s of documentation per version, 71 s
 # of a 200-tag `repo add`, before).
-PARSES = _ParseCache(_CACHE_MAX_BYTES)
+PARSES: SizedLru[str, dict[str, Any] | str] = SizedLru(
+    _CACHE_MAX_BYTES, largest_share=_CACHE_MAX_BYTES // _CACHE_MAX_TEXT
+)
 
 
 def parse_file(text: str) -> dict[str, Any]:
     """The parsed file; raises ValueError with a one-line reason when it is not HCL."""
-    outcome = PARSES.get(text) if len(text) <= _CACHE_MAX_TEXT else _parse(text)
+    outcome = parse_outcome(text, PARSES)
     if isinstance(outcome, str):
         raise ValueError(outcome)
     return outcome
+
+
+def parse_outcome(text: str, cache: SizedLru[str, dict[str, Any] | str]) -> dict[str, Any] | str:
+    """The parse, or why it failed, from `cache` when it has it (sized by the
+    text: a parse takes a few times its text, see `_CACHE_MAX_BYTES`)."""
+    found = cache.get(text)
+    if found is None:  # two job threads may parse the same text at once: harmless
+        found = _parse(text)
+        cache.put(text, found, len(text))
+    return found
 
 
 @functools.cache

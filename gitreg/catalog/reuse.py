@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import json
 import secrets
-import threading
-from collections import OrderedDict
 
 from gitreg.archive import ObjectSource
 from gitreg.catalog.extract import Origin, changelog_text, extract, is_changelog
+from gitreg.catalog.lru import SizedLru
 from gitreg.catalog.tree import doc_listing, read_doc_files, read_listed
 
 # Per Documenter. Reuse is mostly between the versions of one module in one sync,
@@ -37,10 +36,8 @@ class Documents:
     """JSON documents by what they are made of, least recently used out first."""
 
     def __init__(self, max_bytes: int = CACHE_BYTES) -> None:
-        self._max = max_bytes
-        self._size = 0
-        self._texts: OrderedDict[Key, str] = OrderedDict()
-        self._lock = threading.Lock()  # publishing runs on several job threads
+        # A document over an eighth of the bound is made again each time, not kept.
+        self._texts: SizedLru[Key, str] = SizedLru(max_bytes, largest_share=8)
 
     def document(self, store: ObjectSource, tree_sha: str, origin: Origin) -> str:
         """The JSON document of the tree at `origin` (json.dumps with sort_keys),
@@ -53,25 +50,11 @@ class Documents:
         changelogs, _ = read_listed(store, [e for e in listing if is_changelog(e[0])])
         key = (origin.remote, origin.subdir, listing, changelog_text(changelogs, origin.version))
         commit = json.dumps(origin.commit)[1:-1]
-        with self._lock:
-            text = self._texts.get(key)
-            if text is not None:
-                self._texts.move_to_end(key)
-                return text.replace(_COMMIT, commit)
+        text = self._texts.get(key)
+        if text is not None:
+            return text.replace(_COMMIT, commit)
         files, notes = read_doc_files(store, tree_sha)
         stand_in = Origin(origin.remote, _COMMIT, origin.subdir, origin.version)
         text = json.dumps(extract(files, stand_in, notes), sort_keys=True)
-        self._put(key, text)
+        self._texts.put(key, text)
         return text.replace(_COMMIT, commit)
-
-    def _put(self, key: Key, text: str) -> None:
-        if len(text) > self._max // 8:
-            return
-        with self._lock:
-            if key in self._texts:
-                return
-            self._texts[key] = text
-            self._size += len(text)
-            while self._size > self._max:
-                _, dropped = self._texts.popitem(last=False)
-                self._size -= len(dropped)

@@ -8,13 +8,12 @@ extraction costs a few blob reads on top of the archive's walk.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from dulwich.objects import Blob, ObjectID, Tree
 
 from gitreg.archive import ObjectSource
+from gitreg.catalog.lru import SizedLru
 
 MAX_DOC_FILE_BYTES = 1024 * 1024  # a larger .tf or README is reported, not read
 MAX_DOC_FILES = 2000  # bounds the work one hostile tag can cause
@@ -24,42 +23,15 @@ NESTED = ("modules", "examples")
 CACHE_BYTES = 16 * 1024 * 1024  # per process; most files are unchanged from tag to tag
 
 
-class BlobTexts:
-    """The bytes of documentation blobs by their sha, least recently used out
-    first. A blob's bytes never change for its sha, so the cache is right for
-    every repository; it spares re-reading (and inflating) the same .tf and
-    README files for each version of a module (issue 13: extraction adds
-    under 10% to publish time)."""
+class BlobTexts(SizedLru[bytes, bytes]):
+    """The bytes of documentation blobs by their sha. A blob's bytes never
+    change for its sha, so the cache is right for every repository; it spares
+    re-reading (and inflating) the same .tf and README files for each version
+    of a module (issue 13: extraction adds under 10% to publish time). A blob
+    over a sixteenth of the bound is read again each time, not kept."""
 
     def __init__(self, max_bytes: int = CACHE_BYTES) -> None:
-        self._max = max_bytes
-        self._size = 0
-        self._texts: OrderedDict[bytes, bytes] = OrderedDict()
-        self._lock = threading.Lock()  # publishing runs on several job threads
-
-    def get(self, sha: bytes) -> bytes | None:
-        with self._lock:
-            text = self._texts.get(sha)
-            if text is not None:
-                self._texts.move_to_end(sha)
-            return text
-
-    def clear(self) -> None:
-        with self._lock:
-            self._texts.clear()
-            self._size = 0
-
-    def put(self, sha: bytes, text: bytes) -> None:
-        if len(text) > self._max // 16:
-            return
-        with self._lock:
-            if sha in self._texts:
-                return
-            self._texts[sha] = text
-            self._size += len(text)
-            while self._size > self._max:
-                _, dropped = self._texts.popitem(last=False)
-                self._size -= len(dropped)
+        super().__init__(max_bytes, largest_share=16)
 
 
 _TEXTS = BlobTexts()
@@ -131,40 +103,13 @@ def read_listed(
 Entries = tuple[tuple[str, int, bytes], ...]
 
 
-class _Trees:
-    """Sorted entries of trees by sha, least recently used out first: a version's
-    root tree is new, but `modules/` and `examples/` rarely change. Bounded in
-    entries (about 150 bytes each: 64k is under 10 MiB)."""
+class _Trees(SizedLru[bytes, "Entries"]):
+    """Sorted entries of trees by sha: a version's root tree is new, but
+    `modules/` and `examples/` rarely change. Bounded in entries (about 150
+    bytes each: 64k is under 10 MiB); a huge directory is read again, not kept."""
 
     def __init__(self, max_entries: int = 65536) -> None:
-        self._max = max_entries
-        self._size = 0
-        self._trees: OrderedDict[bytes, Entries] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, sha: bytes) -> Entries | None:
-        with self._lock:
-            found = self._trees.get(sha)
-            if found is not None:
-                self._trees.move_to_end(sha)
-            return found
-
-    def put(self, sha: bytes, entries: Entries) -> None:
-        if len(entries) > self._max // 64:  # a huge directory is read again, not kept
-            return
-        with self._lock:
-            if sha in self._trees:
-                return
-            self._trees[sha] = entries
-            self._size += len(entries)
-            while self._size > self._max:
-                _, dropped = self._trees.popitem(last=False)
-                self._size -= len(dropped)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._trees.clear()
-            self._size = 0
+        super().__init__(max_entries, largest_share=64)
 
 
 _TREES = _Trees()

@@ -13,6 +13,7 @@ import hcl2
 import pytest
 
 from gitreg.catalog import hcl
+from gitreg.catalog.lru import SizedLru
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo
@@ -119,12 +120,12 @@ def test_a_file_hcl2_refuses_after_parsing_is_reported_and_the_sync_goes_on(
 
 
 def test_the_parse_cache_is_bounded_by_the_text_it_holds() -> None:
-    cache = hcl._ParseCache(max_bytes=1_000)
+    cache: SizedLru[str, dict[str, Any] | str] = SizedLru(1_000, largest_share=2)
     texts = [f'variable "v{n}" {{ description = "{"x" * 200}" }}\n' for n in range(20)]
     for text in texts:
-        assert isinstance(cache.get(text), dict)
-        assert cache.held_bytes() <= 1_000
-    assert cache.held_bytes() > 800  # full, not emptied
+        assert isinstance(hcl.parse_outcome(text, cache), dict)
+        assert cache.size <= 1_000
+    assert cache.size > 800  # full, not emptied
     parsed: list[str] = []
     real = hcl._parse
 
@@ -134,6 +135,6 @@ def test_the_parse_cache_is_bounded_by_the_text_it_holds() -> None:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(hcl, "_parse", counting)
-        cache.get(texts[-1])  # recent: kept
-        cache.get(texts[0])  # oldest: evicted long ago, parsed again
+        hcl.parse_outcome(texts[-1], cache)  # recent: kept
+        hcl.parse_outcome(texts[0], cache)  # oldest: evicted long ago, parsed again
     assert parsed == [texts[0]]

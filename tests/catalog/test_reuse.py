@@ -142,9 +142,9 @@ def test_the_document_cache_stays_within_its_bytes() -> None:
     documents = reuse.Documents(max_bytes=800)
     keys = [("r", "", ((f"{n}.tf", b"0" * 20),), "") for n in range(9)]
     for key in keys[:8]:
-        documents._put(key, "x" * 100)
-    assert documents._size == 800 and keys[0] in documents._texts
-    documents._put(keys[8], "x" * 100)
-    assert documents._size == 800 and keys[0] not in documents._texts
-    documents._put(("r", "", (), "big"), "x" * 101)  # more than an eighth: not kept
+        documents._texts.put(key, "x" * 100)
+    assert documents._texts.size == 800 and keys[0] in documents._texts
+    documents._texts.put(keys[8], "x" * 100)
+    assert documents._texts.size == 800 and keys[0] not in documents._texts
+    documents._texts.put(("r", "", (), "big"), "x" * 101)  # more than an eighth: not kept
     assert ("r", "", (), "big") not in documents._texts
