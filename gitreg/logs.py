@@ -131,9 +131,10 @@ def configure(log_format: str, level: str | int, stream: TextIO | None = None) -
 
 class _CutOnPurpose(logging.Filter):
     """Drops uvicorn's "Exception in ASGI application" traceback for a ResponseCut:
-    the body was cut short on purpose and its one warning line already says why
-    (gitreg/api/mirror_stream.py); raising is how an ASGI app makes the server close
-    the connection short of the Content-Length. Any other exception is logged."""
+    the body was cut short on purpose and its one log line already says why
+    (gitreg/api/mirror_stream.py, gitreg/api/blobs.py); raising is how an ASGI app
+    makes the server close the connection short of the Content-Length. Any other
+    exception is logged."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         from gitreg.errors import ResponseCut

@@ -13,13 +13,14 @@ A store without local files (S3) is streamed through gitreg with the
 Content-Length its `stat()` gives, or, with `blob_downloads = "redirect"`,
 answered by a 302 to a presigned URL. The URL a client was given stays this
 gitreg URL either way (update bots cache hashes by URL). If the store fails in
-the middle of a body, the iterator raises after the headers went out: uvicorn
-then closes the connection short of the Content-Length, so no client can take a
-cut-off archive for a whole one.
+the middle of a body, the iterator logs it once (with its traceback) and raises
+ResponseCut after the headers went out: uvicorn then closes the connection short
+of the Content-Length, so no client can take a cut-off archive for a whole one.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator
 from typing import BinaryIO
@@ -32,7 +33,7 @@ from starlette.routing import Route
 
 from gitreg import metrics
 from gitreg.api.blob_file import BlobFileResponse
-from gitreg.errors import NotFound
+from gitreg.errors import NotFound, ResponseCut
 from gitreg.services import Services, services
 from gitreg.storage.blobs import SHA256_RE
 
@@ -43,6 +44,8 @@ PRIVATE = "private, no-store"
 # A store off this machine is read through a buffered stream on a worker thread:
 # large reads keep a download to a few hundred thread-pool trips.
 REMOTE_PIECE = 1024 * 1024
+
+log = logging.getLogger("gitreg.blobs")
 
 
 async def blob_response(request: Request, sha256: str, media_type: str) -> Response:
@@ -91,14 +94,31 @@ async def _remote_blob(
     source = await run_in_threadpool(svc.blobs.open, sha256)
     headers["Content-Length"] = str(size)
     metrics.blob_served(size)
-    return StreamingResponse(_chunks(source), media_type=media_type, headers=headers)
+    return StreamingResponse(_chunks(source, sha256, size), media_type=media_type, headers=headers)
 
 
-async def _chunks(source: BinaryIO) -> AsyncIterator[bytes]:
-    """The blob in 1 MiB pieces, read off the event loop; a store failure raises
-    here, after the headers, and aborts the connection (see the module docstring)."""
+async def _chunks(source: BinaryIO, sha256: str, size: int) -> AsyncIterator[bytes]:
+    """The blob in 1 MiB pieces, read off the event loop. A store failure comes
+    after the headers: it is logged here, once, and ResponseCut aborts the
+    connection (see the module docstring) without a second traceback from the
+    app or uvicorn (gitreg/app.py, gitreg/logs.py)."""
+    sent = 0
     try:
-        while chunk := await run_in_threadpool(source.read, REMOTE_PIECE):
+        while True:
+            try:
+                chunk = await run_in_threadpool(source.read, REMOTE_PIECE)
+            except Exception as exc:
+                log.error(
+                    "cut off blob %s after %d of %d bytes: the blob store failed",
+                    sha256,
+                    sent,
+                    size,
+                    exc_info=True,
+                )
+                raise ResponseCut(sha256) from exc
+            if not chunk:
+                return
+            sent += len(chunk)
             yield chunk
     finally:
         # A client that went away cancels this mid-read; closing waits for that

@@ -206,6 +206,13 @@ def test_s3_failing_mid_body_aborts_the_download_short_of_its_length(
             assert len(short.value.partial) < len(data)
         status, _, _ = _request(server, "/healthz")
         assert status == 200  # the server lives on
+        # One error line with the store's traceback, not a second one from the
+        # app's handler and a third from uvicorn (ResponseCut, gitreg/api/blobs.py).
+        log = server.log().splitlines()
+        lines = [json.loads(line) for line in log if line.startswith("{")]
+        errors = [line for line in lines if line["level"] in ("error", "critical")]
+        assert len(errors) == 1, errors
+        assert errors[0]["msg"].startswith(f"cut off blob {sha256} after ")
     finally:
         server.stop()
         proxy.cut()

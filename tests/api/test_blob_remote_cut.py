@@ -1,0 +1,53 @@
+"""A store that fails in the middle of a remote blob's body (S3): the download is
+cut with ResponseCut after one logged error, not an OSError that the app and
+uvicorn would each log with a traceback (gitreg/api/blobs.py)."""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import BinaryIO, cast
+
+import anyio
+import pytest
+
+from gitreg.api.blobs import REMOTE_PIECE, _chunks
+from gitreg.errors import ResponseCut
+
+
+class FailingSource(io.RawIOBase):
+    def __init__(self) -> None:
+        self.reads = 0
+        self.closed_by_us = False
+
+    def read(self, size: int = -1) -> bytes:
+        self.reads += 1
+        if self.reads > 1:
+            raise OSError("connection reset by the store")
+        return b"x" * size
+
+    def close(self) -> None:
+        self.closed_by_us = True
+        super().close()
+
+
+def test_a_store_failure_mid_body_is_one_logged_error_and_a_cut(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    source = FailingSource()
+    got: list[bytes] = []
+
+    async def drain() -> None:
+        async for chunk in _chunks(cast(BinaryIO, source), "ab" * 32, 3 * REMOTE_PIECE):
+            got.append(chunk)
+
+    with caplog.at_level(logging.WARNING), pytest.raises(ResponseCut) as cut:
+        anyio.run(drain)
+    assert isinstance(cut.value.__cause__, OSError)
+    assert [len(chunk) for chunk in got] == [REMOTE_PIECE]
+    assert source.closed_by_us
+    errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(errors) == 1
+    assert "ab" * 32 in errors[0].getMessage()
+    assert f"after {REMOTE_PIECE} of {3 * REMOTE_PIECE} bytes" in errors[0].getMessage()
+    assert errors[0].exc_info is not None  # the store's traceback, once
