@@ -13,12 +13,17 @@ Small pieces cost event-loop turns instead: a thread-pool trip per piece (about
 RWF_NOWAIT)`, which copies from the page cache and never waits for the disk
 (Linux 4.14+), and only what is not cached is read on a worker thread, as
 Starlette does.
+
+A read that fails after the headers went out (a disk error) is logged once, here,
+and raised as ResponseCut: the server closes the connection short of the
+Content-Length without a second and third traceback (gitreg/app.py, gitreg/logs.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 from collections.abc import AsyncIterator
 from typing import Any, cast
@@ -27,6 +32,8 @@ import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse
 
+from gitreg.errors import ResponseCut
+
 # 0 where the platform has no non-blocking file read (macOS): every piece is
 # then read on a worker thread.
 _NOWAIT: int = getattr(os, "RWF_NOWAIT", 0)
@@ -34,6 +41,8 @@ _nowait = [_NOWAIT]
 # What a kernel or file system without non-blocking reads answers RWF_NOWAIT with.
 _UNSUPPORTED = {errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS}
 PIECE = 64 * 1024
+
+log = logging.getLogger("gitreg.blobs")
 
 
 def _read_blocking(fd: int, buffer: bytearray, offset: int, start: int) -> int:
@@ -50,14 +59,24 @@ def _read_blocking(fd: int, buffer: bytearray, offset: int, start: int) -> int:
 class PageCacheFile:
     """The part of anyio's AsyncFile that FileResponse uses: read, seek, aclose."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, name: str = "a file") -> None:
         self.fd = fd
+        self.name = name  # for the log line of a failed read
         self.offset = 0
 
     async def seek(self, offset: int) -> None:
         self.offset = offset
 
     async def read(self, size: int) -> bytes:
+        try:
+            return await self._read(size)
+        except OSError as exc:
+            log.error(
+                "cut off %s at byte %d: reading it failed", self.name, self.offset, exc_info=True
+            )
+            raise ResponseCut(self.name) from exc
+
+    async def _read(self, size: int) -> bytes:
         # A fresh buffer per piece: the transport may still hold the last one.
         buffer = bytearray(size)
         got = 0
@@ -88,7 +107,7 @@ class BlobFileResponse(FileResponse):
     @contextlib.asynccontextmanager
     async def _open_file(self) -> AsyncIterator[Any]:
         fd = await run_in_threadpool(os.open, self.path, os.O_RDONLY | os.O_CLOEXEC)
-        file = PageCacheFile(fd)
+        file = PageCacheFile(fd, os.fspath(self.path))
         try:
             yield file
         finally:

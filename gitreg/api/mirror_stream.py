@@ -46,7 +46,7 @@ async def fill_response(request: Request, fill: PackageFill, private: bool) -> R
 
 
 async def _pieces(fill: PackageFill, fd: int, name: str) -> AsyncIterator[memoryview]:
-    file = PageCacheFile(fd)
+    file = PageCacheFile(fd, name)
     offset = 0
     try:
         while True:

@@ -1,16 +1,20 @@
-"""A store that fails in the middle of a remote blob's body (S3): the download is
+"""A store that fails in the middle of a blob's body, remote (S3,
+gitreg/api/blobs.py) or a local file (gitreg/api/blob_file.py): the download is
 cut with ResponseCut after one logged error, not an OSError that the app and
-uvicorn would each log with a traceback (gitreg/api/blobs.py)."""
+uvicorn would each log with a traceback."""
 
 from __future__ import annotations
 
 import io
 import logging
+import os
+from pathlib import Path
 from typing import BinaryIO, cast
 
 import anyio
 import pytest
 
+from gitreg.api.blob_file import PageCacheFile
 from gitreg.api.blobs import REMOTE_PIECE, _chunks
 from gitreg.errors import ResponseCut
 
@@ -51,3 +55,24 @@ def test_a_store_failure_mid_body_is_one_logged_error_and_a_cut(
     assert "ab" * 32 in errors[0].getMessage()
     assert f"after {REMOTE_PIECE} of {3 * REMOTE_PIECE} bytes" in errors[0].getMessage()
     assert errors[0].exc_info is not None  # the store's traceback, once
+
+
+def test_a_failed_local_read_is_one_logged_error_and_a_cut(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A directory's descriptor: every read of it fails (EISDIR), as a disk error would.
+    file = PageCacheFile(os.open(tmp_path, os.O_RDONLY), "sha256/ab/abab")
+
+    async def read() -> None:
+        try:
+            await file.read(4096)
+        finally:
+            await file.aclose()
+
+    with caplog.at_level(logging.WARNING), pytest.raises(ResponseCut) as cut:
+        anyio.run(read)
+    assert isinstance(cut.value.__cause__, OSError)
+    errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(errors) == 1
+    assert "cut off sha256/ab/abab at byte 0" in errors[0].getMessage()
+    assert errors[0].exc_info is not None
