@@ -21,6 +21,7 @@ from an upstream registry:
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -199,16 +200,26 @@ class ModuleProxyService:
             return await anyio.to_thread.run_sync(
                 lambda: fetch_archive(source, self.blobs, limits, self.workdir)
             )
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="proxy-", dir=self.workdir) as temp:
-            downloaded = Path(temp) / "download"
-            with downloaded.open("wb") as out:
+        # The temp directory's making and removal (the download and the unpacked
+        # repository's loose objects) are file work: a thread does them, not the loop.
+        temp = Path(await anyio.to_thread.run_sync(self._temp_dir))
+        try:
+            downloaded = temp / "download"
+            out = await anyio.to_thread.run_sync(downloaded.open, "wb")
+            with out:
                 await self.upstream.download_to(source.url, out, self.options.max_fetch_bytes)
             return await anyio.to_thread.run_sync(
                 lambda: archive_from_download(
-                    downloaded, source.kind, self.blobs, limits, Path(temp) / "repo"
+                    downloaded, source.kind, self.blobs, limits, temp / "repo"
                 )
             )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(shutil.rmtree, temp, True)
+
+    def _temp_dir(self) -> str:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        return tempfile.mkdtemp(prefix="proxy-", dir=self.workdir)
 
     async def location(
         self,

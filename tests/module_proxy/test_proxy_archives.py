@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import io
+import shutil
 import tarfile
+import threading
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +94,23 @@ def test_an_archive_bomb_is_refused_before_it_is_unpacked(
     with pytest.raises(UpstreamError, match="100000 bytes"):
         asyncio.run(service.cached(ADDRESS, "3.0.0"))
     assert service.store.versions() == []
+
+
+def test_the_temp_directory_is_made_and_removed_off_the_event_loop(
+    service: ModuleProxyService, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The download and the unpacked repository's loose objects are removed by a
+    worker thread: an rmtree on the loop would stall every request meanwhile."""
+    removed_on: list[bool] = []
+    rmtree = shutil.rmtree
+
+    def recording(path: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(path).name.startswith("proxy-"):
+            removed_on.append(threading.current_thread() is threading.main_thread())
+        rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", recording)
+    _serve(upstream, "vpc.tar.gz", _tar_gz({"main.tf": b'output "x" {\n  value = 3\n}\n'}))
+    asyncio.run(service.cached(ADDRESS, "3.0.0"))
+    assert removed_on == [False]
+    assert not list(service.workdir.glob("proxy-*"))
