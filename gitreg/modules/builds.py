@@ -39,6 +39,10 @@ log = logging.getLogger("gitreg.publisher")
 # What starting the worker processes costs (spawn + importing dulwich and gitreg's
 # archive code: 0.3-0.5 s here, docs/performance.md "Publishing").
 _WORKER_START_SECONDS = 1.0
+# No build finishing for this long means a worker is hung (a build at the default
+# limits takes seconds): the workers are killed and the rest is built here, so a
+# sync does not hold its repository's lock, and its job's lease, forever.
+_STALL_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -154,10 +158,10 @@ class ArchiveBuilds:
     def _in_processes(
         self, mirror: Path, keys: Sequence[ArchiveKey], workers: int, scratch: Path
     ) -> Iterator[tuple[ArchiveKey, Built | str]]:
-        """A worker that dies (killed, out of memory) or a pool that cannot start
-        its processes ends the builds here, with a warning: the keys not yielded
-        are built in this process when the publisher asks for them
-        (ArchiveSource.get), so the sync goes on."""
+        """A worker that dies (killed, out of memory) or hangs (`_STALL_SECONDS`), or
+        a pool that cannot start its processes ends the builds here, with a warning:
+        the keys not yielded are built in this process when the publisher asks for
+        them (ArchiveSource.get), so the sync goes on."""
         # spawn, not fork: a server process has threads (jobs, cache watcher).
         context = multiprocessing.get_context("spawn")
         pending = iter(enumerate(keys))
@@ -181,7 +185,13 @@ class ArchiveBuilds:
                     running[future] = (key, path, time.monotonic())
                 if not running:
                     return
-                done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+                done, _ = futures.wait(
+                    running, timeout=_STALL_SECONDS, return_when=futures.FIRST_COMPLETED
+                )
+                if not done:
+                    log.warning("archive workers stalled %.0f s: building here", _STALL_SECONDS)
+                    _kill_workers(pool)
+                    return
                 for future in done:
                     key, path, started = running.pop(future)
                     try:
@@ -200,6 +210,13 @@ class ArchiveBuilds:
         metrics.archive_built(time.monotonic() - started)
         assert sink.result is not None
         return Built(sink.result.sha256, sink.result.size, result)
+
+
+def _kill_workers(pool: futures.ProcessPoolExecutor) -> None:
+    """End a pool whose workers hang: killed, the pool breaks (as when one dies) and
+    its shutdown returns instead of waiting for them."""
+    for process in list(pool._processes.values()):
+        process.kill()
 
 
 def _build_file(

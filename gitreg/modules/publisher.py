@@ -32,7 +32,7 @@ from gitreg.modules.globs import discover_modules
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.protocols import ModuleIndex
-from gitreg.storage.records import ModuleRecord, NewVersion, RepoRecord
+from gitreg.storage.records import ModuleRecord, NewVersion, RepoRecord, VersionRecord
 from gitreg.versions import TagVersion, parse_version, sort_key, version_from_tag
 
 log = logging.getLogger("gitreg.publisher")
@@ -277,7 +277,7 @@ class Publisher:
     ) -> str:
         """Publish one tag; returns "" (already there), "published", "conflict: ..."
         or the reason it was skipped. What the archive left out goes to `notes` (A3)."""
-        existing = self._index.version_by_key(module.id, tv.key)
+        existing = archives.existing(module, tv)
         if existing is not None:
             if existing.commit_sha == ref.commit_sha:
                 return ""
@@ -384,13 +384,18 @@ class _Archives:
         self._mirror = mirror
         self._subtrees: dict[tuple[str, str], str | None] = {}
         self._ready: dict[tuple[str, str, int], Built | str] = {}
+        self._published: dict[tuple[int, str], VersionRecord | None] = {}
 
     def prepare(self, plans: list[ModulePlan]) -> None:
+        for plan in plans:
+            for tv, _ in plan.candidates:
+                found = self._index.version_by_key(plan.module.id, tv.key)
+                self._published[(plan.module.id, tv.key)] = found
         new = [
             (plan.module, ref)
             for plan in plans
             for tv, ref in plan.candidates
-            if self._index.version_by_key(plan.module.id, tv.key) is None
+            if self._published[(plan.module.id, tv.key)] is None
         ]
         wanted = {(ref.tree_sha, m.subdir) for m, ref in new if m.subdir}
         self._subtrees = self._git.subtrees(self._mirror, wanted) if wanted else {}
@@ -402,6 +407,14 @@ class _Archives:
         for key, outcome in self._builds.build_many(self._mirror, list(needed.values())):
             self._ready[_ident(key)] = outcome
             _log_skipped(key, outcome)
+
+    def existing(self, module: ModuleRecord, tv: TagVersion) -> VersionRecord | None:
+        """The version `tv` as published: what `prepare` read, once (a second
+        call, after a lost insert race, asks the index again)."""
+        ident = (module.id, tv.key)
+        if ident in self._published:
+            return self._published.pop(ident)
+        return self._index.version_by_key(module.id, tv.key)
 
     def key(self, module: ModuleRecord, ref: TagRef) -> ArchiveKey | None:
         """What `module`'s archive at `ref` is made of; None if its subdir is missing."""

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.server import RunningServer, cli
-from tests.support.terraform import run_terraform, terraform_binary
+from tests.support.terraform import installed_module_version, run_terraform, terraform_binary
 
 REASON = "1.0.x leaks state; upgrade to 1.1.0"
 LINK = "https://docs.example.com/vpc/upgrade"
@@ -32,11 +32,6 @@ def _newest_terraform() -> Path:
     found = shutil.which("terraform")
     assert found is not None, "no terraform on PATH"
     return Path(found)
-
-
-def _installed_module(workdir: Path) -> str:
-    manifest = json.loads((workdir / ".terraform" / "modules" / "modules.json").read_text())
-    return str(next(m["Version"] for m in manifest["Modules"] if m["Key"] == "vpc"))
 
 
 def test_a_deprecated_module_version_still_installs_with_every_terraform(
@@ -71,7 +66,7 @@ def test_a_deprecated_module_version_still_installs_with_every_terraform(
         output = " ".join((result.stdout + result.stderr).split())
         assert "Downloading" in output and "acme/vpc/aws 1.0.0 for vpc" in output, output
         assert "successfully initialized" in output
-        assert _installed_module(workdir) == "1.0.0"
+        assert installed_module_version(workdir, "vpc") == "1.0.0"
         # What docs/modules.md says: no released Terraform prints the notice.
         assert "leaks state" not in output and "deprecat" not in output.lower(), (name, output)
 

@@ -13,7 +13,6 @@ tests keep those sentences true.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from pathlib import Path
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.provider_dist import make_dist
 from tests.support.server import RunningServer, cli
-from tests.support.terraform import null_provider_binary, run_terraform
+from tests.support.terraform import installed_module_version, null_provider_binary, run_terraform
 
 NOTICE_DEADLINE = 30.0
 
@@ -96,11 +95,6 @@ def _module_workdir(path: Path, server: RunningServer, version: str) -> Path:
     return path
 
 
-def _installed_module(workdir: Path) -> str:
-    manifest = json.loads((workdir / ".terraform" / "modules" / "modules.json").read_text())
-    return str(next(m["Version"] for m in manifest["Modules"] if m["Key"] == "vpc"))
-
-
 def test_a_yanked_module_is_withdrawn_from_new_inits_only(
     servers: Callable[..., RunningServer], tmp_path: Path
 ) -> None:
@@ -124,7 +118,7 @@ def test_a_yanked_module_is_withdrawn_from_new_inits_only(
     assert result[0] == 1 and "Unresolvable module version constraint" in result[1]
     ranged = _module_workdir(tmp_path / "ranged", server, "~> 1.0")
     assert _init(server, ranged)[0] == 0
-    assert _installed_module(ranged) == "1.0.0"
+    assert installed_module_version(ranged, "vpc") == "1.0.0"
     # A directory initialised before the yank keeps its copy: no list is asked.
     assert _init(server, initialised)[0] == 0
-    assert _installed_module(initialised) == "1.1.0"
+    assert installed_module_version(initialised, "vpc") == "1.1.0"

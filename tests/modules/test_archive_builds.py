@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +105,32 @@ def test_one_build_after_another_gives_each_archive_built_alone(
     monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
     there = ArchiveBuilds(DulwichBackend(), blobs, ArchiveLimits(), fast_builder, 2)
     assert dict(there.build_many(mirror, keys)) == expected
+
+
+class _HangsInWorkers(DulwichBackend):
+    """Builds in the process that made it; a worker process building with it hangs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.home = os.getpid()
+
+    def archive(self, *args: Any, **kwargs: Any) -> ArchiveReport:
+        if os.getpid() != self.home:
+            time.sleep(3600)  # as a worker stuck on a read that never returns
+        return super().archive(*args, **kwargs)
+
+
+def test_hung_workers_are_killed_and_the_rest_is_built_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mirror, keys = _keys(tmp_path)
+    monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
+    monkeypatch.setattr(builds, "_STALL_SECONDS", 3.0)
+    blobs = FileBlobStore(tmp_path / "blobs")
+    runner = ArchiveBuilds(_HangsInWorkers(), blobs, ArchiveLimits(), fast_builder, 2)
+    started = time.monotonic()
+    found = dict(runner.build_many(mirror, keys[:4]))
+    assert list(found) == keys[:1]  # built here before the pool; the hang ended it
+    assert time.monotonic() - started < 60
+    assert multiprocessing.active_children() == []
+    assert not list((tmp_path / "blobs").rglob("archives-*"))  # scratch removed

@@ -269,3 +269,26 @@ def test_fetch_staged_removes_staging_mirrors_a_killed_repo_add_left(
     staged = svc.publisher.fetch_staged(str(repo.path))
     assert staged.is_dir() and fresh.is_dir()  # a live `repo add` may still use it
     assert not old.exists()
+
+
+def test_a_sync_reads_each_tags_published_version_once(
+    svc: Services, make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planning and publishing share one `version_by_key` read per (module, tag)."""
+    repo = make_repo("vpc")
+    simple_module(repo)
+    repo.commit()
+    for tag in ("v1.0.0", "v1.1.0", "v1.2.0"):
+        repo.tag(tag)
+    register(svc, repo, "acme/vpc/aws")
+    sync(svc, repo)
+    reads: list[str] = []
+    real = svc.index.version_by_key
+
+    def counted(module_id: int, key: str) -> object:
+        reads.append(key)
+        return real(module_id, key)
+
+    monkeypatch.setattr(svc.index, "version_by_key", counted)
+    sync(svc, repo)  # nothing new
+    assert sorted(reads) == ["1.0.0", "1.1.0", "1.2.0"]

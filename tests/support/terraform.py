@@ -8,6 +8,7 @@ fail loudly when something is missing: end-to-end tests are never skipped.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -70,6 +71,12 @@ def run_terraform(
             f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
         )
     return result
+
+
+def installed_module_version(workdir: Path, key: str) -> str:
+    """The version `terraform init` installed for `module "KEY"` in `workdir`."""
+    manifest = json.loads((workdir / ".terraform" / "modules" / "modules.json").read_text())
+    return str(next(m["Version"] for m in manifest["Modules"] if m["Key"] == key))
 
 
 def null_provider_binary() -> Path:
