@@ -42,7 +42,7 @@ from gitreg.catalog.records import (
     provider_doc,
     provider_record,
 )
-from gitreg.catalog.search_cache import hidden_namespaces
+from gitreg.catalog.search_cache import SEARCH_CANDIDATES, hidden_namespaces
 from gitreg.errors import BadRequest, NotFound
 from gitreg.numbers import plain_int
 from gitreg.services import Services, services
@@ -50,7 +50,6 @@ from gitreg.services import Services, services
 PREFIX = "/v1/modules"
 DEFAULT_LIMIT = 15  # the public registry's default page size
 MAX_LIMIT = 100
-SEARCH_CANDIDATES = 1_000  # best visible matches considered before paging
 
 
 async def _visible(request: Request) -> Callable[[str], bool]:

@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from gitreg.cache import MetadataCache
 
 MAX_SEARCHES = 512
+SEARCH_CANDIDATES = 1_000  # best visible matches considered before paging (API and UI)
 Hits = list[tuple[int, str]]
 
 

@@ -21,11 +21,10 @@ from gitreg.catalog.records import (
     provider_doc,
     provider_record,
 )
+from gitreg.catalog.search_cache import SEARCH_CANDIDATES
 from gitreg.errors import BadRequest
 from gitreg.services import Services
 from gitreg.versions import Version, sort_key
-
-SEARCH_CANDIDATES = 1_000  # as api/browse.py: best visible matches before paging
 
 
 @dataclass(frozen=True)
@@ -52,13 +51,13 @@ async def listed(svc: Services) -> list[Listed]:
 
 
 async def search_hits(svc: Services, query: str, hidden: frozenset[str]) -> list[tuple[int, str]]:
-    """The best matches outside the `hidden` namespaces (`hidden_namespaces`)."""
-    hits = await svc.cache.get(
-        ("ui-search", query.lower(), hidden),
-        lambda: svc.catalog.search(query, SEARCH_CANDIDATES, hidden),
+    """The best matches outside the `hidden` namespaces (`hidden_namespaces`),
+    in the search LRU the browse API uses: kept in the metadata cache, a
+    stream of made-up queries from the search page would push out every
+    cached `versions` and `download` answer (gitreg/catalog/search_cache.py)."""
+    return await svc.searches.get(
+        (query.lower(), hidden), lambda: svc.catalog.search(query, SEARCH_CANDIDATES, hidden)
     )
-    assert isinstance(hits, list)
-    return hits
 
 
 def _load_module(
