@@ -34,6 +34,8 @@ def test_provider_docs_are_stored_once_with_their_pages(implementation: Backend)
     assert docs.put_provider_docs(version_id, 1, '{"docs": 1}', pages)
     assert not docs.put_provider_docs(version_id, 1, '{"docs": 2}', [DocPage("other", "")])
     assert docs.provider_docs(provider_id) == {version_id: '{"docs": 1}'}
+    assert docs.provider_doc_listing(version_id) == '{"docs": 1}'
+    assert docs.provider_doc_listing(version_id + 1) is None
     assert docs.provider_doc_page(version_id, "resources-x") == "<p>b</p>"
     assert docs.provider_doc_page(version_id, "other") is None
     assert docs.undocumented_provider_versions(1) == []
