@@ -78,16 +78,6 @@ class DownloadCountIndex(Protocol):
         """Downloads over every version and day, by kind and object id."""
         ...
 
-    def version_downloads(self, kind: str, object_id: int) -> dict[str, int]:
-        """{version: downloads over every day} of one module or provider."""
-        ...
-
-    def downloads_by_token(
-        self, kind: str, object_id: int, since_day: str
-    ) -> dict[tuple[str, int], int]:
-        """{(version, token_id): downloads} since `since_day` (YYYY-MM-DD)."""
-        ...
-
     def usage_rows(self, kind: str, object_id: int, since_day: str) -> list[UsageRow]:
         """Downloads per (version, token) since `since_day`, with each token's owner."""
         ...
