@@ -245,7 +245,7 @@ async def _provider(request: Request, version: str | None) -> Response:
     not_found = f"provider {p['namespace']}/{p['type']} not found"
     await svc.access.require_read(request, p["namespace"], not_found)
     key = ("browse-provider", p["namespace"].lower(), p["type"].lower())
-    found = await svc.cache.get(key, lambda: _provider_record(svc, key))
+    found = await cached_provider_record(svc, p["namespace"], p["type"])
     if version is not None:
         not_found = f"provider {p['namespace']}/{p['type']} {version} not found"
     if not isinstance(found, dict):
@@ -259,6 +259,17 @@ async def _provider(request: Request, version: str | None) -> Response:
 
 def _provider_record(svc: Services, key: tuple[str, str, str]) -> dict[str, Any] | None:
     return provider_record(svc.providers.store, key[1], key[2], svc.provider_docs)
+
+
+async def cached_provider_record(
+    svc: Services, namespace: str, type_: str
+) -> dict[str, Any] | None:
+    """A provider's whole record (`provider_record`), one metadata-cache entry
+    for this API and the web UI's provider pages alike: built and held once."""
+    key = ("browse-provider", namespace.lower(), type_.lower())
+    found = await svc.cache.get(key, lambda: _provider_record(svc, key))
+    assert found is None or isinstance(found, dict)
+    return found
 
 
 def _provider_page(svc: Services, key: tuple[str, str, str], version: str | None) -> _Page | None:

@@ -13,13 +13,13 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from gitreg.addresses import module_address
+from gitreg.api.browse import cached_provider_record
 from gitreg.catalog.records import (
     Listed,
     all_listed,
     full_record,
     listed_versions,
     provider_doc,
-    provider_record,
 )
 from gitreg.catalog.search_cache import SEARCH_CANDIDATES
 from gitreg.errors import BadRequest
@@ -96,12 +96,8 @@ async def module(
 
 
 async def provider(svc: Services, namespace: str, type_: str) -> dict[str, Any] | None:
-    key = ("ui-provider", namespace.lower(), type_.lower())
-    found = await svc.cache.get(
-        key, lambda: provider_record(svc.providers.store, namespace, type_, svc.provider_docs)
-    )
-    assert found is None or isinstance(found, dict)
-    return found
+    """The browse API's cached record: the same entry, not a second copy of it."""
+    return await cached_provider_record(svc, namespace, type_)
 
 
 async def provider_page_doc(
