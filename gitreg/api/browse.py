@@ -42,7 +42,7 @@ from gitreg.catalog.records import (
     provider_doc,
     provider_record,
 )
-from gitreg.catalog.search_cache import SEARCH_CANDIDATES, hidden_namespaces
+from gitreg.catalog.search_cache import SEARCH_CANDIDATES, Listing
 from gitreg.errors import BadRequest, NotFound
 from gitreg.numbers import plain_int
 from gitreg.services import Services, services
@@ -103,10 +103,17 @@ def _page(request: Request, svc: Services, found: list[Listed]) -> Response:
     return CachedJson.of(body).response(request)
 
 
-async def _listed(svc: Services) -> list[Listed]:
-    found = await svc.cache.snapshot(("listed",), lambda: all_listed(svc.index, svc.catalog))
-    assert isinstance(found, list)
+async def listing(svc: Services) -> Listing:
+    """Every listed module, for this API and the web UI: one snapshot."""
+    found = await svc.cache.snapshot(
+        ("listed",), lambda: Listing.of(all_listed(svc.index, svc.catalog))
+    )
+    assert isinstance(found, Listing)
     return found
+
+
+async def _listed(svc: Services) -> list[Listed]:
+    return (await listing(svc)).modules
 
 
 async def list_modules(request: Request) -> Response:
@@ -125,14 +132,12 @@ async def search(request: Request) -> Response:
     if len(query) > 200:
         raise BadRequest("q is longer than 200 characters")
     visible = await _visible(request)
-    listed = await _listed(svc)
-    hidden = hidden_namespaces((m.namespace for m in listed), visible)
+    listed = await listing(svc)
+    hidden = listed.hidden(visible)
     hits = await svc.searches.get(
         (query.lower(), hidden), lambda: svc.catalog.search(query, SEARCH_CANDIDATES, hidden)
     )
-    by_id = {m.module_id: m for m in listed}
-    found = [by_id[i] for i, ns in hits if visible(ns) and i in by_id]
-    return _page(request, svc, found)
+    return _page(request, svc, listed.found(hits, visible))
 
 
 async def namespace_modules(request: Request) -> Response:

@@ -13,10 +13,9 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from gitreg.addresses import module_address
-from gitreg.api.browse import cached_provider_record
+from gitreg.api.browse import cached_provider_record, listing
 from gitreg.catalog.records import (
     Listed,
-    all_listed,
     full_record,
     listed_versions,
     provider_doc,
@@ -45,9 +44,7 @@ class Mirrored:
 
 
 async def listed(svc: Services) -> list[Listed]:
-    found = await svc.cache.snapshot(("listed",), lambda: all_listed(svc.index, svc.catalog))
-    assert isinstance(found, list)
-    return found
+    return (await listing(svc)).modules
 
 
 async def search_hits(svc: Services, query: str, hidden: frozenset[str]) -> list[tuple[int, str]]:
