@@ -39,7 +39,7 @@ import benchlib as b
 
 sys.path.insert(0, str(b.ROOT))  # tests.support: the git repository and PostgreSQL helpers
 
-from gitreg.api.browse import SEARCH_CANDIDATES
+from gitreg.catalog.search_cache import SEARCH_CANDIDATES
 
 WORDS = (
     "vpc",

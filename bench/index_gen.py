@@ -23,11 +23,11 @@ from pathlib import Path
 
 from gitreg.storage.bulk import (
     BulkModule,
-    BulkPackage,
     BulkProvider,
     BulkProviderVersion,
     BulkVersion,
 )
+from gitreg.storage.providers import PackageRecord
 
 SYSTEMS = ("aws", "azurerm", "google")
 PLATFORMS = (("linux", "amd64"), ("linux", "arm64"), ("darwin", "arm64"), ("windows", "amd64"))
@@ -84,7 +84,7 @@ def _providers(count: int, versions: int) -> list[BulkProvider]:
         for v in range(versions):
             version = version_string(v)
             packages = [
-                BulkPackage(
+                PackageRecord(
                     os_,
                     arch,
                     f"terraform-provider-p{i}_{version}_{os_}_{arch}.zip",

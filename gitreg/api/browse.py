@@ -42,7 +42,7 @@ from gitreg.catalog.records import (
     provider_doc,
     provider_record,
 )
-from gitreg.catalog.search_cache import hidden_namespaces
+from gitreg.catalog.search_cache import SEARCH_CANDIDATES, Listing
 from gitreg.errors import BadRequest, NotFound
 from gitreg.numbers import plain_int
 from gitreg.services import Services, services
@@ -50,7 +50,6 @@ from gitreg.services import Services, services
 PREFIX = "/v1/modules"
 DEFAULT_LIMIT = 15  # the public registry's default page size
 MAX_LIMIT = 100
-SEARCH_CANDIDATES = 1_000  # best visible matches considered before paging
 
 
 async def _visible(request: Request) -> Callable[[str], bool]:
@@ -104,10 +103,17 @@ def _page(request: Request, svc: Services, found: list[Listed]) -> Response:
     return CachedJson.of(body).response(request)
 
 
-async def _listed(svc: Services) -> list[Listed]:
-    found = await svc.cache.snapshot(("listed",), lambda: all_listed(svc.index, svc.catalog))
-    assert isinstance(found, list)
+async def listing(svc: Services) -> Listing:
+    """Every listed module, for this API and the web UI: one snapshot."""
+    found = await svc.cache.snapshot(
+        ("listed",), lambda: Listing.of(all_listed(svc.index, svc.catalog))
+    )
+    assert isinstance(found, Listing)
     return found
+
+
+async def _listed(svc: Services) -> list[Listed]:
+    return (await listing(svc)).modules
 
 
 async def list_modules(request: Request) -> Response:
@@ -126,14 +132,12 @@ async def search(request: Request) -> Response:
     if len(query) > 200:
         raise BadRequest("q is longer than 200 characters")
     visible = await _visible(request)
-    listed = await _listed(svc)
-    hidden = hidden_namespaces((m.namespace for m in listed), visible)
+    listed = await listing(svc)
+    hidden = listed.hidden(visible)
     hits = await svc.searches.get(
         (query.lower(), hidden), lambda: svc.catalog.search(query, SEARCH_CANDIDATES, hidden)
     )
-    by_id = {m.module_id: m for m in listed}
-    found = [by_id[i] for i, ns in hits if visible(ns) and i in by_id]
-    return _page(request, svc, found)
+    return _page(request, svc, listed.found(hits, visible))
 
 
 async def namespace_modules(request: Request) -> Response:
@@ -246,7 +250,7 @@ async def _provider(request: Request, version: str | None) -> Response:
     not_found = f"provider {p['namespace']}/{p['type']} not found"
     await svc.access.require_read(request, p["namespace"], not_found)
     key = ("browse-provider", p["namespace"].lower(), p["type"].lower())
-    found = await svc.cache.get(key, lambda: _provider_record(svc, key))
+    found = await cached_provider_record(svc, p["namespace"], p["type"])
     if version is not None:
         not_found = f"provider {p['namespace']}/{p['type']} {version} not found"
     if not isinstance(found, dict):
@@ -260,6 +264,17 @@ async def _provider(request: Request, version: str | None) -> Response:
 
 def _provider_record(svc: Services, key: tuple[str, str, str]) -> dict[str, Any] | None:
     return provider_record(svc.providers.store, key[1], key[2], svc.provider_docs)
+
+
+async def cached_provider_record(
+    svc: Services, namespace: str, type_: str
+) -> dict[str, Any] | None:
+    """A provider's whole record (`provider_record`), one metadata-cache entry
+    for this API and the web UI's provider pages alike: built and held once."""
+    key = ("browse-provider", namespace.lower(), type_.lower())
+    found = await svc.cache.get(key, lambda: _provider_record(svc, key))
+    assert found is None or isinstance(found, dict)
+    return found
 
 
 def _provider_page(svc: Services, key: tuple[str, str, str], version: str | None) -> _Page | None:

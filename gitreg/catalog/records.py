@@ -181,7 +181,10 @@ def provider_doc(
     found = providers.provider_version(provider.id, version) if provider else None
     if provider is None or found is None:
         return None
-    listing = _listings(docs, provider.id).get(found.id, {})
+    # This version's listing only: every version's (`_listings`) is megabytes
+    # of JSON for a large provider, parsed again for each page asked for.
+    stored = docs.provider_doc_listing(found.id)
+    listing = json.loads(stored) if stored is not None else {}
     entry = next((e for e in listing.get("docs", []) if e["id"] == doc_id), None)
     html = docs.provider_doc_page(found.id, doc_id) if entry is not None else None
     if entry is None or html is None:

@@ -53,7 +53,9 @@ class Documents:
         text = self._texts.get(key)
         if text is not None:
             return text.replace(_COMMIT, commit)
-        files, notes = read_doc_files(store, tree_sha)
+        # The files already listed (no second walk of the tree): with at most
+        # MAX_DOC_FILES of them, the same files and notes `read_doc_files` gives.
+        files, notes = read_listed(store, listing)
         stand_in = Origin(origin.remote, _COMMIT, origin.subdir, origin.version)
         text = json.dumps(extract(files, stand_in, notes), sort_keys=True)
         self._texts.put(key, text)

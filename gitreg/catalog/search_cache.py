@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 
 from gitreg.cache import MetadataCache
+from gitreg.catalog.records import Listed
 
 MAX_SEARCHES = 512
+SEARCH_CANDIDATES = 1_000  # best visible matches considered before paging (API and UI)
 Hits = list[tuple[int, str]]
 
 
@@ -55,3 +58,26 @@ def hidden_namespaces(namespaces: Iterable[str], visible: Callable[[str], bool])
     1,000 matches would otherwise push every public match off an anonymous
     reader's results (and a filter after the limit shows that they exist)."""
     return frozenset(ns.lower() for ns in set(namespaces) if not visible(ns))
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Every listed module (the browse list, `all_listed`) with what each
+    search needs of it, made once per publish with the list rather than on
+    the event loop per search (0.9 ms a search at 10,000 modules)."""
+
+    modules: list[Listed]
+    by_id: dict[int, Listed]
+    namespaces: frozenset[str]
+
+    @classmethod
+    def of(cls, modules: list[Listed]) -> Listing:
+        by_id = {m.module_id: m for m in modules}
+        return cls(modules, by_id, frozenset(m.namespace for m in modules))
+
+    def hidden(self, visible: Callable[[str], bool]) -> frozenset[str]:
+        return hidden_namespaces(self.namespaces, visible)
+
+    def found(self, hits: Hits, visible: Callable[[str], bool]) -> list[Listed]:
+        """The listed modules of search hits the reader may see, in order."""
+        return [self.by_id[i] for i, ns in hits if i in self.by_id and visible(ns)]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from gitreg.storage.database import Connection
 from gitreg.storage.index import IndexBackedStore, address_key, utcnow
+from gitreg.storage.providers import PackageRecord
 
 # Rows per INSERT statement: well under SQLite's 32,766 bound variables and
 # PostgreSQL's 65,535 parameters for the widest table here (10 columns).
@@ -77,21 +78,11 @@ class BulkModule:
 
 
 @dataclass(frozen=True)
-class BulkPackage:
-    os: str
-    arch: str
-    filename: str
-    sha256: str
-    size: int
-    h1: str
-
-
-@dataclass(frozen=True)
 class BulkProviderVersion:
     version: str
     shasums_sha256: str
     signature_sha256: str
-    packages: Sequence[BulkPackage]
+    packages: Sequence[PackageRecord]  # the rows `ProviderStore.packages` reads back
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,10 @@ class ProviderDocsIndex(Protocol):
 
     def provider_docs(self, provider_id: int) -> dict[int, str]: ...
 
+    def provider_doc_listing(self, version_id: int) -> str | None:
+        """One version's listing JSON (what `provider_docs` holds for it), or None."""
+        ...
+
     def provider_doc_page(self, version_id: int, doc_id: str) -> str | None: ...
 
     def undocumented_provider_versions(self, fmt: int) -> list[UndocumentedVersion]: ...
@@ -72,16 +76,6 @@ class DownloadCountIndex(Protocol):
 
     def download_totals(self) -> DownloadTotals:
         """Downloads over every version and day, by kind and object id."""
-        ...
-
-    def version_downloads(self, kind: str, object_id: int) -> dict[str, int]:
-        """{version: downloads over every day} of one module or provider."""
-        ...
-
-    def downloads_by_token(
-        self, kind: str, object_id: int, since_day: str
-    ) -> dict[tuple[str, int], int]:
-        """{(version, token_id): downloads} since `since_day` (YYYY-MM-DD)."""
         ...
 
     def usage_rows(self, kind: str, object_id: int, since_day: str) -> list[UsageRow]:

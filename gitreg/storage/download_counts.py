@@ -118,25 +118,6 @@ class DownloadCountStore(IndexBackedStore):
             totals.ids[kind], totals.counts[kind] = ids, counts
         return totals
 
-    def version_downloads(self, kind: str, object_id: int) -> dict[str, int]:
-        rows = self._rows(
-            "SELECT version, downloads FROM download_totals WHERE kind = ? AND object_id = ?",
-            (kind, object_id),
-        )
-        return {str(r[0]): int(r[1]) for r in rows}
-
-    def downloads_by_token(
-        self, kind: str, object_id: int, since_day: str
-    ) -> dict[tuple[str, int], int]:
-        """{(version, token_id): downloads} since a UTC day: who uses which
-        version (issue 14's "who still downloads 1.x in the last 30 days")."""
-        rows = self._rows(
-            "SELECT version, token_id, SUM(downloads) FROM download_counts"
-            " WHERE kind = ? AND object_id = ? AND day >= ? GROUP BY version, token_id",
-            (kind, object_id, since_day),
-        )
-        return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
-
     def usage_rows(self, kind: str, object_id: int, since_day: str) -> list[UsageRow]:
         """Downloads per (version, token) since a UTC day, joined to each
         token's owner in one query; revoked tokens still name their owner."""

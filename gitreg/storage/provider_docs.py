@@ -66,6 +66,13 @@ class ProviderDocsStore(IndexBackedStore):
         )
         return {int(r[0]): str(r[1]) for r in rows}
 
+    def provider_doc_listing(self, version_id: int) -> str | None:
+        """The listing JSON of one documented version."""
+        rows = self._rows(
+            "SELECT listing FROM provider_doc_sets WHERE version_id = ?", (version_id,)
+        )
+        return str(rows[0][0]) if rows else None
+
     def provider_doc_page(self, version_id: int, doc_id: str) -> str | None:
         rows = self._rows(
             "SELECT html FROM provider_doc_pages WHERE version_id = ? AND doc_id = ?",

@@ -12,8 +12,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gitreg.api.browse import listing
 from gitreg.catalog.records import Listed
-from gitreg.catalog.search_cache import hidden_namespaces
 from gitreg.numbers import plain_int
 from gitreg.services import services
 from gitreg.ui import data
@@ -75,11 +75,10 @@ async def search(request: Request) -> Response:
     query = " ".join(request.query_params.get("q", "").split())[:MAX_QUERY]
     found: list[Listed] = []
     if query:
-        listed = await data.listed(svc)
-        by_id = {m.module_id: m for m in listed}
-        hidden = hidden_namespaces((m.namespace for m in listed), viewer.may_read)
+        listed = await listing(svc)
+        hidden = listed.hidden(viewer.may_read)
         hits = await data.search_hits(svc, query, hidden)
-        found = [by_id[i] for i, ns in hits if i in by_id and viewer.may_read(ns)]
+        found = listed.found(hits, viewer.may_read)
     context = {"title": f"Search: {query}" if query else "Search", "q": query}
     context |= _paged(found, _page_number(request))
     return Page(render(request, viewer, "search.html", context)).response()

@@ -13,19 +13,17 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from gitreg.addresses import module_address
+from gitreg.api.browse import cached_provider_record, listing
 from gitreg.catalog.records import (
     Listed,
-    all_listed,
     full_record,
     listed_versions,
     provider_doc,
-    provider_record,
 )
+from gitreg.catalog.search_cache import SEARCH_CANDIDATES
 from gitreg.errors import BadRequest
 from gitreg.services import Services
 from gitreg.versions import Version, sort_key
-
-SEARCH_CANDIDATES = 1_000  # as api/browse.py: best visible matches before paging
 
 
 @dataclass(frozen=True)
@@ -46,19 +44,17 @@ class Mirrored:
 
 
 async def listed(svc: Services) -> list[Listed]:
-    found = await svc.cache.snapshot(("listed",), lambda: all_listed(svc.index, svc.catalog))
-    assert isinstance(found, list)
-    return found
+    return (await listing(svc)).modules
 
 
 async def search_hits(svc: Services, query: str, hidden: frozenset[str]) -> list[tuple[int, str]]:
-    """The best matches outside the `hidden` namespaces (`hidden_namespaces`)."""
-    hits = await svc.cache.get(
-        ("ui-search", query.lower(), hidden),
-        lambda: svc.catalog.search(query, SEARCH_CANDIDATES, hidden),
+    """The best matches outside the `hidden` namespaces (`hidden_namespaces`),
+    in the search LRU the browse API uses: kept in the metadata cache, a
+    stream of made-up queries from the search page would push out every
+    cached `versions` and `download` answer (gitreg/catalog/search_cache.py)."""
+    return await svc.searches.get(
+        (query.lower(), hidden), lambda: svc.catalog.search(query, SEARCH_CANDIDATES, hidden)
     )
-    assert isinstance(hits, list)
-    return hits
 
 
 def _load_module(
@@ -97,12 +93,8 @@ async def module(
 
 
 async def provider(svc: Services, namespace: str, type_: str) -> dict[str, Any] | None:
-    key = ("ui-provider", namespace.lower(), type_.lower())
-    found = await svc.cache.get(
-        key, lambda: provider_record(svc.providers.store, namespace, type_, svc.provider_docs)
-    )
-    assert found is None or isinstance(found, dict)
-    return found
+    """The browse API's cached record: the same entry, not a second copy of it."""
+    return await cached_provider_record(svc, namespace, type_)
 
 
 async def provider_page_doc(

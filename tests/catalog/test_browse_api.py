@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from gitreg.api.browse import SEARCH_CANDIDATES
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.cache import entry_bytes
+from gitreg.catalog.search_cache import SEARCH_CANDIDATES
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.bulk import BulkLoader, BulkModule, BulkVersion

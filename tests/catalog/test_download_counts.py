@@ -119,11 +119,14 @@ def test_counts_per_token_and_private_counts_stay_private(svc: Services) -> None
     secret = svc.index.find_module("secret", "hello", "null")
     assert acme is not None and secret is not None
     today = time.strftime("%Y-%m-%d", time.gmtime())
-    assert counts.downloads_by_token("module", acme.id, today) == {
-        ("1.0.0", 0): 1,
-        ("1.0.0", reader_id): 1,
-    }
-    assert counts.downloads_by_token("module", secret.id, today) == {("1.0.0", reader_id): 2}
+    by_token = [
+        (r.version, r.token_id, r.downloads) for r in counts.usage_rows("module", acme.id, today)
+    ]
+    assert by_token == [("1.0.0", 0, 1), ("1.0.0", reader_id, 1)]
+    by_token = [
+        (r.version, r.token_id, r.downloads) for r in counts.usage_rows("module", secret.id, today)
+    ]
+    assert by_token == [("1.0.0", reader_id, 2)]
     with TestClient(create_app(svc.settings, svc), base_url=BASE) as client:
         for headers in ({}, other):
             listed = client.get("/v1/modules", headers=headers).json()["modules"]

@@ -18,6 +18,7 @@ from gitreg.auth.tokens import new_token, token_hash
 from gitreg.cache import entry_bytes
 from gitreg.catalog import provider_tree
 from gitreg.catalog.provider_docs import Release, build_pages, front_matter, slug_of, tag_of
+from gitreg.catalog.records import provider_doc
 from gitreg.commands.reindex import reindex
 from gitreg.providers.ingest import ProviderPublisher
 from gitreg.services import Services
@@ -197,6 +198,28 @@ def test_ingest_stores_pages_and_the_api_serves_them(svc: Services, tmp_path: Pa
         assert missing.json() == {
             "errors": ["provider acme/null 1.0.0 has no documentation page resources-nope"]
         }
+
+
+def test_a_doc_page_reads_only_its_own_version_listing(
+    svc: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not every version's listing (megabytes of JSON for a large provider),
+    parsed again for every page asked for, in the API and the UI alike."""
+    _ingest(svc, tmp_path)
+
+    def every_listing(provider_id: int) -> dict[int, str]:
+        raise AssertionError("a doc page read every version's listing")
+
+    monkeypatch.setattr(svc.provider_docs, "provider_docs", every_listing)
+    found = provider_doc(
+        svc.providers.store, svc.provider_docs, "acme", "null", "1.0.0", "guides-start"
+    )
+    assert found is not None and found["title"] == "Getting started"
+    assert "Hello" in found["html"]
+    assert (
+        provider_doc(svc.providers.store, svc.provider_docs, "acme", "null", "1.0.0", "guides-nope")
+        is None
+    )
 
 
 def test_private_provider_docs_follow_the_provider_routes(svc: Services, tmp_path: Path) -> None:

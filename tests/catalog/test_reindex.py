@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gitreg.catalog import tree
 from gitreg.catalog.extract import DOCS_FORMAT
 from gitreg.catalog.service import Published
 from gitreg.cli import main
@@ -106,6 +107,10 @@ def test_a_version_whose_mirror_is_gone_fails_and_is_retried_later(
     mirror = old.mirror_path(record)
     mirror.rename(mirror.with_suffix(".away"))
     svc.close()
+    # As in a new `gitreg reindex` process: the trees and blobs read at publish
+    # are not in this process's caches by sha (which would answer for them).
+    tree._TREES.clear()
+    tree._TEXTS.clear()
     assert main(["reindex", "--data-dir", str(data)]) == 1
     assert "reindex: 0 documented, 1 failed (run again to retry them)" in capsys.readouterr().out
     shutil.rmtree(mirror, ignore_errors=True)  # whatever the failed attempt left there

@@ -130,6 +130,25 @@ def test_published_versions_store_their_own_commit_and_extract_once(
     assert calls == ["1.0.0", "1.2.0"]  # new content: extracted again
 
 
+def test_a_new_document_reads_the_listed_files_without_walking_the_tree_again(
+    svc: Services, make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo("vpc")
+    _two_commits_same_files(repo)
+    record, module = _published(svc, repo)
+
+    def walked(store: object, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
+        raise AssertionError("the tree was walked again after doc_listing")
+
+    monkeypatch.setattr(reuse, "read_doc_files", walked)
+    version = _version(svc, module, "1.1.0")
+    fresh = reuse.Documents()  # an empty cache: the document is made anew
+    with DulwichBackend().objects(svc.publisher.mirror_path(record)) as store:
+        origin = Origin(record.url, version.commit_sha, "", version.version)
+        made = json.loads(fresh.document(store, version.tree_sha, origin))
+    assert made == _fresh(svc, record, version)
+
+
 def test_a_changelog_section_per_version_is_part_of_what_is_reused() -> None:
     files = {"CHANGELOG.md": CHANGELOG.encode(), "changelog.tf": b'variable "x" {}\n'}
     assert extract_module.changelog_text(files, "1.1.0") == "- [second](docs/b.md)"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from gitreg.cache import MetadataCache
-from gitreg.catalog.search_cache import SearchCache
+from gitreg.catalog.records import Listed
+from gitreg.catalog.search_cache import Listing, SearchCache
 
 
 def test_bounded_lru_that_a_publish_invalidates() -> None:
@@ -40,3 +41,16 @@ def test_many_distinct_searches_leave_the_metadata_cache_alone() -> None:
         asyncio.run(searches.get(f"q{number}", lambda: []))
     assert len(searches) == 10
     assert metadata.peek(("module-versions", "acme", "vpc", "aws")) == b"{}"
+
+
+def test_a_listing_hides_and_orders_hits_for_each_reader() -> None:
+    modules = [Listed(i, ns, {"id": i}) for i, ns in ((1, "Acme"), (2, "secret"), (3, "acme"))]
+    listing = Listing.of(modules)
+
+    def public(namespace: str) -> bool:
+        return namespace.lower() != "secret"
+
+    assert listing.hidden(public) == frozenset({"secret"})
+    assert listing.hidden(lambda ns: True) == frozenset()
+    hits = [(3, "acme"), (2, "secret"), (9, "acme"), (1, "Acme")]  # 9: gone since
+    assert [m.module_id for m in listing.found(hits, public)] == [3, 1]

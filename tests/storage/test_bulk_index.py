@@ -8,12 +8,12 @@ from gitreg.storage.bulk import (
     ROWS_PER_STATEMENT,
     BulkLoader,
     BulkModule,
-    BulkPackage,
     BulkProvider,
     BulkProviderVersion,
     BulkVersion,
 )
 from gitreg.storage.index import Index
+from gitreg.storage.providers import PackageRecord
 from gitreg.storage.records import NewVersion
 from tests.storage.conftest import Backend
 
@@ -65,7 +65,7 @@ def test_bulk_modules_read_back_and_publishing_continues(implementation: Backend
 def test_bulk_providers_read_back(implementation: Backend) -> None:
     providers = implementation.providers
     key, _ = providers.add_key("bulk", "ABCDEF0123456789", "F" * 40, "armor", ("rsa",), True, "t")
-    package = BulkPackage("linux", "amd64", "p.zip", "d" * 64, 10, "h1:x")
+    package = PackageRecord("linux", "amd64", "p.zip", "d" * 64, 10, "h1:x")
     bulk = [
         BulkProvider(
             "bulk",

@@ -34,6 +34,8 @@ def test_provider_docs_are_stored_once_with_their_pages(implementation: Backend)
     assert docs.put_provider_docs(version_id, 1, '{"docs": 1}', pages)
     assert not docs.put_provider_docs(version_id, 1, '{"docs": 2}', [DocPage("other", "")])
     assert docs.provider_docs(provider_id) == {version_id: '{"docs": 1}'}
+    assert docs.provider_doc_listing(version_id) == '{"docs": 1}'
+    assert docs.provider_doc_listing(version_id + 1) is None
     assert docs.provider_doc_page(version_id, "resources-x") == "<p>b</p>"
     assert docs.provider_doc_page(version_id, "other") is None
     assert docs.undocumented_provider_versions(1) == []
@@ -63,13 +65,14 @@ def test_download_counts_add_up_across_flushes(implementation: Backend) -> None:
     totals = counts.download_totals()
     assert totals.as_dict() == {("module", 1): 7, ("provider", 1): 4}
     assert (totals.get("module", 1), totals.get("module", 2), totals.get("other", 1)) == (7, 0, 0)
-    assert counts.version_downloads("module", 1) == {"1.0.0": 6, "1.1.0": 1}
-    assert counts.version_downloads("module", 2) == {}
-    assert counts.downloads_by_token("module", 1, "2026-01-01") == {
-        ("1.0.0", 0): 6,
-        ("1.1.0", 7): 1,
-    }
-    assert counts.downloads_by_token("module", 1, "2026-01-02") == {("1.0.0", 0): 1}
+    by_token = [
+        (r.version, r.token_id, r.downloads) for r in counts.usage_rows("module", 1, "2026-01-01")
+    ]
+    assert by_token == [("1.0.0", 0, 6), ("1.1.0", 7, 1)]
+    by_token = [
+        (r.version, r.token_id, r.downloads) for r in counts.usage_rows("module", 1, "2026-01-02")
+    ]
+    assert by_token == [("1.0.0", 0, 1)]
 
 
 def test_download_totals_are_read_by_pages(

@@ -228,3 +228,13 @@ def test_api_paths_answer_as_before_to_a_browser(ui: Ui) -> None:
         assert answer.headers["content-type"].startswith("application/json"), path
     mirror = ui.client.get("/mirror/registry.example.com/acme/null/index.json")
     assert mirror.status_code == 200 and "1.0.0" in mirror.json()["versions"]
+
+
+def test_search_page_answers_live_in_the_search_lru_not_the_metadata_cache(ui: Ui) -> None:
+    """Made-up queries from the search page must not fill the metadata cache
+    (and push out cached `versions` answers): they share the API's small LRU."""
+    for number in range(5):
+        assert ui.client.get(f"/search?q=made-up-{number}").status_code == 200
+    assert len(ui.svc.searches) == 5
+    cached = ui.svc.cache._entries
+    assert not [key for key in cached if "made-up-0" in repr(key)]

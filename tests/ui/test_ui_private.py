@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from gitreg.catalog.search_cache import SEARCH_CANDIDATES
 from gitreg.storage.bulk import BulkLoader, BulkModule, BulkVersion
 from gitreg.storage.catalog import SearchEntry
 from gitreg.storage.index import Index
-from gitreg.ui.data import SEARCH_CANDIDATES
 from tests.ui.conftest import SECRET_WORDS, Ui
 
 LIST_PAGES = [

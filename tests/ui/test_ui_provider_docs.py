@@ -70,3 +70,23 @@ def test_a_private_providers_doc_pages_are_hidden_without_access(ui: Ui) -> None
         ui.sign_in(ui.token(["acme"]))
         shown = ui.client.get(PAGE)
         assert shown.status_code == 200 and "null_resource" in shown.text
+
+
+def test_the_ui_and_the_api_share_one_cached_provider_record(
+    ui: Ui, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider's record (every release and its docs listing) is built and
+    held once for both surfaces, not once per surface."""
+    built: list[int] = []
+    real = ui.svc.provider_docs.provider_docs  # read only by `provider_record`
+
+    def counted(provider_id: int) -> dict[int, str]:
+        built.append(provider_id)
+        return real(provider_id)
+
+    monkeypatch.setattr(ui.svc.provider_docs, "provider_docs", counted)
+    ui.svc.cache.invalidate()
+    assert ui.client.get("/providers/acme/null").status_code == 200
+    assert ui.client.get("/v1/providers/acme/null", headers={"accept": "*/*"}).status_code == 200
+    assert ui.client.get(PAGE).status_code == 200
+    assert len(built) == 1
