@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from gitreg.api.responses import error_body, json_response
 from gitreg.api.urls import base_url
+from gitreg.auth.access import client_address
 from gitreg.auth.login import CLIENT_ID, PORTS, LoginFlow, OAuthError, Redirect, Refusal
 from gitreg.auth.oidc import OidcClient
 from gitreg.auth.pending import SignInLimits, SignInsBusy
@@ -100,9 +101,7 @@ def _single(request: Request) -> dict[str, str]:
 async def authorization(request: Request) -> Response:
     flow = _flow(request)
     callback = base_url(request, services(request).settings) + CALLBACK
-    # The address the access log shows: uvicorn puts the forwarded one there
-    # when `trust_forwarded` is on (gitreg/commands/serve.py).
-    client = request.client.host if request.client else "unknown"
+    client = client_address(request)
     try:
         return _redirect((await flow.begin(_single(request), callback, client)).url)
     except SignInsBusy as exc:
@@ -138,7 +137,7 @@ async def token(request: Request) -> Response:
     # A code is a credential: refused ones count as failed authentications,
     # limited per client like bad tokens (429 with Retry-After; checklist R).
     limiter = services(request).access.limiter
-    client = request.client.host if request.client else "unknown"
+    client = client_address(request)
     limiter.check(client)
     try:
         body = await _form_body(request)

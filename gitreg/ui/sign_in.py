@@ -27,6 +27,7 @@ from starlette.responses import RedirectResponse, Response
 
 from gitreg.api.login import sign_in_limits
 from gitreg.api.urls import base_url
+from gitreg.auth.access import client_address
 from gitreg.auth.oidc import OidcClient, new_secret
 from gitreg.auth.pending import SignInsBusy, hashed
 from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, safe_next
@@ -105,7 +106,7 @@ async def sign_in(request: Request) -> Response:
     viewer, form = checked
     binding = new_secret()
     callback = base_url(request, services(request).settings) + CALLBACK
-    client = request.client.host if request.client else "unknown"  # as the access log has it
+    client = client_address(request)
     try:
         url = await flow.begin(callback, binding, form.get("next", "/"), client)
     except UpstreamError:

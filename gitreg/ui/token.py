@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from gitreg import metrics
+from gitreg.auth.access import client_address
 from gitreg.auth.pending import hashed
 from gitreg.errors import TooManyRequests
 from gitreg.services import services
@@ -49,7 +50,7 @@ async def token_submit(request: Request) -> Response:
         return checked
     _, form = checked
     svc = services(request)
-    client = request.client.host if request.client else "unknown"
+    client = client_address(request)
     try:
         svc.access.limiter.check(client)
     except TooManyRequests as exc:
