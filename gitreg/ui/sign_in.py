@@ -29,7 +29,8 @@ from gitreg.api.login import sign_in_limits
 from gitreg.api.urls import base_url
 from gitreg.auth.access import client_address
 from gitreg.auth.oidc import OidcClient, new_secret
-from gitreg.auth.pending import SignInsBusy, hashed
+from gitreg.auth.pending import SignInsBusy
+from gitreg.auth.tokens import token_hash
 from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, safe_next
 from gitreg.errors import UpstreamError
 from gitreg.services import services
@@ -136,7 +137,7 @@ async def callback(request: Request) -> Response:
         return await _unavailable(request)
     old = request.cookies.get(SESSION_COOKIE, "")
     if old:  # rotation: whatever the browser held before is no session now
-        await run_in_threadpool(services(request).auth.delete_session, hashed(old))
+        await run_in_threadpool(services(request).auth.delete_session, token_hash(old))
     response = RedirectResponse(done.next_path, status_code=303, headers=NO_STORE)
     max_age = int(services(request).settings.session_ttl)
     response.set_cookie(SESSION_COOKIE, done.session_id, max_age=max_age, **_LAX)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from starlette.responses import RedirectResponse, Response
 
 from gitreg import metrics
 from gitreg.auth.access import client_address
-from gitreg.auth.pending import hashed
+from gitreg.auth.tokens import token_hash
 from gitreg.errors import TooManyRequests
 from gitreg.services import services
 from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf
@@ -73,7 +73,7 @@ async def sign_out(request: Request) -> Response:
         return checked
     session_id = request.cookies.get(SESSION_COOKIE, "")
     if session_id:
-        await run_in_threadpool(services(request).auth.delete_session, hashed(session_id))
+        await run_in_threadpool(services(request).auth.delete_session, token_hash(session_id))
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(TOKEN_COOKIE, **COOKIE_FLAGS)  # type: ignore[arg-type]
     response.delete_cookie(SESSION_COOKIE, httponly=True, secure=True, samesite="lax", path="/")

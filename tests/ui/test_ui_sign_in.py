@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from gitreg.auth.pending import SignInLimits, hashed
+from gitreg.auth.pending import SignInLimits
 from gitreg.auth.tokens import token_hash
 from gitreg.storage.auth import Identity
 from gitreg.ui.csrf import CSRF_COOKIE
@@ -48,7 +48,7 @@ def test_alice_signs_in_and_sees_what_her_groups_grant(make_site: Make) -> None:
     assert "alice@example.com" in home.text and 'href="/ui/tokens"' in home.text
     assert "platform/vpc/aws" in home.text
     assert alice.get("/modules/platform/vpc/aws").status_code == 200
-    session = site.svc.auth.session(hashed(alice.cookies[SESSION_COOKIE]), time.time())
+    session = site.svc.auth.session(token_hash(alice.cookies[SESSION_COOKIE]), time.time())
     assert session is not None and session.subject == "alice"
     assert session.groups == ("platform-team",) and session.grants == {"platform": "publish"}
 
@@ -88,11 +88,11 @@ def test_a_session_id_from_before_sign_in_is_never_reused(make_site: Make) -> No
     site.sign_in(alice, "alice")
     first = alice.cookies[SESSION_COOKIE]
     assert first != planted
-    assert site.svc.auth.session(hashed(planted), time.time()) is None
+    assert site.svc.auth.session(token_hash(planted), time.time()) is None
     site.sign_in(alice, "alice")  # signing in again rotates the id
     second = alice.cookies[SESSION_COOKIE]
     assert second != first
-    assert site.svc.auth.session(hashed(first), time.time()) is None
+    assert site.svc.auth.session(token_hash(first), time.time()) is None
     stale = site.browser()
     stale.cookies.set(SESSION_COOKIE, first, domain="testserver.local")
     assert "alice@example.com" not in stale.get("/").text
@@ -209,7 +209,7 @@ def test_sign_out_deletes_the_session_on_the_server(make_site: Make) -> None:
     answer = alice.post("/ui/sign-out", data={"csrf": site.csrf(alice)})
     assert answer.status_code == 303
     assert "max-age=0" in _set_cookies(answer)[SESSION_COOKIE].lower()
-    assert site.svc.auth.session(hashed(session_id), time.time()) is None
+    assert site.svc.auth.session(token_hash(session_id), time.time()) is None
     replay = site.browser()  # a copy of the old cookie is worth nothing now
     replay.cookies.set(SESSION_COOKIE, session_id, domain="testserver.local")
     assert replay.get("/modules/platform/vpc/aws").status_code == 404
