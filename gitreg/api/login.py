@@ -69,15 +69,26 @@ def sign_in_limits(request: Request) -> SignInLimits:
     return limits
 
 
+def oidc_client(request: Request) -> OidcClient:
+    """The app's one OidcClient, shared with the web UI's sign-in: one cache of
+    the issuer's discovery document and keys, and one allowance of JWKS
+    refetches (gitreg.auth.oidc) for both flows."""
+    client = getattr(request.app.state, "oidc_client", None)
+    if client is None:
+        client = OidcClient(services(request).settings)
+        request.app.state.oidc_client = client
+    assert isinstance(client, OidcClient)
+    return client
+
+
 def _flow(request: Request) -> LoginFlow:
-    """One flow per app, built on first use: its OIDC client caches the
-    issuer's discovery document and keys."""
+    """One flow per app, built on first use."""
     svc = services(request)
     if not svc.settings.oidc_issuer:
         raise NotFound("sign-in is not configured on this registry (oidc_issuer)")
     flow = getattr(request.app.state, "login_flow", None)
     if flow is None:
-        oidc = OidcClient(svc.settings)
+        oidc = oidc_client(request)
         flow = LoginFlow(
             svc.settings, svc.auth, oidc, svc.cache.invalidate, sign_in_limits(request)
         )

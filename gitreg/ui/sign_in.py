@@ -25,10 +25,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from gitreg.api.login import sign_in_limits
+from gitreg.api.login import oidc_client, sign_in_limits
 from gitreg.api.urls import base_url
 from gitreg.auth.access import client_address
-from gitreg.auth.oidc import OidcClient, new_secret
+from gitreg.auth.oidc import new_secret
 from gitreg.auth.pending import SignInsBusy
 from gitreg.auth.tokens import token_hash
 from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, safe_next
@@ -53,7 +53,7 @@ def _flow(request: Request) -> WebSignIn | None:
         return None
     flow = getattr(request.app.state, "web_sign_in", None)
     if flow is None:
-        flow = WebSignIn(svc.settings, svc.auth, OidcClient(svc.settings), sign_in_limits(request))
+        flow = WebSignIn(svc.settings, svc.auth, oidc_client(request), sign_in_limits(request))
         request.app.state.web_sign_in = flow
     assert isinstance(flow, WebSignIn)
     return flow

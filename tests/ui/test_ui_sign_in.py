@@ -7,10 +7,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
+from gitreg.auth.oidc import OidcClient
 from gitreg.auth.pending import SignInLimits
 from gitreg.auth.tokens import token_hash
 from gitreg.storage.auth import Identity
@@ -199,6 +201,34 @@ def test_web_sign_ins_count_against_the_sign_in_limits(make_site: Make) -> None:
     assert refused.status_code == 503 and "Sign-in busy" in refused.text
     assert int(refused.headers["retry-after"]) > 0
     assert site.svc.auth.count_login_states(time.time(), 100) == 2
+
+
+def test_both_sign_in_flows_share_one_view_of_the_issuer(
+    make_site: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The web UI and `terraform login` fetch the discovery document once between
+    them (one cache, one JWKS refetch allowance), not once each."""
+    site = make_site(ALICE_READS_PLATFORM)
+    fetched: list[str] = []
+    original = OidcClient._get_json
+
+    async def counting(self: OidcClient, url: str, what: str) -> dict[str, Any]:
+        fetched.append(what)
+        return await original(self, url, what)
+
+    monkeypatch.setattr(OidcClient, "_get_json", counting)
+    browser = site.browser()
+    assert browser.get("/ui/sign-in").status_code == 200
+    query = {
+        "client_id": "terraform-cli",
+        "redirect_uri": "http://localhost:10000/login",
+        "response_type": "code",
+        "code_challenge_method": "S256",
+        "code_challenge": "c" * 43,
+        "state": "s",
+    }
+    assert browser.get("/oauth/authorization", params=query).status_code == 302
+    assert fetched == ["the discovery document"]
 
 
 def test_sign_out_deletes_the_session_on_the_server(make_site: Make) -> None:
