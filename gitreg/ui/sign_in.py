@@ -36,14 +36,13 @@ from gitreg.errors import UpstreamError
 from gitreg.services import services
 from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf
 from gitreg.ui.pages import CSP, error_page, html_response, not_found_page, render
-from gitreg.ui.token import COOKIE_FLAGS
+from gitreg.ui.token import COOKIE_FLAGS, LAX_COOKIE_FLAGS
 from gitreg.ui.viewer import SESSION_COOKIE, current_viewer
 
 CALLBACK = "/ui/sign-in/callback"
 BINDING_COOKIE = "__Host-gitreg_sign_in"
 BINDING_MAX_AGE = 600  # as long as the pending sign-in lives
 NO_STORE = {"Cache-Control": "no-store"}
-_LAX = {"httponly": True, "secure": True, "samesite": "lax", "path": "/"}
 
 
 def _flow(request: Request) -> WebSignIn | None:
@@ -117,7 +116,7 @@ async def sign_in(request: Request) -> Response:
         page.headers["Retry-After"] = str(exc.retry_after)
         return page
     response = RedirectResponse(url, status_code=303, headers=NO_STORE)
-    response.set_cookie(BINDING_COOKIE, binding, max_age=BINDING_MAX_AGE, **_LAX)  # type: ignore[arg-type]
+    response.set_cookie(BINDING_COOKIE, binding, max_age=BINDING_MAX_AGE, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
     return response
 
 
@@ -131,7 +130,7 @@ async def callback(request: Request) -> Response:
     except SignInFailed as exc:
         viewer = await current_viewer(request)
         page = error_page(request, viewer, 403, "Sign-in failed", f"{exc} Sign in again.")
-        page.delete_cookie(BINDING_COOKIE, **_LAX)  # type: ignore[arg-type]
+        page.delete_cookie(BINDING_COOKIE, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
         return page
     except UpstreamError:
         return await _unavailable(request)
@@ -140,6 +139,6 @@ async def callback(request: Request) -> Response:
         await run_in_threadpool(services(request).auth.delete_session, token_hash(old))
     response = RedirectResponse(done.next_path, status_code=303, headers=NO_STORE)
     max_age = int(services(request).settings.session_ttl)
-    response.set_cookie(SESSION_COOKIE, done.session_id, max_age=max_age, **_LAX)  # type: ignore[arg-type]
-    response.delete_cookie(BINDING_COOKIE, **_LAX)  # type: ignore[arg-type]
+    response.set_cookie(SESSION_COOKIE, done.session_id, max_age=max_age, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
+    response.delete_cookie(BINDING_COOKIE, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
     return response
