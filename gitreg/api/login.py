@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from gitreg.api.responses import error_body, json_response
 from gitreg.api.urls import base_url
+from gitreg.auth.access import client_address
 from gitreg.auth.login import CLIENT_ID, PORTS, LoginFlow, OAuthError, Redirect, Refusal
 from gitreg.auth.oidc import OidcClient
 from gitreg.auth.pending import SignInLimits, SignInsBusy
@@ -68,15 +69,26 @@ def sign_in_limits(request: Request) -> SignInLimits:
     return limits
 
 
+def oidc_client(request: Request) -> OidcClient:
+    """The app's one OidcClient, shared with the web UI's sign-in: one cache of
+    the issuer's discovery document and keys, and one allowance of JWKS
+    refetches (gitreg.auth.oidc) for both flows."""
+    client = getattr(request.app.state, "oidc_client", None)
+    if client is None:
+        client = OidcClient(services(request).settings)
+        request.app.state.oidc_client = client
+    assert isinstance(client, OidcClient)
+    return client
+
+
 def _flow(request: Request) -> LoginFlow:
-    """One flow per app, built on first use: its OIDC client caches the
-    issuer's discovery document and keys."""
+    """One flow per app, built on first use."""
     svc = services(request)
     if not svc.settings.oidc_issuer:
         raise NotFound("sign-in is not configured on this registry (oidc_issuer)")
     flow = getattr(request.app.state, "login_flow", None)
     if flow is None:
-        oidc = OidcClient(svc.settings)
+        oidc = oidc_client(request)
         flow = LoginFlow(
             svc.settings, svc.auth, oidc, svc.cache.invalidate, sign_in_limits(request)
         )
@@ -100,9 +112,7 @@ def _single(request: Request) -> dict[str, str]:
 async def authorization(request: Request) -> Response:
     flow = _flow(request)
     callback = base_url(request, services(request).settings) + CALLBACK
-    # The address the access log shows: uvicorn puts the forwarded one there
-    # when `trust_forwarded` is on (gitreg/commands/serve.py).
-    client = request.client.host if request.client else "unknown"
+    client = client_address(request)
     try:
         return _redirect((await flow.begin(_single(request), callback, client)).url)
     except SignInsBusy as exc:
@@ -138,7 +148,7 @@ async def token(request: Request) -> Response:
     # A code is a credential: refused ones count as failed authentications,
     # limited per client like bad tokens (429 with Retry-After; checklist R).
     limiter = services(request).access.limiter
-    client = request.client.host if request.client else "unknown"
+    client = client_address(request)
     limiter.check(client)
     try:
         body = await _form_body(request)

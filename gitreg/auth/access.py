@@ -59,6 +59,13 @@ AUTH_REQUIRED = (
 )
 
 
+def client_address(request: Request) -> str:
+    """The address the access log shows for `request`, which keys the per-client
+    limits: uvicorn puts the forwarded one there when `trust_forwarded` is on
+    (gitreg/commands/serve.py)."""
+    return request.client.host if request.client else "unknown"
+
+
 @dataclass(frozen=True)
 class AccessSnapshot:
     tokens: dict[str, Principal]
@@ -200,15 +207,12 @@ class Access:
         found = snapshot.holder(token)
         return found.token_id if found is not None else 0
 
-    def _client(self, request: Request) -> str:
-        return request.client.host if request.client else "unknown"
-
     async def principal(self, request: Request) -> Principal | None:
         """The token's holder, None without a token; a bad token is 401 and counted."""
         header = request.headers.get("authorization")
         if header is None:
             return None
-        client = self._client(request)
+        client = client_address(request)
         self.limiter.check(client)
         scheme, _, token = header.partition(" ")
         snapshot = await self.snapshot()
@@ -272,7 +276,7 @@ class Access:
     def verify_signature(self, request: Request) -> None:
         """Raise Forbidden (counted as a failure) unless the URL carries a current
         signature for its own path (U2)."""
-        client = self._client(request)
+        client = client_address(request)
         self.limiter.check(client)
         try:
             self.signer.verify(request.url.path, request.query_params)

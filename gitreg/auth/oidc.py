@@ -47,6 +47,9 @@ log = logging.getLogger("gitreg.auth.oidc")
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
 DISCOVERY_TTL = 3600.0
+# A failed discovery is remembered this long (the Retry-After of the 503 pages),
+# so visitors of an unreachable issuer do not each wait out TIMEOUT_SECONDS.
+DISCOVERY_RETRY = 30.0
 JWKS_REFRESH_INTERVAL = 60.0
 LEEWAY = 60
 TIMEOUT_SECONDS = 10.0
@@ -101,6 +104,7 @@ class OidcClient:
         self.scopes = " ".join(settings.oidc_scopes.replace(",", " ").split())
         self.groups_claim = settings.oidc_groups_claim
         self._metadata: tuple[float, ProviderMetadata] | None = None
+        self._failed: tuple[float, UpstreamError] | None = None
         self._keys: KeySet | None = None
         self._keys_fetched = 0.0
         self._lock = asyncio.Lock()
@@ -120,6 +124,19 @@ class OidcClient:
         cached = self._metadata
         if cached is not None and time.monotonic() - cached[0] < DISCOVERY_TTL:
             return cached[1]
+        failed = self._failed
+        if failed is not None and time.monotonic() - failed[0] < DISCOVERY_RETRY:
+            raise UpstreamError(str(failed[1]))
+        try:
+            metadata = await self._discover()
+        except UpstreamError as exc:
+            self._failed = (time.monotonic(), exc)
+            raise
+        self._failed = None
+        self._metadata = (time.monotonic(), metadata)
+        return metadata
+
+    async def _discover(self) -> ProviderMetadata:
         url = self.issuer.rstrip("/") + "/.well-known/openid-configuration"
         document = await self._get_json(url, "the discovery document")
         # Discovery 4.3: the document must name exactly the issuer asked for.
@@ -132,7 +149,7 @@ class OidcClient:
         if not all(isinstance(document.get(f), str) for f in fields):
             raise UpstreamError("identity provider: discovery lacks an endpoint gitreg needs")
         methods = document.get("token_endpoint_auth_methods_supported")
-        metadata = ProviderMetadata(
+        return ProviderMetadata(
             self.issuer,
             authorization_endpoint=str(document["authorization_endpoint"]),
             token_endpoint=str(document["token_endpoint"]),
@@ -140,8 +157,6 @@ class OidcClient:
             algorithms=_usable_algorithms(document.get("id_token_signing_alg_values_supported")),
             auth_methods=tuple(methods) if isinstance(methods, list) else ("client_secret_basic",),
         )
-        self._metadata = (time.monotonic(), metadata)
-        return metadata
 
     async def authorization_url(
         self, redirect_uri: str, state: str, nonce: str, verifier: str

@@ -15,7 +15,6 @@ rows in all (one bounded count of the index, so across replicas). Over either,
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -24,6 +23,7 @@ from typing import Any
 import anyio.to_thread
 
 from gitreg.auth.ratelimit import FailureLimiter
+from gitreg.auth.tokens import token_hash
 from gitreg.errors import GitregError, TooManyRequests
 from gitreg.storage.protocols import AuthIndex
 
@@ -37,12 +37,8 @@ FULL_RETRY_AFTER = 60
 WARN_EVERY = 60.0  # at most one log line a minute while full, not one per request
 
 
-def hashed(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
 def step_key(kind: str, secret: str) -> str:
-    return f"{kind}:{hashed(secret)}"
+    return f"{kind}:{token_hash(secret)}"
 
 
 async def put_step(

@@ -32,7 +32,8 @@ import anyio.to_thread
 
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret
-from gitreg.auth.pending import PENDING_TTL, SignInLimits, hashed, put_step, step_key, take_step
+from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
+from gitreg.auth.tokens import token_hash
 from gitreg.errors import Forbidden, UpstreamError
 from gitreg.settings import Settings
 from gitreg.storage.protocols import AuthIndex
@@ -100,7 +101,7 @@ class WebSignIn:
             "nonce": nonce,
             "verifier": verifier,
             "callback": callback_url,
-            "binding": hashed(binding),
+            "binding": token_hash(binding),
             "next": safe_next(next_path),
         }
         url = await self._oidc.authorization_url(callback_url, state, nonce, verifier)
@@ -114,7 +115,7 @@ class WebSignIn:
         pending = await take_step(self._store, key, self._clock())
         if pending is None:
             raise SignInFailed("this sign-in is unknown, expired or already finished")
-        if not hmac.compare_digest(pending["binding"], hashed(binding)):
+        if not hmac.compare_digest(pending["binding"], token_hash(binding)):
             raise SignInFailed("this sign-in was started in another browser")
         if "error" in params or "code" not in params:
             raise SignInFailed("the identity provider did not sign you in")
@@ -136,5 +137,5 @@ class WebSignIn:
             expires_at=now + self._settings.session_ttl,
         )
         session_id = new_secret()
-        await anyio.to_thread.run_sync(self._store.create_session, hashed(session_id), session)
+        await anyio.to_thread.run_sync(self._store.create_session, token_hash(session_id), session)
         return SignedIn(session_id, session, pending["next"])

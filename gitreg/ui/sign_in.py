@@ -25,23 +25,24 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from gitreg.api.login import sign_in_limits
+from gitreg.api.login import oidc_client, sign_in_limits
 from gitreg.api.urls import base_url
-from gitreg.auth.oidc import OidcClient, new_secret
-from gitreg.auth.pending import SignInsBusy, hashed
+from gitreg.auth.access import client_address
+from gitreg.auth.oidc import new_secret
+from gitreg.auth.pending import SignInsBusy
+from gitreg.auth.tokens import token_hash
 from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, safe_next
 from gitreg.errors import UpstreamError
 from gitreg.services import services
 from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf
 from gitreg.ui.pages import CSP, error_page, html_response, not_found_page, render
-from gitreg.ui.token import COOKIE_FLAGS
+from gitreg.ui.token import COOKIE_FLAGS, LAX_COOKIE_FLAGS
 from gitreg.ui.viewer import SESSION_COOKIE, current_viewer
 
 CALLBACK = "/ui/sign-in/callback"
 BINDING_COOKIE = "__Host-gitreg_sign_in"
 BINDING_MAX_AGE = 600  # as long as the pending sign-in lives
 NO_STORE = {"Cache-Control": "no-store"}
-_LAX = {"httponly": True, "secure": True, "samesite": "lax", "path": "/"}
 
 
 def _flow(request: Request) -> WebSignIn | None:
@@ -51,7 +52,7 @@ def _flow(request: Request) -> WebSignIn | None:
         return None
     flow = getattr(request.app.state, "web_sign_in", None)
     if flow is None:
-        flow = WebSignIn(svc.settings, svc.auth, OidcClient(svc.settings), sign_in_limits(request))
+        flow = WebSignIn(svc.settings, svc.auth, oidc_client(request), sign_in_limits(request))
         request.app.state.web_sign_in = flow
     assert isinstance(flow, WebSignIn)
     return flow
@@ -105,7 +106,7 @@ async def sign_in(request: Request) -> Response:
     viewer, form = checked
     binding = new_secret()
     callback = base_url(request, services(request).settings) + CALLBACK
-    client = request.client.host if request.client else "unknown"  # as the access log has it
+    client = client_address(request)
     try:
         url = await flow.begin(callback, binding, form.get("next", "/"), client)
     except UpstreamError:
@@ -115,7 +116,7 @@ async def sign_in(request: Request) -> Response:
         page.headers["Retry-After"] = str(exc.retry_after)
         return page
     response = RedirectResponse(url, status_code=303, headers=NO_STORE)
-    response.set_cookie(BINDING_COOKIE, binding, max_age=BINDING_MAX_AGE, **_LAX)  # type: ignore[arg-type]
+    response.set_cookie(BINDING_COOKIE, binding, max_age=BINDING_MAX_AGE, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
     return response
 
 
@@ -129,15 +130,15 @@ async def callback(request: Request) -> Response:
     except SignInFailed as exc:
         viewer = await current_viewer(request)
         page = error_page(request, viewer, 403, "Sign-in failed", f"{exc} Sign in again.")
-        page.delete_cookie(BINDING_COOKIE, **_LAX)  # type: ignore[arg-type]
+        page.delete_cookie(BINDING_COOKIE, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
         return page
     except UpstreamError:
         return await _unavailable(request)
     old = request.cookies.get(SESSION_COOKIE, "")
     if old:  # rotation: whatever the browser held before is no session now
-        await run_in_threadpool(services(request).auth.delete_session, hashed(old))
+        await run_in_threadpool(services(request).auth.delete_session, token_hash(old))
     response = RedirectResponse(done.next_path, status_code=303, headers=NO_STORE)
     max_age = int(services(request).settings.session_ttl)
-    response.set_cookie(SESSION_COOKIE, done.session_id, max_age=max_age, **_LAX)  # type: ignore[arg-type]
-    response.delete_cookie(BINDING_COOKIE, **_LAX)  # type: ignore[arg-type]
+    response.set_cookie(SESSION_COOKIE, done.session_id, max_age=max_age, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
+    response.delete_cookie(BINDING_COOKIE, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
     return response

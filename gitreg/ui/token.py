@@ -18,7 +18,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from gitreg import metrics
-from gitreg.auth.pending import hashed
+from gitreg.auth.access import client_address
+from gitreg.auth.tokens import token_hash
 from gitreg.errors import TooManyRequests
 from gitreg.services import services
 from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf
@@ -27,6 +28,9 @@ from gitreg.ui.viewer import SESSION_COOKIE, TOKEN_COOKIE, current_viewer
 
 TOKEN_MAX_AGE = 30 * 86400  # the browser forgets it after 30 days; expiry still applies
 COOKIE_FLAGS = {"httponly": True, "secure": True, "samesite": "strict", "path": "/"}
+# The session's and the sign-in binding's (gitreg/ui/sign_in.py): Lax, as the
+# issuer's redirect back is a top-level navigation from another site.
+LAX_COOKIE_FLAGS = {**COOKIE_FLAGS, "samesite": "lax"}
 
 
 async def _form_page(request: Request, message: str = "", status: int = 200) -> Response:
@@ -49,7 +53,7 @@ async def token_submit(request: Request) -> Response:
         return checked
     _, form = checked
     svc = services(request)
-    client = request.client.host if request.client else "unknown"
+    client = client_address(request)
     try:
         svc.access.limiter.check(client)
     except TooManyRequests as exc:
@@ -72,8 +76,8 @@ async def sign_out(request: Request) -> Response:
         return checked
     session_id = request.cookies.get(SESSION_COOKIE, "")
     if session_id:
-        await run_in_threadpool(services(request).auth.delete_session, hashed(session_id))
+        await run_in_threadpool(services(request).auth.delete_session, token_hash(session_id))
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(TOKEN_COOKIE, **COOKIE_FLAGS)  # type: ignore[arg-type]
-    response.delete_cookie(SESSION_COOKIE, httponly=True, secure=True, samesite="lax", path="/")
+    response.delete_cookie(SESSION_COOKIE, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
     return response

@@ -22,8 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from gitreg.auth.access import AccessSnapshot
-from gitreg.auth.pending import hashed
-from gitreg.auth.tokens import Principal, Scope
+from gitreg.auth.tokens import Principal, Scope, token_hash
 from gitreg.services import services
 from gitreg.storage.sessions import SessionRecord
 
@@ -92,7 +91,7 @@ async def current_session(request: Request) -> SessionRecord | None:
     found = None
     if 20 <= len(session_id) <= 100:
         store = services(request).auth
-        found = await run_in_threadpool(store.session, hashed(session_id), time.time())
+        found = await run_in_threadpool(store.session, token_hash(session_id), time.time())
     request.scope[_SESSION_KEY] = found
     return found
 

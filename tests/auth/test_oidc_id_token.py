@@ -29,6 +29,7 @@ from gitreg.auth import oidc
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient
 from gitreg.errors import UpstreamError
 from gitreg.settings import Settings
+from tests.support.server import free_port
 
 CLIENT = "gitreg-test"
 
@@ -272,3 +273,27 @@ def test_a_token_answer_is_read_only_up_to_its_cap(issuer: Issuer) -> None:
     with pytest.raises(UpstreamError, match="larger than 1 MiB"):
         asyncio.run(_client(issuer).exchange("code", "https://r/cb", "v" * 43))
     assert issuer.token_bytes_sent < 16 * 1024 * 1024
+
+
+def test_an_unreachable_issuer_is_asked_once_per_retry_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every visitor of the sign-in page while the issuer is down would otherwise
+    wait out the timeout and send it one more request."""
+    fetched: list[str] = []
+    original = OidcClient._get_json
+
+    async def counting(self: OidcClient, url: str, what: str) -> dict[str, Any]:
+        fetched.append(url)
+        return await original(self, url, what)
+
+    monkeypatch.setattr(OidcClient, "_get_json", counting)
+    client = OidcClient(Settings(oidc_issuer=f"http://127.0.0.1:{free_port()}", oidc_client_id="c"))
+    for _ in range(3):
+        with pytest.raises(UpstreamError, match="cannot fetch the discovery document"):
+            asyncio.run(client.metadata())
+    assert len(fetched) == 1
+    monkeypatch.setattr(oidc, "DISCOVERY_RETRY", 0.0)  # the interval is over
+    with pytest.raises(UpstreamError):
+        asyncio.run(client.metadata())
+    assert len(fetched) == 2

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import BrowserContext, Dialog, Page, expect
 
-from tests.support.browser import chromium_context, require_chromium
+from tests.support.browser import chromium_context, require_chromium, screenshots
 from tests.support.gitrepo import GitRepo
 from tests.support.provider_dist import make_dist
 from tests.support.server import RunningServer, cli, start_server
@@ -150,13 +150,6 @@ def _trap(page: Page) -> list[str]:
     return opened
 
 
-def _shots(page: Page, site: Site, name: str) -> None:
-    for scheme in ("light", "dark"):
-        page.emulate_media(color_scheme=scheme)
-        page.screenshot(path=str(site.artifacts / f"{name}-{scheme}.png"), full_page=True)
-    page.emulate_media(color_scheme="light")
-
-
 def _assert_nothing_ran(page: Page, dialogs: list[str]) -> None:
     assert page.evaluate("() => window.__xss === undefined"), page.evaluate("window.__xss")
     assert dialogs == []
@@ -175,20 +168,20 @@ def test_browse_search_tabs_versions_copy_and_init(
     dialogs.clear()
     expect(page.get_by_role("heading", name="Terraform modules and providers")).to_be_visible()
     expect(page.get_by_role("link", name="platform/network/aws")).to_be_visible()
-    _shots(page, site, "home")
+    screenshots(page, site.artifacts, "home")
 
     page.get_by_label("Search modules by name").fill("subnets")
     page.get_by_label("Search modules by name").press("Enter")
     expect(page.get_by_role("status")).to_contain_text("1 result for subnets")
-    _shots(page, site, "search")
+    screenshots(page, site.artifacts, "search")
 
     page.get_by_role("link", name="platform/network/aws").click()
     expect(page.locator(".module-head h1")).to_have_text("platform/network/aws")
     expect(page.locator("#panel-readme")).to_contain_text("Builds the platform network")
     _assert_nothing_ran(page, dialogs)
-    _shots(page, site, "module-readme")
+    screenshots(page, site.artifacts, "module-readme")
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: one column
-    _shots(page, site, "module-phone")
+    screenshots(page, site.artifacts, "module-phone")
     page.set_viewport_size({"width": 1280, "height": 900})
 
     page.get_by_role("tab", name="Inputs").click()
@@ -196,13 +189,13 @@ def test_browse_search_tabs_versions_copy_and_init(
     expect(page.locator("#panel-readme")).to_be_hidden()
     expect(page.locator("#panel-inputs")).to_contain_text("Name of the network <img")
     assert "tab=inputs" in page.url
-    _shots(page, site, "module-inputs")
+    screenshots(page, site.artifacts, "module-inputs")
     page.keyboard.press("ArrowRight")  # the focused tab list moves to Outputs
     expect(page.get_by_role("tab", name="Outputs")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#panel-outputs")).to_contain_text("The network's CIDR block")
     for tab in ("Submodules", "Examples"):
         page.get_by_role("tab", name=tab).click()
-        _shots(page, site, f"module-{tab.lower()}")
+        screenshots(page, site.artifacts, f"module-{tab.lower()}")
     expect(page.locator("#panel-submodules")).to_be_hidden()
     expect(page.locator("#panel-examples")).to_contain_text("examples/basic")
 
@@ -210,7 +203,7 @@ def test_browse_search_tabs_versions_copy_and_init(
     page.wait_for_url("**/modules/platform/network/aws/1.0.0?tab=examples")  # same tab
     expect(page.locator("#panel-examples")).to_be_visible()
     expect(page.get_by_role("status")).to_contain_text("not the latest version")
-    _shots(page, site, "module-1.0.0")
+    screenshots(page, site.artifacts, "module-1.0.0")
     page.get_by_role("tab", name="Versions").click()
     page.locator("#panel-versions").get_by_role("link", name="1.1.0").click()
     page.wait_for_url("**/modules/platform/network/aws/1.1.0")
@@ -240,7 +233,7 @@ def _private_with_a_token(page: Page, site: Site, browser: BrowserContext) -> No
     page.get_by_role("button", name="Use this token").click()
     page.wait_for_url(site.server.url + "/")
     expect(page.get_by_role("link", name="team/vault/aws")).to_be_visible()
-    _shots(page, site, "home-with-token")
+    screenshots(page, site.artifacts, "home-with-token")
     cookie = next(c for c in browser.cookies() if c["name"] == "gitreg_ui_token")
     assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Strict"
     assert "gitreg_ui_token" not in page.evaluate("() => document.cookie")
@@ -282,13 +275,13 @@ def _other_pages(page: Page, site: Site) -> None:
     expect(page.locator(".module-head h1")).to_contain_text("platform/dns")
     expect(page.locator("#usage")).to_contain_text(f"{site.server.host}/platform/dns")
     expect(page.locator(".chips")).to_contain_text("darwin_arm64")
-    _shots(page, site, "provider")
+    screenshots(page, site.artifacts, "provider")
     page.goto(site.server.url + "/mirror")
     expect(page.get_by_role("heading", name="Mirror", exact=True)).to_be_visible()
-    _shots(page, site, "mirror")
+    screenshots(page, site.artifacts, "mirror")
     page.goto(site.server.url + "/ui/token")
-    _shots(page, site, "token")
+    screenshots(page, site.artifacts, "token")
     answer = page.goto(site.server.url + "/no/such/page")
     assert answer is not None and answer.status == 404
     expect(page.get_by_role("heading", name="Page not found")).to_be_visible()
-    _shots(page, site, "not-found")
+    screenshots(page, site.artifacts, "not-found")

@@ -24,7 +24,7 @@ import httpx
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.support.browser import chromium_context, require_chromium
+from tests.support.browser import chromium_context, require_chromium, screenshots
 from tests.support.gitrepo import GitRepo
 from tests.support.oidc_provider import oidc_provider
 from tests.support.server import RunningServer, cli, free_port, start_server
@@ -81,13 +81,6 @@ def browser(tmp_path: Path) -> Iterator[BrowserContext]:
         yield context
 
 
-def _shots(page: Page, site: Site, name: str) -> None:
-    for scheme in ("light", "dark"):
-        page.emulate_media(color_scheme=scheme)
-        page.screenshot(path=str(site.artifacts / f"{name}-{scheme}.png"), full_page=True)
-    page.emulate_media(color_scheme="light")
-
-
 def _sign_in(page: Page, site: Site, login: str) -> None:
     """From the header's link, through gitreg's "Sign in with ..." button (the
     link itself writes nothing), the provider's login and consent forms."""
@@ -95,12 +88,12 @@ def _sign_in(page: Page, site: Site, login: str) -> None:
     page.get_by_role("link", name="Sign in").click()
     page.wait_for_url(site.server.url + "/ui/sign-in")
     if login == "alice":
-        _shots(page, site, "sign-in")
+        screenshots(page, site.artifacts, "sign-in")
     page.get_by_role("button", name="Sign in with 127.0.0.1").click()
     page.locator("input[name=login]").fill(login)
     page.locator("input[name=password]").fill("any")
     if login == "alice":
-        _shots(page, site, "idp-login")
+        screenshots(page, site.artifacts, "idp-login")
     page.get_by_role("button", name="Sign-in").click()
     page.get_by_role("button", name="Continue").click()
     page.wait_for_url(site.server.url + "/")
@@ -137,18 +130,18 @@ def test_alice_signs_in_makes_a_token_uses_it_and_revokes_it(
     assert "team/vault" not in page.content()
     _sign_in(page, site, "alice")
     expect(page.get_by_role("link", name="team/vault/aws")).to_be_visible()
-    _shots(page, site, "home-signed-in")
+    screenshots(page, site.artifacts, "home-signed-in")
     session = next(c for c in browser.cookies() if c["name"] == "__Host-gitreg_session")
     assert session["httpOnly"] and session["secure"] and session["sameSite"] == "Lax"
     assert "gitreg_session" not in page.evaluate("() => document.cookie")
 
     page.get_by_role("link", name="Tokens").click()
     expect(page.get_by_role("heading", name="Tokens", exact=True)).to_be_visible()
-    _shots(page, site, "tokens-empty")
+    screenshots(page, site.artifacts, "tokens-empty")
     page.get_by_label("Expires after").select_option("7")
     secret = _create(page, "ci: vault pipeline")
     assert re.fullmatch(r"gitreg_[A-Za-z0-9_-]{43}", secret), secret
-    _shots(page, site, "tokens-created")
+    screenshots(page, site.artifacts, "tokens-created")
     page.goto(site.server.url + "/ui/tokens")  # shown once: not on the page again
     assert secret not in page.content() and "ci: vault pipeline" in page.content()
 
@@ -159,7 +152,7 @@ def test_alice_signs_in_makes_a_token_uses_it_and_revokes_it(
     page.get_by_role("button", name="Revoke ci: vault pipeline").click()
     page.wait_for_url(site.server.url + "/ui/tokens")
     expect(page.get_by_text("You have no active tokens.")).to_be_visible()
-    _shots(page, site, "tokens-revoked")
+    screenshots(page, site.artifacts, "tokens-revoked")
     assert _api(site, secret) == 401
     code, output = _init(site, tmp_path / "revoked", secret)
     assert code != 0, output
@@ -189,7 +182,7 @@ def _admin_revokes(page: Page, site: Site) -> None:
     page.get_by_role("link", name="Every person's tokens").click()
     expect(page.get_by_role("heading", name="alice@example.com")).to_be_visible()
     expect(page.locator("main")).to_contain_text("ci: left behind")
-    _shots(page, site, "admin-tokens")
+    screenshots(page, site.artifacts, "admin-tokens")
     page.get_by_role("button", name="Revoke ci: left behind of alice@example.com").click()
     page.wait_for_url(site.server.url + "/ui/admin/tokens")
     expect(page.locator("main")).not_to_contain_text("ci: left behind")
@@ -203,6 +196,6 @@ def test_bob_sees_no_private_content(site: Site, browser: BrowserContext) -> Non
     assert answer is not None and answer.status == 404
     page.goto(site.server.url + "/ui/tokens")
     expect(page.get_by_role("status")).to_contain_text("grant nothing on this registry")
-    _shots(page, site, "tokens-bob")
+    screenshots(page, site.artifacts, "tokens-bob")
     answer = page.goto(site.server.url + "/ui/admin/tokens")
     assert answer is not None and answer.status == 403

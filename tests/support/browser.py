@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import BrowserContext, sync_playwright
+from playwright.sync_api import BrowserContext, Page, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 # The closed network makes Chromium hang on its background services.
@@ -55,3 +55,11 @@ def chromium_context(profile: Path) -> Iterator[BrowserContext]:
             yield context
         finally:
             context.close()
+
+
+def screenshots(page: Page, directory: Path, name: str) -> None:
+    """The whole page, light and dark, as `directory`/NAME-light.png and -dark.png."""
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.screenshot(path=str(directory / f"{name}-{scheme}.png"), full_page=True)
+    page.emulate_media(color_scheme="light")

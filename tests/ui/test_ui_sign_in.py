@@ -7,11 +7,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from gitreg.auth.pending import SignInLimits, hashed
+from gitreg.auth.oidc import OidcClient
+from gitreg.auth.pending import SignInLimits
 from gitreg.auth.tokens import token_hash
 from gitreg.storage.auth import Identity
 from gitreg.ui.csrf import CSRF_COOKIE
@@ -48,7 +50,7 @@ def test_alice_signs_in_and_sees_what_her_groups_grant(make_site: Make) -> None:
     assert "alice@example.com" in home.text and 'href="/ui/tokens"' in home.text
     assert "platform/vpc/aws" in home.text
     assert alice.get("/modules/platform/vpc/aws").status_code == 200
-    session = site.svc.auth.session(hashed(alice.cookies[SESSION_COOKIE]), time.time())
+    session = site.svc.auth.session(token_hash(alice.cookies[SESSION_COOKIE]), time.time())
     assert session is not None and session.subject == "alice"
     assert session.groups == ("platform-team",) and session.grants == {"platform": "publish"}
 
@@ -88,11 +90,11 @@ def test_a_session_id_from_before_sign_in_is_never_reused(make_site: Make) -> No
     site.sign_in(alice, "alice")
     first = alice.cookies[SESSION_COOKIE]
     assert first != planted
-    assert site.svc.auth.session(hashed(planted), time.time()) is None
+    assert site.svc.auth.session(token_hash(planted), time.time()) is None
     site.sign_in(alice, "alice")  # signing in again rotates the id
     second = alice.cookies[SESSION_COOKIE]
     assert second != first
-    assert site.svc.auth.session(hashed(first), time.time()) is None
+    assert site.svc.auth.session(token_hash(first), time.time()) is None
     stale = site.browser()
     stale.cookies.set(SESSION_COOKIE, first, domain="testserver.local")
     assert "alice@example.com" not in stale.get("/").text
@@ -201,6 +203,34 @@ def test_web_sign_ins_count_against_the_sign_in_limits(make_site: Make) -> None:
     assert site.svc.auth.count_login_states(time.time(), 100) == 2
 
 
+def test_both_sign_in_flows_share_one_view_of_the_issuer(
+    make_site: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The web UI and `terraform login` fetch the discovery document once between
+    them (one cache, one JWKS refetch allowance), not once each."""
+    site = make_site(ALICE_READS_PLATFORM)
+    fetched: list[str] = []
+    original = OidcClient._get_json
+
+    async def counting(self: OidcClient, url: str, what: str) -> dict[str, Any]:
+        fetched.append(what)
+        return await original(self, url, what)
+
+    monkeypatch.setattr(OidcClient, "_get_json", counting)
+    browser = site.browser()
+    assert browser.get("/ui/sign-in").status_code == 200
+    query = {
+        "client_id": "terraform-cli",
+        "redirect_uri": "http://localhost:10000/login",
+        "response_type": "code",
+        "code_challenge_method": "S256",
+        "code_challenge": "c" * 43,
+        "state": "s",
+    }
+    assert browser.get("/oauth/authorization", params=query).status_code == 302
+    assert fetched == ["the discovery document"]
+
+
 def test_sign_out_deletes_the_session_on_the_server(make_site: Make) -> None:
     site = make_site(ALICE_READS_PLATFORM)
     alice = site.browser()
@@ -209,7 +239,7 @@ def test_sign_out_deletes_the_session_on_the_server(make_site: Make) -> None:
     answer = alice.post("/ui/sign-out", data={"csrf": site.csrf(alice)})
     assert answer.status_code == 303
     assert "max-age=0" in _set_cookies(answer)[SESSION_COOKIE].lower()
-    assert site.svc.auth.session(hashed(session_id), time.time()) is None
+    assert site.svc.auth.session(token_hash(session_id), time.time()) is None
     replay = site.browser()  # a copy of the old cookie is worth nothing now
     replay.cookies.set(SESSION_COOKIE, session_id, domain="testserver.local")
     assert replay.get("/modules/platform/vpc/aws").status_code == 404

@@ -3,6 +3,8 @@ for a bad token, and sign-out (issue 13, until sign-in in issue 14)."""
 
 from __future__ import annotations
 
+from gitreg.auth.tokens import new_token, token_hash
+from gitreg.storage.auth import Identity
 from gitreg.ui.csrf import MAX_FORM_BYTES, MAX_FORM_FIELDS
 from tests.ui.conftest import Ui
 
@@ -21,6 +23,18 @@ def test_a_good_token_is_kept_in_a_strict_httponly_secure_cookie(ui: Ui) -> None
     assert {"httponly", "secure", "samesite=strict", "path=/"} <= flags
     assert "Token: on" in ui.client.get("/").text
     assert "for secret" in ui.client.get("/ui/token").text
+
+
+def test_a_sign_in_token_is_described_by_its_grants_not_as_every_namespace(ui: Ui) -> None:
+    token = new_token()
+    who = Identity("alice", "alice@example.com", ("platform-team",))
+    grants = {"secret": "read"}
+    ui.svc.auth.add_login_token(token_hash(token), token[:12], grants, who, "ci", 4e9)
+    ui.svc.cache.invalidate()
+    ui.sign_in(token)
+    page = ui.client.get("/ui/token").text
+    assert "A token is presented with read on secret." in page
+    assert "every namespace" not in page
 
 
 def test_the_csrf_cookie_has_the_same_flags(ui: Ui) -> None:
