@@ -108,6 +108,7 @@ class OidcClient:
         self._keys: KeySet | None = None
         self._keys_fetched = 0.0
         self._lock = asyncio.Lock()
+        self._discovery_lock = asyncio.Lock()
 
     async def _get_json(self, url: str, what: str) -> dict[str, Any]:
         import httpx
@@ -120,13 +121,27 @@ class OidcClient:
                 raise UpstreamError(f"identity provider: cannot fetch {what}: {exc}") from exc
         return _json_object(body, what)
 
-    async def metadata(self) -> ProviderMetadata:
+    def _known_metadata(self) -> ProviderMetadata | None:
         cached = self._metadata
         if cached is not None and time.monotonic() - cached[0] < DISCOVERY_TTL:
             return cached[1]
         failed = self._failed
         if failed is not None and time.monotonic() - failed[0] < DISCOVERY_RETRY:
             raise UpstreamError(str(failed[1]))
+        return None
+
+    async def metadata(self) -> ProviderMetadata:
+        known = self._known_metadata()
+        if known is not None:
+            return known
+        # One fetch at a time: the sign-in pages a crowd opens at once after a
+        # restart wait for the first request's discovery instead of each
+        # sending the issuer their own.
+        async with self._discovery_lock:
+            known = self._known_metadata()
+            return known if known is not None else await self._fetch_metadata()
+
+    async def _fetch_metadata(self) -> ProviderMetadata:
         try:
             metadata = await self._discover()
         except UpstreamError as exc:

@@ -297,3 +297,27 @@ def test_an_unreachable_issuer_is_asked_once_per_retry_interval(
     with pytest.raises(UpstreamError):
         asyncio.run(client.metadata())
     assert len(fetched) == 2
+
+
+def test_concurrent_cold_requests_fetch_discovery_once(
+    issuer: Issuer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sign-in pages opened together on a fresh server share one discovery
+    fetch instead of each sending the issuer its own."""
+    fetched: list[str] = []
+    original = OidcClient._get_json
+
+    async def counting(self: OidcClient, url: str, what: str) -> dict[str, Any]:
+        fetched.append(url)
+        await asyncio.sleep(0.05)  # long enough for every caller to arrive
+        return await original(self, url, what)
+
+    monkeypatch.setattr(OidcClient, "_get_json", counting)
+    client = _client(issuer)
+
+    async def together() -> list[Any]:
+        return await asyncio.gather(*(client.metadata() for _ in range(8)))
+
+    answers = asyncio.run(together())
+    assert len(fetched) == 1
+    assert {a.token_endpoint for a in answers} == {issuer.url + "/token"}
