@@ -93,6 +93,11 @@ class PackageFill:
         with contextlib.suppress(RuntimeError):  # its loop closed: no reader is left
             self._loop.call_soon_threadsafe(self._verify)
 
+    @property
+    def verified(self) -> bool:
+        """The bytes are the signed ones, and readers may have sent them all."""
+        return self._verified
+
     def _verify(self) -> None:
         self._verified = True
         self._signal()

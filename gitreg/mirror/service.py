@@ -378,6 +378,8 @@ class MirrorService:
             raise error from exc
         except GitregError as exc:
             self._failed[key] = (time.monotonic() + RETRY_AFTER, exc)
+            if fill.verified:  # no reader was cut off to say it: the bytes were the signed ones
+                log.warning("%s %s %s: sent, but not kept: %s", address, key[1], key[2], exc)
             raise
 
     async def _fill_package(
