@@ -13,8 +13,9 @@ wait for it (single-flight, M2). A package that fails is remembered for
 `RETRY_AFTER` seconds so a broken upstream is not hammered, and is never
 stored (M1). Stored packages are never replaced (M4). The download and its
 checks are gitreg/mirror/fetch.py's; a cold miss of a zip is sent to its
-requests while it arrives, its tail held back until verified and stored
-(gitreg/mirror/fill.py, issue 16 target 6).
+requests while it arrives, its tail held back until its sha256 is the signed one
+(gitreg/mirror/fill.py, issue 16 target 6), and a cold VERSION.json lists `zh:`
+from the verified SHA256SUMS for packages on their way (`_cold_version`).
 
 Warm hits read pre-serialised bytes from the metadata cache: no JSON encoding,
 no database access, no write. Every write here invalidates this process's
