@@ -6,16 +6,21 @@ with curl as the only client, each round measures for each size:
 
 - direct: the zip straight from the upstream's download URL;
 - cold:   the same bytes through `gitreg serve`'s mirror for a version it has never
-          seen (download metadata, SHA256SUMS + signature, the zip, verification,
-          storing, then serving it);
+          seen (download metadata, SHA256SUMS + signature, the zip streamed while
+          it arrives, its tail once its sha256 verified), as curl sees it; gitreg's
+          CPU while curl waited;
+- cold, until stored: the same, until a HEAD of the zip answers (it waits for the
+          package to be stored: `h1:` after the last byte, fsync, the row); CPU
+          all of it, so nothing falls into the next cell;
 - warm:   the same mirror URL again (served from the blob store);
 - hosted: a hosted archive of the same size, `/archives/<sha256>.tar.gz`;
 - direct, registry order / cold, Terraform order: what `terraform init` does for
   one package against the origin (discovery, versions, download metadata,
   SHA256SUMS, its signature, the zip) and through the mirror (index.json, then a
-  cold VERSION.json, which must fetch and verify the whole zip for its `h1:`
-  hash before it can answer, then the zip, warm by then): the metadata round
-  trips and the fill that VERSION.json forces before the zip is asked for;
+  cold VERSION.json, which lists `zh:` from the verified SHA256SUMS once the
+  zip is arriving and starts its fill, then the zip, which joins that fill;
+  before this change that VERSION.json fetched and verified the whole zip for
+  its `h1:` first); "until stored" as above;
 - cold VERSION.json alone: that VERSION.json's GET of the same run, timed alone.
 
 gitreg's CPU (server process, all threads) is read from /proc around each gitreg
@@ -50,10 +55,10 @@ sys.path.insert(0, str(ROOT))  # tests.support
 CURL = ["curl", "-sS", "--fail-with-body", "-o", "/dev/null", "-w", "%{time_total}"]
 
 
-def curl(url: str, ca: Path) -> float:
-    """Seconds for one whole GET (new connection, body discarded)."""
+def curl(url: str, ca: Path, head: bool = False) -> float:
+    """Seconds for one whole GET, or HEAD (new connection, body discarded)."""
     out = subprocess.run(
-        [*CURL, "--cacert", str(ca), url],
+        [*CURL, *(["-I"] if head else []), "--cacert", str(ca), url],
         capture_output=True,
         timeout=300,
     )
@@ -66,6 +71,22 @@ def timed(server: b.Server | None, urls: list[str], ca: Path) -> tuple[float, fl
     cpu = b.cpu_seconds(server.pid) if server else 0.0
     seconds = sum(curl(url, ca) for url in urls)
     return seconds, (b.cpu_seconds(server.pid) - cpu if server else 0.0)
+
+
+def cold(
+    server: b.Server, urls: list[str], zip_url: str, ca: Path
+) -> tuple[list[tuple[float, float]], tuple[float, float]]:
+    """Cold GETs of `urls` one after another, each (seconds, server CPU seconds)
+    while the client waited; then (seconds until the package is stored, CPU to
+    then): a HEAD of the zip waits for that, so the work after the last byte
+    (`h1:`, fsync, the row) is counted, and never falls into the next cell."""
+    start = b.cpu_seconds(server.pid)
+    cells, seconds = [], 0.0
+    for url in urls:
+        cells.append(timed(server, [url], ca))
+        seconds += cells[-1][0]
+    stored = curl(zip_url, ca, head=True)
+    return cells, (seconds + stored, b.cpu_seconds(server.pid) - start)
 
 
 def run(args: argparse.Namespace, ws: Path) -> str:
@@ -170,20 +191,23 @@ def measure_round(
         if server is None:
             continue
         suffix = f" {label}" if label else ""
-        took["cold" + suffix] = timed(server, [server.url(f"{base}/{name}")], ca)
-        took["warm" + suffix] = timed(server, [server.url(f"{base}/{name}")], ca)
+        url = server.url(f"{base}/{name}")
+        (took["cold" + suffix],), took["cold, until stored" + suffix] = cold(server, [url], url, ca)
+        took["warm" + suffix] = timed(server, [url], ca)
     took["hosted"] = timed(gitreg, [gitreg.url(f"/archives/{hosted}.tar.gz")], ca)
     took["direct, registry order"] = timed(None, direct_order, served.ca_pem)
     for label, server in (("before", before), ("", gitreg)):
         if server is not None:
             suffix = f" {label}" if label else ""
-            # Each GET timed alone too: the cold VERSION.json is the fill Terraform
+            # Each GET timed alone too: the cold VERSION.json is what Terraform
             # waits for before it asks for the zip.
-            index, version_json, zip_ = (timed(server, [server.url(p)], ca) for p in mirror_order)
+            urls = [server.url(p) for p in mirror_order]
+            (index, version_json, zip_), stored = cold(server, urls, urls[-1], ca)
             took["cold, Terraform order" + suffix] = (
                 index[0] + version_json[0] + zip_[0],
                 index[1] + version_json[1] + zip_[1],
             )
+            took["cold, Terraform order, until stored" + suffix] = stored
             took["cold VERSION.json alone" + suffix] = version_json
     return took
 
@@ -192,8 +216,9 @@ def local_passes(args: argparse.Namespace, ws: Path, zips: dict[int, bytes]) -> 
     """In process, no network: the work between the zip's last byte arriving and the
     package being stored, as it was (hash the scratch file again and unzip it for h1
     in `inspect_package`, then copy it into the store), one pass (unzip for h1
-    inside the blob writer, then rename), and as it is (read the central directory,
-    then rename: the member hashes were taken as the bytes were written)."""
+    inside the blob writer, then rename: a fill a client reads, after the bytes went
+    out), and with the member hashes taken as the bytes were written (read the
+    central directory, then rename: `gitreg mirror sync`)."""
     from gitreg.providers.package import PackageLimits, inspect_package
     from gitreg.providers.zipstream import StreamedMembers
     from gitreg.storage.blobs import FileBlobStore, StoredBlob
@@ -203,8 +228,8 @@ def local_passes(args: argparse.Namespace, ws: Path, zips: dict[int, bytes]) -> 
     for mb, data in zips.items():
         took: dict[str, list[float]] = {
             "three passes (before)": [],
-            "one pass (before streamed h1)": [],
-            "central directory only (now, h1 streamed)": [],
+            "one pass (now, a fill a client reads: after its last byte went out)": [],
+            "central directory only (`gitreg mirror sync`: h1 streamed)": [],
         }
         for i in range(args.rounds):
             store = FileBlobStore(ws / f"passes-{mb}-{i}")
@@ -225,7 +250,9 @@ def local_passes(args: argparse.Namespace, ws: Path, zips: dict[int, bytes]) -> 
             with store.writer(check) as sink:
                 sink.write(data)  # as the body arrives: hashed on the way in
                 start = time.perf_counter()
-            took["one pass (before streamed h1)"].append(time.perf_counter() - start)
+            took["one pass (now, a fill a client reads: after its last byte went out)"].append(
+                time.perf_counter() - start
+            )
             store = FileBlobStore(ws / f"passes-streamed-{mb}-{i}")
             members = StreamedMembers(limits.max_unpacked_bytes, limits.max_files)
 
@@ -238,7 +265,9 @@ def local_passes(args: argparse.Namespace, ws: Path, zips: dict[int, bytes]) -> 
                 sink.write(data)  # as the body arrives: hashed and unzipped on the way in
                 members.feed(data)
                 start = time.perf_counter()
-            took["central directory only (now, h1 streamed)"].append(time.perf_counter() - start)
+            took["central directory only (`gitreg mirror sync`: h1 streamed)"].append(
+                time.perf_counter() - start
+            )
         for label, seconds in took.items():
             rows.append([f"{len(data) / 1e6:.0f} MB", label, f"{b.median(seconds):.3f}"])
     return "\n".join(

@@ -39,14 +39,16 @@ def sorted_versions(versions: list[str]) -> list[str]:
 
 def archives_body(type_: str, version: str, packages: Any) -> bytes:
     # Relative URLs resolve against VERSION.json's own URL (spec: "url"), so the
-    # zip sits beside it, as in `terraform providers mirror` output; both h1: and
-    # zh: are always given (M4), so Terraform verifies and locks what it installs.
+    # zip sits beside it, as in `terraform providers mirror` output; h1: and zh:
+    # are given for every package held (M4), so Terraform verifies and locks what
+    # it installs. A package still on its way has no h1: yet ("" here): zh:, its
+    # sha256 from the signed SHA256SUMS, is listed alone (docs/mirror.md).
     return json_bytes(
         {
             "archives": {
                 p.platform: {
                     "url": archive_filename(type_, version, p.platform),
-                    "hashes": [p.h1, f"zh:{p.sha256}"],
+                    "hashes": [p.h1, f"zh:{p.sha256}"] if p.h1 else [f"zh:{p.sha256}"],
                 }
                 for p in packages
             }

@@ -20,7 +20,7 @@ from gitreg.addresses import ProviderAddress
 from gitreg.errors import GitregError
 from gitreg.mirror.fill import PackageFill
 from gitreg.mirror.upstream import DownloadInfo, UpstreamClient
-from gitreg.mirror.verify import verify_checksums, verify_zip
+from gitreg.mirror.verify import verify_bytes, verify_checksums, verify_layout
 from gitreg.providers.checksums import MAX_SHASUMS_BYTES
 from gitreg.providers.package import PackageInfo, PackageLimits
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES
@@ -71,27 +71,24 @@ class PackageFetcher:
         fill: PackageFill,
     ) -> tuple[str, PackageInfo]:
         """The zip streamed straight into a blob writer's temp file (sha256 hashed on
-        the way), checked there once `checks` (steps 1-2) passed (verify_zip: one more
-        read, for the layout and `h1:`), then renamed into the store (or uploaded):
-        no copy. A body that fails any check, or breaks off, leaves nothing stored
-        (M1); a failed `checks` abandons the download and is the error reported."""
+        the way), checked there once `checks` (steps 1-2) passed, then renamed into
+        the store (or uploaded): no copy. Once its sha256 is the signed one the
+        fill's readers may send its last bytes; the layout and `h1:` (one more read
+        of the file, unless `fill` hashes while the bytes arrive) come after that,
+        off their clients' path. A body that fails any check, or breaks off, leaves
+        nothing stored (M1); a failed `checks` abandons the download and is the
+        error reported."""
         found = {"content-type": "", "expected": ""}
         verified: list[PackageInfo] = []
-        members = StreamedMembers(self.limits.max_unpacked_bytes, self.limits.max_files)
+        members = None
+        if fill.hash_while_arriving:
+            members = StreamedMembers(self.limits.max_unpacked_bytes, self.limits.max_files)
 
         def check(path: Path, blob: StoredBlob) -> None:
-            verified.append(
-                verify_zip(
-                    address,
-                    info,
-                    path,
-                    blob.sha256,
-                    found["expected"],
-                    found["content-type"],
-                    self.limits,
-                    members,
-                )
-            )
+            expected, content_type = found["expected"], found["content-type"]
+            verify_bytes(address, info, path, blob.sha256, expected, content_type)
+            fill.verified_threadsafe()
+            verified.append(verify_layout(address, info, path, blob.sha256, self.limits, members))
 
         manager = self.blobs.writer(check)
         sink = manager.__enter__()  # creates an empty temp file: quick enough for the loop
@@ -147,15 +144,16 @@ class PackageFetcher:
 
 
 class _Tee:
-    """The zip's bytes into the blob writer (sha256 on the way) and to the member
-    hashes for `h1:` (gitreg/providers/zipstream.py), on the upstream client's
-    writer thread: unzipping happens while the zip arrives, not after its last byte."""
+    """The zip's bytes into the blob writer (sha256 on the way) and, for a fill
+    that hashes while the bytes arrive, to the member hashes for `h1:`
+    (gitreg/providers/zipstream.py), on the upstream client's writer thread."""
 
-    def __init__(self, sink: BlobWriter, members: StreamedMembers) -> None:
+    def __init__(self, sink: BlobWriter, members: StreamedMembers | None) -> None:
         self._sink = sink
         self._members = members
 
     def write(self, data: bytes, /) -> int:
         written = self._sink.write(data)
-        self._members.feed(data)
+        if self._members is not None:
+            self._members.feed(data)
         return written

@@ -9,22 +9,27 @@ whole):
 - nothing is sent before SHA256SUMS and its signature verified (steps 1-2 of
   gitreg/mirror/verify.py), so the expected sha256 is known and a bad signature
   is still an ordinary JSON error (502) rather than a cut-off body;
-- the last `TAIL` bytes written so far are held back until every check that
-  needs the whole file passed (sha256 against SHA256SUMS, the zip layout and
-  `h1:`) and the blob is stored: a failed check then ends the fill with an
-  error, the readers cut their connections short of the last piece, and a
-  client sees a truncated body, never a complete wrong zip;
+- the last `TAIL` bytes written so far are held back until the whole file's
+  sha256 matched the signed SHA256SUMS (`verified`): a mismatch ends the fill
+  with an error, the readers cut their connections short of the last piece,
+  and a client sees a truncated body, never a complete wrong zip. The zip
+  layout and `h1:` are checked after the tail went out, before anything is
+  stored: those bytes are exactly the ones the origin's signature covers, the
+  ones Terraform would have installed from the origin itself, and `h1:` is
+  only needed for VERSION.json (docs/mirror.md, "Cold VERSION.json");
 - the fill belongs to no request: a client that goes away closes only its own
   read descriptor, and the fill goes on for the others (and the store).
 
 Every request arriving while the fill runs joins it (reads the same temp file
 from its start); one arriving after it ended is served from the store. Readers
-hold one piece at a time, never the zip (memory, target 2).
+hold one piece at a time, never the zip (memory, target 2). A cold VERSION.json
+waits only for `ready()`: the signed sha256 is known and the zip is arriving.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Coroutine
 from typing import Any
@@ -44,13 +49,19 @@ class PackageFill:
 
     def __init__(self, progress: Progress | None = None) -> None:
         self._progress = progress
+        # A fill with a progress report is `gitreg mirror sync`'s, in a process no
+        # client can join: it takes `h1:` while the bytes arrive, overlapping the
+        # network. A fill a client may be reading takes it once the bytes went out.
+        self.hash_while_arriving = progress is not None
+        self._loop = asyncio.get_running_loop()
         self.task: asyncio.Future[MirrorPackage] | None = None
         self.expected = ""  # the zip's sha256 from the verified SHA256SUMS, once known
         self.size: int | None = None  # the upstream's Content-Length, if it sent one
         self.written = 0  # bytes in the temp file (each write finished)
         self._fd: int | None = None  # the fill's own descriptor of the temp file
         self._arrived = False
-        self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._verified = False  # the whole file's sha256 is the signed one
+        self._ready: asyncio.Future[None] = self._loop.create_future()
         self._changed = asyncio.Event()
 
     def start(self, fill: Coroutine[Any, Any, MirrorPackage]) -> asyncio.Future[MirrorPackage]:
@@ -76,6 +87,21 @@ class PackageFill:
         self.expected = expected
         self._signal()
 
+    def verified_threadsafe(self) -> None:
+        """From the blob writer's check, on its thread: every byte is written and
+        their sha256 is the signed one; readers may send the held-back tail."""
+        with contextlib.suppress(RuntimeError):  # its loop closed: no reader is left
+            self._loop.call_soon_threadsafe(self._verify)
+
+    @property
+    def verified(self) -> bool:
+        """The bytes are the signed ones, and readers may have sent them all."""
+        return self._verified
+
+    def _verify(self) -> None:
+        self._verified = True
+        self._signal()
+
     def moved(self, received: int, declared: int | None) -> None:
         """A piece was written (the upstream client's progress callback)."""
         self.written, self.size, self._arrived = received, declared, True
@@ -99,6 +125,7 @@ class PackageFill:
             elif (error := task.exception()) is not None:
                 self._ready.set_exception(error)
             else:
+                self.expected = self.expected or task.result().sha256
                 self._ready.set_result(None)
         if self._ready.done() and not self._ready.cancelled():
             self._ready.exception()  # retrieved: no "never retrieved" warning
@@ -124,10 +151,13 @@ class PackageFill:
 
     async def servable(self, offset: int) -> int:
         """How far a reader at `offset` may read now: waits while nothing more is
-        allowed. The whole length once the fill succeeded; raises its error when
-        it failed, so the reader cuts its client off short of the tail."""
+        allowed. The whole length once the bytes are verified (or the fill
+        succeeded); raises its error when it failed before that, so the reader
+        cuts its client off short of the tail."""
         assert self.task is not None
         while True:
+            if self._verified:
+                return self.written
             if self.task.done():
                 if self.task.cancelled():  # the server is stopping
                     raise UpstreamError("the fill of this package was stopped")

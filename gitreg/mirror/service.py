@@ -13,8 +13,9 @@ wait for it (single-flight, M2). A package that fails is remembered for
 `RETRY_AFTER` seconds so a broken upstream is not hammered, and is never
 stored (M1). Stored packages are never replaced (M4). The download and its
 checks are gitreg/mirror/fetch.py's; a cold miss of a zip is sent to its
-requests while it arrives, its tail held back until verified and stored
-(gitreg/mirror/fill.py, issue 16 target 6).
+requests while it arrives, its tail held back until its sha256 is the signed one
+(gitreg/mirror/fill.py, issue 16 target 6), and a cold VERSION.json lists `zh:`
+from the verified SHA256SUMS for packages on their way (`_cold_version`).
 
 Warm hits read pre-serialised bytes from the metadata cache: no JSON encoding,
 no database access, no write. Every write here invalidates this process's
@@ -201,12 +202,7 @@ class MirrorService:
         self.check_allowed(address)
         view = await self._view(address, version)
         if view.missing or not view.packages:
-            errors = await self.fill_version(address, version)
-            view = await self._view(address, version)
-            if not view.packages:
-                if errors:
-                    raise errors[0]
-                raise NotFound(f"provider {address} {version} has no package for any platform")
+            return await self._cold_version(address, version, view)
         return view.body
 
     async def _view(self, address: ProviderAddress, version: str) -> VersionView:
@@ -231,19 +227,33 @@ class MirrorService:
         )
         return VersionView(body, packages, tuple(p for p in wanted if p not in have))
 
-    async def fill_version(self, address: ProviderAddress, version: str) -> list[GitregError]:
-        """Fetch the version's missing packages for `mirror_platforms` (those the
-        upstream offers); returns the errors of those that failed."""
+    async def _cold_version(
+        self, address: ProviderAddress, version: str, view: VersionView
+    ) -> bytes:
+        """A miss: start the fills of the version's missing packages for
+        `mirror_platforms` (those the upstream offers), and answer once their
+        SHA256SUMS verified, without waiting for the zips: `zh:` (the zip's sha256
+        from the signed SHA256SUMS) for those, `h1:` and `zh:` for the packages
+        held. Terraform verifies a package against any listed hash it supports
+        (spec: "hashes"; TERRAFORM-CLIENT.md), and a fill sends no zip whose
+        sha256 is not that one (gitreg/mirror/fill.py)."""
         index = await self.current_index(address)
         listed = next((v for v in index.versions if v.version == version), None)
         if listed is None:
             raise NotFound(f"provider {address} has no version {version}")
-        wanted = self.options.platforms
-        targets = [p for p in wanted if not listed.platforms or p in listed.platforms]
+        held = {p.platform: p for p in view.packages}
+        targets = [
+            p
+            for p in self.options.platforms
+            if p not in held and (not listed.platforms or p in listed.platforms)
+        ]
         results = await asyncio.gather(
-            *(self.ensure_package(address, version, p) for p in targets), return_exceptions=True
+            *(self._expected(address, version, p) for p in targets), return_exceptions=True
         )
         errors: list[GitregError] = []
+        entries = [
+            HostedPackage(p.platform, p.filename, p.sha256, p.size, p.h1) for p in held.values()
+        ]
         for platform, result in zip(targets, results, strict=True):
             if isinstance(result, GitregError):
                 if not isinstance(result, NotFound):  # NotFound: a platform the upstream lacks
@@ -251,7 +261,30 @@ class MirrorService:
                 log.warning("%s %s %s: %s", address, version, platform, result)
             elif isinstance(result, BaseException):
                 raise result
-        return errors
+            elif isinstance(result, MirrorPackage):
+                entries.append(
+                    HostedPackage(platform, result.filename, result.sha256, result.size, result.h1)
+                )
+            else:  # on its way: the signed sha256 only, as `zh:` (h1 "" lists none)
+                filename = archive_filename(address.type, version, platform)
+                entries.append(HostedPackage(platform, filename, result, 0, ""))
+        if not entries:
+            if errors:
+                raise errors[0]
+            raise NotFound(f"provider {address} {version} has no package for any platform")
+        return archives_body(address.type, version, sorted(entries, key=lambda p: p.platform))
+
+    async def _expected(
+        self, address: ProviderAddress, version: str, platform: str
+    ) -> MirrorPackage | str:
+        """The stored package, or the signed sha256 of the one its fill brings, once
+        that zip is arriving (an upstream that refuses it, or a size over the cap,
+        is an error here as before, not a listed zip that then fails)."""
+        begun = await self._begin(address, version, platform, None)
+        if isinstance(begun, MirrorPackage):
+            return begun
+        await begun.ready()
+        return begun.expected
 
     # -- archives -----------------------------------------------------------------------
 
@@ -285,6 +318,14 @@ class MirrorService:
             raise NotFound(f"no such file {filename[:120]!r}")
         begun = await self._begin(address, version, platform, None)
         return begun.sha256 if isinstance(begun, MirrorPackage) else begun
+
+    async def settled(self) -> None:
+        """Every fill of this event loop has ended (stored or failed): a cold
+        VERSION.json, and a cold zip once its bytes went out, leave fills running
+        on their own; this waits for them (an embedding caller that is about to
+        close its loop, such as the tests' in-process client)."""
+        while fills := [f.task for f in self._fills.values() if f.running() and f.task]:
+            await asyncio.wait(fills)
 
     # -- one package --------------------------------------------------------------------
 
@@ -338,6 +379,8 @@ class MirrorService:
             raise error from exc
         except GitregError as exc:
             self._failed[key] = (time.monotonic() + RETRY_AFTER, exc)
+            if fill.verified:  # no reader was cut off to say it: the bytes were the signed ones
+                log.warning("%s %s %s: sent, but not kept: %s", address, key[1], key[2], exc)
             raise
 
     async def _fill_package(

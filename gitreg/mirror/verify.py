@@ -70,21 +70,16 @@ def verify_checksums(
     return verified.signer.key_id, listed
 
 
-def verify_zip(
+def verify_bytes(
     address: ProviderAddress,
     download: DownloadInfo,
     path: Path,
     sha256: str,
     expected: str,
     content_type: str,
-    limits: PackageLimits,
-    streamed: StreamedMembers | None = None,
-) -> PackageInfo:
-    """Steps 3-4 on the downloaded file, whose `sha256` the caller computed as
-    the bytes arrived into a file only it writes (the blob writer's temp file):
-    its central directory is read for the layout, and `h1:` comes from the member
-    hashes `streamed` took as the bytes arrived when they match it exactly, else
-    from unzipping the file once more. Returns its hashes."""
+) -> None:
+    """Step 3 on the downloaded file, whose `sha256` the caller computed as the
+    bytes arrived into a file only it writes (the blob writer's temp file)."""
     with path.open("rb") as head:
         magic = head.read(4)
     if magic not in _ZIP_MAGIC:
@@ -98,6 +93,20 @@ def verify_zip(
             f"{address}: {download.filename} has sha256 {sha256}, but the signed SHA256SUMS"
             f" says {expected}"
         )
+
+
+def verify_layout(
+    address: ProviderAddress,
+    download: DownloadInfo,
+    path: Path,
+    sha256: str,
+    limits: PackageLimits,
+    streamed: StreamedMembers | None = None,
+) -> PackageInfo:
+    """Step 4 on the file `verify_bytes` passed: its central directory is read for
+    the layout, and `h1:` comes from the member hashes `streamed` took as the
+    bytes arrived when they match it exactly, else from unzipping the file once
+    more. Returns its hashes."""
     os_ = download.platform.partition("_")[0]
     try:
         return inspect_package(path, address.type, os_, limits, sha256, streamed)

@@ -22,6 +22,7 @@ from gitreg.auth.tokens import new_token, token_hash
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from gitreg.storage.index import SQLiteIndex
+from tests.mirror.test_mirror_cache import expected_h1
 from tests.support.fake_upstream import FakeUpstream, ServedUpstream, serve_tls
 from tests.support.provider_dist import make_dist
 from tests.support.server import cli
@@ -73,6 +74,7 @@ def get(svc: Services, *paths: str, **kwargs: Any) -> list[httpx.Response]:
                     for p in paths
                 ]
             finally:
+                await svc.mirror.settled()  # fills a cold answer left running
                 await svc.mirror.upstream.aclose()
 
     return asyncio.run(go())
@@ -94,14 +96,17 @@ def test_version_json_and_zip_as_terraform_fetches_them(
     assert version.status_code == 200
     assert version.headers["content-type"] == "application/json"
     archive = version.json()["archives"]["linux_amd64"]
-    h1, zh = archive["hashes"]
-    assert h1.startswith("h1:") and zh.startswith("zh:")
+    # Cold: the zip's sha256 from the signed SHA256SUMS, before the zip is here.
+    (zh,) = archive["hashes"]
     # The url resolves against VERSION.json's own URL, as Terraform resolves it.
     url = httpx.URL(f"https://mirror.test{BASE}/2.1.2.json").join(archive["url"])
     (body,) = get(svc, url.path)
     data = served.upstream.providers[("hashicorp", "null")]["2.1.2"].zips["linux_amd64"]
     assert body.content == data
     assert zh == "zh:" + hashlib.sha256(data).hexdigest()
+    # Warm: the stored package's h1: as well.
+    (warm,) = get(svc, f"{BASE}/2.1.2.json")
+    assert warm.json()["archives"]["linux_amd64"]["hashes"] == [expected_h1(data), zh]
     assert body.headers["content-type"] == "application/zip"
     assert "immutable" in body.headers["cache-control"]
     (headed,) = get(svc, url.path, method="HEAD")

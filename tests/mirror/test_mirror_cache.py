@@ -95,6 +95,14 @@ async def version_json(mirror: MirrorService, version: str) -> dict[str, Any]:
     try:
         return dict(json.loads(await mirror.version_json(NULL, version)))
     finally:
+        await mirror.settled()  # the fills a cold answer started
+        await mirror.upstream.aclose()
+
+
+async def fill(mirror: MirrorService, version: str, platform: str = "linux_amd64") -> None:
+    try:
+        await mirror.ensure_package(NULL, version, platform)
+    finally:
         await mirror.upstream.aclose()
 
 
@@ -102,13 +110,17 @@ def test_cold_miss_fetches_verifies_and_keeps_both_hashes(
     make_mirror: MakeMirror, upstream: FakeUpstream
 ) -> None:
     svc = make_mirror()
+    cold = run(version_json(svc.mirror, "2.1.2"))
     body = run(version_json(svc.mirror, "2.1.2"))
     release = upstream.providers[("hashicorp", "null")]["2.1.2"]
-    assert set(body["archives"]) == {"linux_amd64", "darwin_arm64"}
+    assert set(cold["archives"]) == set(body["archives"]) == {"linux_amd64", "darwin_arm64"}
     for platform, archive in body["archives"].items():
         data = release.zips[platform]
+        zh = "zh:" + hashlib.sha256(data).hexdigest()
+        # Cold: the signed SHA256SUMS' sha256 only, before the zip is here; warm: h1: too.
+        assert cold["archives"][platform] == {"url": archive["url"], "hashes": [zh]}
         assert archive["url"] == f"terraform-provider-null_2.1.2_{platform}.zip"
-        assert archive["hashes"] == [expected_h1(data), "zh:" + hashlib.sha256(data).hexdigest()]
+        assert archive["hashes"] == [expected_h1(data), zh]
         with svc.blobs.open(hashlib.sha256(data).hexdigest()) as blob:
             assert blob.read() == data
     stored = svc.mirror.store.packages(NULL.key, "2.1.2")
@@ -137,7 +149,7 @@ def test_refused_packages_are_never_stored(
     svc = make_mirror()
     upstream.faults["2.1.2"] = fault
     with pytest.raises(UpstreamError, match=re.escape(reason)) as caught:
-        run(version_json(svc.mirror, "2.1.2"))
+        run(fill(svc.mirror, "2.1.2"))
     assert caught.value.status == 502
     assert svc.mirror.store.packages(NULL.key) == []
     assert blob_files(svc) == []
@@ -153,6 +165,7 @@ def test_concurrent_misses_share_one_fetch(make_mirror: MakeMirror, upstream: Fa
                 await asyncio.gather(*(svc.mirror.version_json(NULL, "1.0.0") for _ in range(20)))
             )
         finally:
+            await svc.mirror.settled()
             await svc.mirror.upstream.aclose()
 
     bodies = run(many())
@@ -270,6 +283,7 @@ def test_hostnames_outside_the_allow_list_are_never_fetched(
 
 def test_cached_package_is_never_replaced(make_mirror: MakeMirror, upstream: FakeUpstream) -> None:
     svc = make_mirror(mirror_platforms="linux_amd64", mirror_index_ttl=0)
+    run(version_json(svc.mirror, "1.0.0"))  # cold: fetches and stores it
     before = run(version_json(svc.mirror, "1.0.0"))
     original = dict(upstream.providers[("hashicorp", "null")])
     try:
@@ -303,6 +317,7 @@ def test_requests_to_one_upstream_are_bounded(
             upstream.slow_seconds = 0.2
             upstream.max_in_flight = 0
             await svc.mirror.version_json(NULL, "2.1.2")  # two platforms, fetched together
+            await svc.mirror.settled()
         finally:
             await svc.mirror.upstream.aclose()
 

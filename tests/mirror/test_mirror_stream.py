@@ -20,7 +20,7 @@ from tests.support.fake_upstream import FakeUpstream, serve_tls
 from tests.support.server import RunningServer, start_server
 
 BASE = "/mirror/registry.terraform.io/hashicorp/big"
-VERSIONS = [f"1.0.{i}" for i in range(8)]
+VERSIONS = [f"1.0.{i}" for i in range(9)]
 NOISE = 1_500_000  # incompressible bytes per zip: many 64 KiB pieces before the gate
 
 
@@ -163,6 +163,32 @@ def test_a_cut_off_zip_is_one_warning_line_without_traceback(
     assert "signed SHA256SUMS says" in cut[0]["msg"]  # the reason
     assert "exc" not in cut[0]
     assert "Traceback" not in world.server.log()[seen:]
+
+
+def test_a_zip_with_the_signed_sha256_goes_out_whole_and_its_layout_is_checked_after(
+    world: World, upstream: FakeUpstream
+) -> None:
+    """The tail waits for the sha256 only (docs/mirror.md, "Cold VERSION.json"): the
+    signed bytes go out whole, and the layout and `h1:` are checked after, off the
+    client's path. One that fails them (a member's CRC-32 here, in the bytes the
+    signature covers) is still never kept (M1), and the log says why."""
+    upstream.faults["1.0.8"] = "bad-crc"
+    signed = upstream._zip(upstream.providers[("hashicorp", "big")]["1.0.8"], "linux_amd64")
+    assert signed is not None and signed != genuine(upstream, "1.0.8")
+    before = stored_blobs(world.server)
+    connection, answer = open_get(world.server, zip_path("1.0.8"))
+    with contextlib.closing(connection):
+        assert answer.status == 200
+        assert upstream.gate is not None
+        upstream.gate.set()
+        assert answer.read() == signed
+    deadline = time.monotonic() + 30
+    while "sent, but not kept" not in world.server.log():
+        assert time.monotonic() < deadline, "the fill never ended"
+        time.sleep(0.05)
+    assert "Bad CRC-32" in world.server.log()
+    assert stored_blobs(world.server) == before
+    assert not temp_files(world.server)
 
 
 def test_requests_during_the_fill_join_it_and_the_upstream_is_asked_once(
