@@ -39,7 +39,11 @@ from typing import Any
 
 import benchlib as b
 
-sys.path.insert(0, str(b.ROOT))  # tests.support: the git repository and PostgreSQL helpers
+# The code measured first on the path (tests.support, the git repository and
+# PostgreSQL helpers, comes with it): with `--baseline`, each child is told which
+# checkout to import. Inserting this checkout's root here regardless, as this
+# script did, put it before PYTHONPATH: "before" rows measured the "after" code.
+sys.path.insert(0, os.environ.get("GITREG_BENCH_CODE") or str(b.ROOT))
 
 from gitreg.catalog.search_cache import SEARCH_CANDIDATES
 
@@ -395,9 +399,11 @@ def publish_bench(args: argparse.Namespace) -> list[list[object]]:
             b.progress(f"{args.runs} runs of the {label} code ({code})")
             command = [b.PYTHON, __file__, "--publish-only", "--json"]
             command += ["--tags", str(args.tags), "--runs", str(args.runs)]
-            env = {**os.environ, "PYTHONPATH": code}
+            env = {**os.environ, "PYTHONPATH": code, "GITREG_BENCH_CODE": code}
             out = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
             found = json.loads(out.stdout.splitlines()[-1])
+            same = Path(found["code"]).resolve() == Path(code).resolve()
+            b.require(same, f"the {label} run imported the gitreg in {found['code']}")
             into = pooled.setdefault(label, {False: [], True: []})
             for key, runs in ((False, found["without"]), (True, found["with"])):
                 into[key] += [(float(w), float(c), float(d)) for w, c, d in runs]
@@ -439,8 +445,11 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # for --baseline
     args = parser.parse_args()
     if args.json:
+        import gitreg
+
         found = publish_results(args)
-        print(json.dumps({"without": found[False], "with": found[True]}))
+        code = str(Path(gitreg.__file__).parent.parent)  # which checkout was measured
+        print(json.dumps({"without": found[False], "with": found[True], "code": code}))
         return 0
     print(b.machine_line())
     if not args.publish_only:
