@@ -56,7 +56,7 @@ def parse(text: str) -> dict[str, Any] | None:
     try:
         reader = _Reader(_tokens(text + "\n"))  # the newline `hcl2.loads` adds
         body = _body(reader, "end")
-    except (_Unsure, RecursionError):
+    except (_Unsure, RecursionError, ValueError):  # ValueError: an int over 4,300 digits
         return None
     return body
 

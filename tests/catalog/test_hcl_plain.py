@@ -164,6 +164,7 @@ NOT_PLAIN = [
     'x = f(a)\n"',
     "x = provider::p::f(1)\n",
     "x = f(a)[0]\n",
+    "x = " + "1" * 5000 + "\n",  # Python's int() refuses it: python-hcl2's reason, not a crash
 ]
 
 
