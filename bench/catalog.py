@@ -10,7 +10,9 @@
 2. Publish: a module repository with a 6 kB README, 12 `.tf` files (60 inputs, 20
    outputs), 2 submodules, 2 examples and 300 other files, `--tags` tags. The whole
    `sync_repo` is timed with and without documentation (fresh data dir each run,
-   median of `--runs`), wall and CPU (this process and archive workers). With
+   median of `--runs`), wall and CPU (this process and archive workers), and the
+   CPU spent inside the documenter itself ("docs cpu": steadier on a shared
+   machine than the difference of two syncs, of which it is the cause). With
    `--baseline DIR` (a checkout of the code before a change) both codes are
    measured in processes of their own, taking turns: the "before" and "after" rows.
 
@@ -37,7 +39,11 @@ from typing import Any
 
 import benchlib as b
 
-sys.path.insert(0, str(b.ROOT))  # tests.support: the git repository and PostgreSQL helpers
+# The code measured first on the path (tests.support, the git repository and
+# PostgreSQL helpers, comes with it): with `--baseline`, each child is told which
+# checkout to import. Inserting this checkout's root here regardless, as this
+# script did, put it before PYTHONPATH: "before" rows measured the "after" code.
+sys.path.insert(0, os.environ.get("GITREG_BENCH_CODE") or str(b.ROOT))
 
 from gitreg.catalog.search_cache import SEARCH_CANDIDATES
 
@@ -274,8 +280,41 @@ def _children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, float]:
-    """(wall, CPU) seconds of one `sync_repo` of every tag into a fresh data dir."""
+class DocsClock:
+    """CPU seconds spent inside `Documenter.document` and `update_search` (the
+    whole of extraction, its index writes included), in whichever thread calls
+    them: the cost itself, steadier on a shared machine than the difference of
+    two whole syncs."""
+
+    def __init__(self) -> None:
+        from gitreg.catalog.service import Documenter
+
+        self.seconds = 0.0
+        self.saved = {n: getattr(Documenter, n) for n in ("document", "update_search")}
+        for name, method in self.saved.items():
+            setattr(Documenter, name, self._timed(method))
+
+    def _timed(self, method: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.seconds += time.thread_time() - start
+
+        return timed
+
+    def close(self) -> float:
+        from gitreg.catalog.service import Documenter
+
+        for name, method in self.saved.items():
+            setattr(Documenter, name, method)
+        return self.seconds
+
+
+def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, float, float]:
+    """(wall, CPU, documentation CPU) seconds of one `sync_repo` of every tag into
+    a fresh data dir."""
     from gitreg.catalog import hcl, readme, tree
     from gitreg.git.backend import DulwichBackend
     from gitreg.modules.publisher import Publisher
@@ -305,17 +344,19 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
         if with_docs
         else Publisher(svc.settings, svc.index, svc.blobs, DulwichBackend())
     )
+    clock = DocsClock()
     start, start_cpu = time.perf_counter(), time.process_time() + _children_cpu()
     publisher.sync_repo(svc.index.repo(record.id))
     elapsed = time.perf_counter() - start
     # Archive worker processes included, when the builder starts them (builds.py).
     cpu = time.process_time() + _children_cpu() - start_cpu
+    docs = clock.close()
     svc.close()
-    return elapsed, cpu
+    return elapsed, cpu, docs
 
 
-def publish_results(args: argparse.Namespace) -> dict[bool, list[tuple[float, float]]]:
-    """(wall, CPU) of each run, without docs (False) and with (True)."""
+def publish_results(args: argparse.Namespace) -> dict[bool, list[tuple[float, float, float]]]:
+    """(wall, CPU, documentation CPU) of each run, without docs (False) and with (True)."""
     with tempfile.TemporaryDirectory(prefix="gitreg-bench-") as tmp:
         root = Path(tmp)
         b.progress(f"making a module repository with {args.tags} tags")
@@ -323,7 +364,7 @@ def publish_results(args: argparse.Namespace) -> dict[bool, list[tuple[float, fl
         from gitreg.catalog.hcl import parse_file
 
         parse_file('variable "warm" {}')  # python-hcl2 builds its grammar once per process
-        results: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+        results: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
         for run in range(args.runs):
             for with_docs in (False, True):
                 b.wait_quiet()
@@ -333,14 +374,17 @@ def publish_results(args: argparse.Namespace) -> dict[bool, list[tuple[float, fl
 
 
 def publish_row(
-    label: str, tags: int, results: dict[bool, list[tuple[float, float]]]
+    label: str, tags: int, results: dict[bool, list[tuple[float, float, float]]]
 ) -> list[object]:
     row: list[object] = [label, tags]
     for part in (0, 1):  # wall, then CPU: a shared machine disturbs CPU time least
         without = b.median([r[part] for r in results[False]])
         with_ = b.median([r[part] for r in results[True]])
         row += [f"{without:.3f}", f"{with_:.3f}", f"{(with_ / without - 1) * 100:+.1f}%"]
-    return row
+    # Documentation's own CPU, as a share of the sync without it.
+    docs = b.median([r[2] for r in results[True]])
+    cpu_without = b.median([r[1] for r in results[False]])
+    return [*row, f"{docs * 1000:.1f}", f"{docs / cpu_without * 100:+.1f}%"]
 
 
 def publish_bench(args: argparse.Namespace) -> list[list[object]]:
@@ -349,18 +393,20 @@ def publish_bench(args: argparse.Namespace) -> list[list[object]]:
     their own, taking turns `--rounds` times so both see the same machine."""
     if not args.baseline:
         return [publish_row("this", args.tags, publish_results(args))]
-    pooled: dict[str, dict[bool, list[tuple[float, float]]]] = {}
+    pooled: dict[str, dict[bool, list[tuple[float, float, float]]]] = {}
     for _ in range(args.rounds):
         for label, code in (("before", args.baseline), ("after", str(b.ROOT))):
             b.progress(f"{args.runs} runs of the {label} code ({code})")
             command = [b.PYTHON, __file__, "--publish-only", "--json"]
             command += ["--tags", str(args.tags), "--runs", str(args.runs)]
-            env = {**os.environ, "PYTHONPATH": code}
+            env = {**os.environ, "PYTHONPATH": code, "GITREG_BENCH_CODE": code}
             out = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
             found = json.loads(out.stdout.splitlines()[-1])
+            same = Path(found["code"]).resolve() == Path(code).resolve()
+            b.require(same, f"the {label} run imported the gitreg in {found['code']}")
             into = pooled.setdefault(label, {False: [], True: []})
             for key, runs in ((False, found["without"]), (True, found["with"])):
-                into[key] += [(float(w), float(c)) for w, c in runs]
+                into[key] += [(float(w), float(c), float(d)) for w, c, d in runs]
     return [publish_row(label, args.tags, results) for label, results in pooled.items()]
 
 
@@ -399,8 +445,11 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # for --baseline
     args = parser.parse_args()
     if args.json:
+        import gitreg
+
         found = publish_results(args)
-        print(json.dumps({"without": found[False], "with": found[True]}))
+        code = str(Path(gitreg.__file__).parent.parent)  # which checkout was measured
+        print(json.dumps({"without": found[False], "with": found[True], "code": code}))
         return 0
     print(b.machine_line())
     if not args.publish_only:
@@ -409,7 +458,7 @@ def main() -> int:
             return 0
         print()
     headers = ["code", "tags", "without docs s", "with docs s", "adds", "cpu without s"]
-    headers += ["cpu with s", "cpu adds"]
+    headers += ["cpu with s", "cpu adds", "docs cpu ms", "docs cpu adds"]
     print(b.table(headers, publish_bench(args)))
     return 0
 

@@ -14,6 +14,7 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitreg.catalog import hcl_plain, hcl_reduce
 from gitreg.catalog.lru import SizedLru
 
 if TYPE_CHECKING:  # imported on first parse: python-hcl2 and lark cost a serving
@@ -109,6 +110,16 @@ def _parser() -> Lark:
 
 
 def _parse(text: str) -> dict[str, Any] | str:
+    # Plain files without lark (hcl_plain.py); most others with python-hcl2's
+    # transformer run as lark parses (hcl_reduce.py); the tree's way below for
+    # the rest and for every failure, so that the reason reported is the one
+    # `hcl2.loads` gives. (In this frame, not a function of its own: how deep the
+    # stack already is decides where a RecursionError strikes, and so its message.)
+    fast = hcl_plain.parse(text)
+    if fast is None:
+        fast = hcl_reduce.parse(text, _options())
+    if fast is not None:
+        return fast
     from hcl2.api import serialize, transform
     from lark.exceptions import LarkError
 

@@ -5,6 +5,7 @@ python-hcl2 refuses is reported, never a reason for a publish to fail."""
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import hcl2
 import pytest
 
-from gitreg.catalog import hcl
+from gitreg.catalog import hcl, hcl_reduce
 from gitreg.catalog.lru import SizedLru
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
@@ -40,6 +41,23 @@ VALID = [
     'in {}\nvariable "for" { default = 1.5e3 }\n',
     "",
     "\n\n# only a comment\n",
+    # Rules python-hcl2's transformer rewrites as it builds them (string
+    # directives assembled, keyword keys and labels made identifiers, newlines
+    # taken out of operators), which hcl_reduce.py runs while lark parses.
+    'a = "p%{ if var.on }y%{ else }n%{ endif }s"\n'
+    'b = "%{~ for k, v in var.m ~}${k}=${v}%{~ endfor ~}"\n'
+    'c = "use %%{x} and $${y}"\nd = "kms%{ if var.id != \\"p\\" }-${var.id}%{ endif }"\n',
+    'locals {\n  h = { in = "h", for = 1, "k3" = { k4 = "a" }, (5 + 5) = "d", a.b = 2 }\n'
+    '  i = [a, b\n    , "c${aaa}", [1, 2, 3,], provider::func::aa(5)]\n'
+    "  j = f(\n    a, b\n    , c,\n    d ...\n  )\n  k = a.b.5\n  l = a.*.b\n  m = a[*][c].a.*.1\n"
+    "  n = (a ? b : c) ? d : -(e + f)\n"
+    '  o = {\n    for k, v in local.m :\n    k => v\n    if !contains(x, k)\n    && k != ""\n'
+    "  }\n}\n",
+    'block label1 label2 {\n  nested "x" {\n    for_each = 1\n  }\n  true = false\n}\r\n'
+    'variable "crlf" {\r\n  default = <<-EOT\r\n    x\r\n  EOT\r\n}\r\n',
+    # Nested deeper than hcl_reduce.MAX_DEPTH, far from the recursion limit:
+    # parsed the tree's way, to the same result.
+    "x = " + "[" * 60 + "]" * 60 + "\n",
 ]
 
 INVALID = [
@@ -52,6 +70,11 @@ INVALID = [
     "\x00\x01",
     "x = 0x1\n",
     'variable "x" {\n  default = ' + "[" * 3000 + "]" * 3000 + "\n}\n",  # RecursionError
+    'x = "%{ for a in b }c"\n',
+    # python-hcl2's transformer fails on line 1 as lark reduces it, before lark
+    # has read the syntax error on line 2, which is what `hcl2.loads` reports.
+    'x = "%{ if true }a"\ny = [1, 2\n',
+    'resource "a" "b" {\n  tags = 1\n  tags {\n  }\n}\n',  # "already defined", nested
 ]
 
 
@@ -87,6 +110,106 @@ def test_invalid_text_is_a_value_error(text: str) -> None:
 
 def test_the_parser_keeps_no_positions() -> None:
     assert hcl._parser().options.propagate_positions is False
+    reducing = hcl_reduce._parser()
+    assert reducing is not None
+    assert reducing.options.propagate_positions is False
+
+
+@pytest.mark.parametrize("text", VALID + INVALID)
+def test_files_that_parse_are_read_without_a_tree(text: str) -> None:
+    """hcl_reduce.py: python-hcl2's transformer run as lark reduces each rule,
+    to what `hcl2.loads` makes of the file; a file that fails (or nests deeper
+    than MAX_DEPTH) is left to the tree's way, for the reason `hcl2.loads` gives."""
+    fast = hcl_reduce.parse(text, hcl._options())
+    if text in VALID and text != VALID[-1]:
+        assert fast == _reference(text)
+    else:
+        assert fast is None
+
+
+SHAPES: dict[str, Callable[[int], str]] = {
+    "tuples": lambda n: "x = " + "[" * n + "]" * n + "\n",
+    "calls": lambda n: "x = " + "f(" * n + ")" * n + "\n",
+    "blocks": lambda n: "b {\n" * n + "}\n" * n,
+    "sums": lambda n: "x = 1" + " + 1" * n + "\n",
+    "templates": lambda n: "x = " + '"${' * n + "a" + '}"' * n + "\n",
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_deep_nesting_is_decided_as_the_tree_walk_decides(shape: str) -> None:
+    """python-hcl2's tree walk runs out of stack some 500 rule levels down (a
+    problem in the document), where a parse without the tree would not: at any
+    depth the outcome is the tree walk's, from the same stack depth."""
+    for depth in (10, 40, 100, 200, 300, 600):
+        text = SHAPES[shape](depth)
+        ours = hcl._parse(text)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(hcl_reduce, "parse", lambda text, options: None)
+            assert hcl._parse(text) == ours, depth
+
+
+def _mutated(rng: random.Random, text: str) -> str:
+    pieces = ["{", "}", "[", "]", "(", ")", "\n", "=", ",", ":", "?", '"', "${", "%{", "#c\n"]
+    pieces += ["/*x*/", "<<EOF\nz\nEOF\n", "a", "-1", "+", ".", "*", "...", "=>", "for", "in"]
+    pieces += ["if", "endif", "~", "\\", "$${", "null", "x = 1\n", "b {}\n", "a {\n}\n"]
+    for _ in range(rng.randint(1, 4)):
+        at, kind = rng.randint(0, len(text)), rng.random()
+        if kind < 0.4:
+            text = text[:at] + rng.choice(pieces) + text[at:]
+        elif kind < 0.7:
+            text = text[:at] + text[at + rng.randint(1, 5) :]
+        else:
+            start = rng.randint(0, len(text))
+            text = text[:at] + text[start : start + rng.randint(1, 30)] + text[at:]
+    return text
+
+
+def test_mutated_files_parse_as_hcl2_loads_does() -> None:
+    """Valid and broken variants of the corpus (about one in ten still
+    parses): the same document or the same reason as `hcl2.loads`."""
+    rng = random.Random(13)
+    seeds = [text for text in VALID + INVALID if len(text) < 1000]
+    for _ in range(400):
+        text = _mutated(rng, rng.choice(seeds))
+        assert _ours(text) == _reference(text), text
+
+
+def test_python_hcl2_rules_without_a_method_leave_parsing_to_the_tree(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rule python-hcl2's transformer has no method for (another version of
+    it) would reach the reducing parse as a lark Tree: that parse is not used."""
+    real = hcl_reduce._reducer
+
+    def without_tuples() -> Any:
+        reducer = real()
+        del reducer.tuple  # type: ignore[union-attr]
+        return reducer
+
+    monkeypatch.setattr(hcl_reduce, "_reducer", without_tuples)
+    hcl_reduce._parser.cache_clear()
+    try:
+        assert hcl_reduce._parser() is None
+        assert hcl_reduce.parse(VALID[1], hcl._options()) is None
+        assert hcl._parse(VALID[1]) == _reference(VALID[1])
+    finally:
+        hcl_reduce._parser.cache_clear()
+
+
+def test_methods_lark_cannot_call_inline_leave_parsing_to_the_tree(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import hcl2.transformer
+    from lark import v_args
+
+    class Inline(hcl2.transformer.RuleTransformer):
+        @v_args(inline=True)
+        def int_lit(self, *args: Any) -> Any:
+            return super().int_lit(*args)
+
+    monkeypatch.setattr(hcl2.transformer, "RuleTransformer", Inline)
+    assert hcl_reduce._reducer() is None
 
 
 @pytest.fixture
