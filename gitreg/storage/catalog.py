@@ -15,13 +15,15 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, utcnow
 
 # Letters and digits only, as both engines' tokenisers split words ("zone_name"
 # is "zone" and "name"), so each query word is one token matched as a prefix.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# (module_id, namespace) rows as the engines return them: an int and a str.
+Hits = list[tuple[Any, ...]]
 
 
 # Which modules match: every word in any column (module_search_fts, no
@@ -186,26 +188,26 @@ class CatalogStore(IndexBackedStore):
                     values[:5],
                 )
 
-    def _sqlite_search(self, words: list[str], limit: int, hidden: list[str]) -> list[Row]:
+    def _sqlite_search(self, words: list[str], limit: int, hidden: list[str]) -> Hits:
         # Each word quoted (no FTS5 syntax from users) and matched as a prefix.
         quoted = ['"' + w.replace('"', "") + '"*' for w in words]
         every, some = " ".join(quoted), " OR ".join(quoted)
         hide, also = ("", ()) if not hidden else (_SQLITE_HIDE, (json.dumps(hidden),))
-        first = self._rows(_SQLITE_HEAD.replace("{hide}", hide), (every, *also, limit))
+        first = self._tuples(_SQLITE_HEAD.replace("{hide}", hide), (every, *also, limit))
         if len(first) >= limit:  # a common word: the head alone fills the list
             return first
         need = limit - len(first)
-        ranked = self._rows(
+        ranked = self._tuples(
             _SQLITE_RANKED.replace("{hide}", hide), (some, every, every, *also, need)
         )
         if len(ranked) >= need:
             return first + ranked
-        body = self._rows(
+        body = self._tuples(
             _SQLITE_BODY.replace("{hide}", hide), (every, some, *also, need - len(ranked))
         )
         return first + ranked + body
 
-    def _postgres_search(self, words: list[str], limit: int, hidden: list[str]) -> list[Row]:
+    def _postgres_search(self, words: list[str], limit: int, hidden: list[str]) -> Hits:
         # The same tiers as on SQLite, over the narrow module_search_words
         # (migration 0022) rather than the wide module_search. When the first
         # tier does not fill the list, it holds every module with all words in
@@ -215,10 +217,10 @@ class CatalogStore(IndexBackedStore):
         some = " | ".join(w + ":*" for w in words)
         hide, also = ("", ()) if not hidden else (_POSTGRES_HIDE, (hidden,))
         head, rest_sql = (q.replace("{hide}", hide) for q in (_POSTGRES_HEAD, _POSTGRES_REST))
-        first = self._rows(head, (every, *also, every, limit))
+        first = self._tuples(head, (every, *also, every, limit))
         if len(first) >= limit:
             return first
-        rest = self._rows(rest_sql, (every, every, *also, some, limit - len(first)))
+        rest = self._tuples(rest_sql, (every, every, *also, some, limit - len(first)))
         return first + rest
 
     def searchable_modules(self) -> set[int]:
@@ -235,7 +237,7 @@ class CatalogStore(IndexBackedStore):
         words = [w.lower() for w in _WORD.findall(query)][:16]
         if not words:
             return []
-        exact = self._rows(
+        exact: Hits = self._tuples(
             "SELECT module_id, namespace FROM module_search WHERE lower(name) = ?"
             " ORDER BY module_id",
             (query.strip().lower(),),
@@ -246,7 +248,9 @@ class CatalogStore(IndexBackedStore):
         else:
             rows = self._postgres_search(words, limit, hide)
         # An exact name match ranks first (issue 13), whatever its relevance.
-        first = [(int(r[0]), str(r[1])) for r in exact if str(r[1]).lower() not in hidden]
+        # The rows' own tuples are returned, not copies (see Database.tuples).
+        first = [r for r in exact if r[1].lower() not in hidden]
+        if not first:
+            return rows[:limit]
         seen = {m for m, _ in first}
-        rest = [(int(r[0]), str(r[1])) for r in rows if int(r[0]) not in seen]
-        return (first + rest)[:limit]
+        return (first + [r for r in rows if r[0] not in seen])[:limit]
