@@ -64,7 +64,7 @@ _SQLITE_HEAD = (
 # The second tier, when the first did not fill the list (it then holds every
 # visible module with all words in the head, left out here). bm25 runs only
 # for the rows that pass the WHERE clause (FTS5 computes `rank` when read), and
-# only the `limit` best get their namespace read. `+rowid` keeps FTS5 from
+# only the rows kept get their namespace read. `+rowid` keeps FTS5 from
 # taking `rowid IN` as a lookup key: it would run the MATCH once per member
 # (50 ms for 111 members, docs/performance.md "Search: fewer rows ranked").
 _SQLITE_RANKED = """
