@@ -5,7 +5,8 @@
    `CatalogIndex.search` timed over `--queries` queries (one-word names, two-word
    phrases, prefixes, words matching thousands of rows): p50/p99/max, each query
    asked of the previous search ("before": SQLite's before migration 0016,
-   PostgreSQL's before 0022) and the current one in turn. With `--postgres URL`
+   PostgreSQL's before 0022), of `--baseline DIR`'s (a checkout of main before a
+   change; "baseline" rows) and of the current one in turn. With `--postgres URL`
    (or `--postgres start`: a server of its own) the same on PostgreSQL.
 2. Publish: a module repository with a 6 kB README, 12 `.tf` files (60 inputs, 20
    outputs), 2 submodules, 2 examples and 300 other files, `--tags` tags. The whole
@@ -18,6 +19,7 @@
 
     python bench/catalog.py [--modules 10000] [--queries 2000] [--tags 40] [--runs 3]
     python bench/catalog.py --search-only --postgres start   # issue 13's search target
+    python bench/catalog.py --search-only --postgres start --baseline DIR   # and main's, DIR
     python bench/catalog.py --publish-only --baseline ../main [--runs 5] [--rounds 2]
 """
 
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -160,22 +163,47 @@ def queries_of(count: int, rng: random.Random) -> list[str]:
     return asked
 
 
-def time_search(catalog: Any, asked: list[str], server_pid: int = 0) -> dict[str, Any]:
-    """Each query asked of the previous search ("before") and of the current one
-    ("after") in turn, so that both see the same moments of a shared machine."""
+HIDDEN = "5 of 50 namespaces hidden"
+
+
+def baseline_store(code: str, index: Any) -> Any:
+    """`CatalogStore` of another checkout (`--baseline DIR`: main's code before a
+    change) over the same index, for a "baseline" row in the same run. Its
+    gitreg/storage/catalog.py is loaded alone, on top of this checkout's gitreg."""
+    import importlib.util
+
+    path = Path(code) / "gitreg" / "storage" / "catalog.py"
+    spec = importlib.util.spec_from_file_location("baseline_catalog", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module.CatalogStore(index)
+
+
+def time_search(
+    catalog: Any, asked: list[str], server_pid: int = 0, baseline: Any = None
+) -> dict[str, Any]:
+    """Each query asked of the previous search ("before"), of `--baseline`'s
+    ("baseline") and of the current one ("after") in turn, so that all see the
+    same moments of a shared machine."""
     old = before_search if catalog._dialect == "sqlite" else before_postgres_search
     # "hidden": as an anonymous reader with 5 of the 50 namespaces private asks
     # (left out inside the query, before the 1,000 candidates).
     hidden = frozenset(f"team{n}" for n in range(5))
-    searches = {
-        "before": lambda q, n: old(catalog, q, n),
-        "after": catalog.search,
-        "after, 5 of 50 namespaces hidden": lambda q, n: catalog.search(q, n, hidden),
+    searches: dict[str, Callable[[str, int], list[tuple[int, str]]]] = {
+        "before": lambda q, n: old(catalog, q, n)
     }
+    if baseline is not None:
+        searches["baseline"] = baseline.search
+        searches[f"baseline, {HIDDEN}"] = lambda q, n: baseline.search(q, n, hidden)
+    searches["after"] = catalog.search
+    searches[f"after, {HIDDEN}"] = lambda q, n: catalog.search(q, n, hidden)
     times: dict[str, list[float]] = {label: [] for label in searches}
     cpu: dict[str, list[float]] = {label: [] for label in searches}
     server = dict.fromkeys(searches, 0.0)  # PostgreSQL's CPU (all its processes), seconds
     differ = 0
+    results_differ = dict.fromkeys(("baseline", f"baseline, {HIDDEN}"), 0)
     for query in asked:
         # Compared at once, not kept: 2,000 answers of 1,000 tuples each would make
         # the collector's full passes part of the timings.
@@ -191,6 +219,10 @@ def time_search(catalog: Any, asked: list[str], server_pid: int = 0) -> dict[str
             if server_pid:  # 10 ms ticks: only the mean over all queries means anything
                 server[label] += b.cpu_seconds(server_pid) - server_before
         differ += answers["before"] != answers["after"]
+        if baseline is not None:  # the same answers as the baseline's, hidden or not
+            for label in ("baseline", f"baseline, {HIDDEN}"):
+                mine = answers[label.replace("baseline", "after")]
+                results_differ[label] += answers[label] != mine
     results: dict[str, Any] = {}
     for label in searches:
         wall, used = sorted(times[label]), sorted(cpu[label])
@@ -203,6 +235,8 @@ def time_search(catalog: Any, asked: list[str], server_pid: int = 0) -> dict[str
             "server cpu": server[label] * 1000 / len(asked),
         }
     results["differ"] = differ
+    results["baseline differ"] = sum(results_differ.values())
+    results["labels"] = list(searches)
     return results
 
 
@@ -231,9 +265,12 @@ def search_bench(
                 settle_postgres(url)
             b.progress(f"timing {args.queries} searches ({engine}, before and after in turn)")
             asked = queries_of(args.queries, random.Random(2))
-            result = time_search(catalog, asked, server_pid if url else 0)
+            baseline = baseline_store(args.baseline, index) if args.baseline else None
+            result = time_search(catalog, asked, server_pid if url else 0, baseline)
             b.progress(f"{engine}: {result['differ']} answers differ between before and after")
-            for label in ("before", "after", "after, 5 of 50 namespaces hidden"):
+            if baseline is not None:
+                b.progress(f"{engine}: {result['baseline differ']} differ from the baseline's")
+            for label in result["labels"]:
                 rows.append(
                     [f"{engine} {label}", args.modules, args.queries]
                     + [f"{result[label][k]:.2f}" for k in ("p50", "p99", "max")]
@@ -440,7 +477,9 @@ def main() -> int:
     )
     parser.add_argument("--search-only", action="store_true", help="skip the publish part")
     parser.add_argument("--publish-only", action="store_true", help="no search half")
-    parser.add_argument("--baseline", default="", help="a checkout to compare the publish with")
+    parser.add_argument(
+        "--baseline", default="", help="a checkout to compare the publish (and search) with"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="turns each, with --baseline")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # for --baseline
     args = parser.parse_args()

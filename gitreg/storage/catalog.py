@@ -15,13 +15,15 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, utcnow
 
 # Letters and digits only, as both engines' tokenisers split words ("zone_name"
 # is "zone" and "name"), so each query word is one token matched as a prefix.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# (module_id, namespace) rows as the engines return them: an int and a str.
+Hits = list[tuple[Any, ...]]
 
 
 # Which modules match: every word in any column (module_search_fts, no
@@ -29,19 +31,17 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # modules whose namespace, name, system and description hold every word, by
 # bm25 over those short columns (module_search_head, weights set in
 # migration 0016); then those holding some of the words there, by the same
-# bm25; then matches found only in README text and input/output names, by
-# id. Ranking the long body of every match was what cost 15-28 ms per search
-# (docs/performance.md, "Documentation and search"). When the first tier
-# fills the list nothing else is asked; with few matches the head is asked
-# about those rows only (rowid IN); with many, it ranks its own matches once.
-_FEW = 200
+# bm25 (ties by id); then matches found only in README text and input/output
+# names, by id. Ranking the long body of every match was what cost 15-28 ms
+# per search (docs/performance.md, "Documentation and search"). When the
+# first tier fills the list nothing else is asked.
 # Namespaces the reader may not see are left out inside the queries, before
 # the LIMIT: dropped afterwards, 1,000 private matches ranking first would
 # leave an anonymous reader none of the public ones (the `hidden` argument).
 # SQLite names them as a JSON array (no array parameters), through the index
 # of migration 0022; PostgreSQL's module_search_words holds the namespace.
 _SQLITE_HIDE = (
-    " AND {rowid} NOT IN (SELECT module_id FROM module_search"
+    " AND rowid NOT IN (SELECT module_id FROM module_search"
     " WHERE lower(namespace) IN (SELECT value FROM json_each(?)))"
 )
 _POSTGRES_HIDE = " AND NOT lower(namespace) = ANY(?)"
@@ -55,37 +55,33 @@ _POSTGRES_REST = (
     " WHERE words @@ to_tsquery('simple', ?) AND NOT head_terms @@ to_tsquery('simple', ?)"
     "{hide} ORDER BY ts_rank(head_terms, to_tsquery('simple', ?)) DESC, module_id LIMIT ?"
 )
+# The namespace is read from module_search_head's own short row, not by a
+# join to the wide module_search (a README per row: a page read per match).
 _SQLITE_HEAD = (
-    "SELECT h.rowid, s.namespace FROM module_search_head h"
-    " JOIN module_search s ON s.module_id = h.rowid"
-    " WHERE module_search_head MATCH ?{hide} ORDER BY h.rank LIMIT ?"
+    "SELECT rowid, namespace FROM module_search_head"
+    " WHERE module_search_head MATCH ?{hide} ORDER BY rank LIMIT ?"
 )
-_SQLITE_COUNT = (
-    "SELECT count(*) FROM (SELECT rowid FROM module_search_fts"
-    " WHERE module_search_fts MATCH ? LIMIT ?)"
-)
-_SQLITE_FEW = """
-WITH members AS (
-    SELECT rowid AS id FROM module_search_fts WHERE module_search_fts MATCH ?{hide}
-), ranked AS (
+# The second tier, when the first did not fill the list (it then holds every
+# visible module with all words in the head, left out here). bm25 runs only
+# for the rows that pass the WHERE clause (FTS5 computes `rank` when read), and
+# only the rows kept get their namespace read. `+rowid` keeps FTS5 from
+# taking `rowid IN` as a lookup key: it would run the MATCH once per member
+# (50 ms for 111 members, docs/performance.md "Search: fewer rows ranked").
+_SQLITE_RANKED = """
+SELECT r.id, h.namespace FROM (
     SELECT rowid AS id, rank AS score FROM module_search_head
-    WHERE module_search_head MATCH ? AND rowid IN (SELECT id FROM members)
-)
-SELECT m.id, s.namespace FROM members m LEFT JOIN ranked r ON r.id = m.id
-JOIN module_search s ON s.module_id = m.id
-ORDER BY r.score IS NULL, r.score, m.id LIMIT ?
+    WHERE module_search_head MATCH ?
+    AND +rowid NOT IN (SELECT rowid FROM module_search_head WHERE module_search_head MATCH ?)
+    AND +rowid IN (SELECT rowid FROM module_search_fts WHERE module_search_fts MATCH ?){hide}
+    ORDER BY rank, rowid LIMIT ?
+) r JOIN module_search_head h ON h.rowid = r.id ORDER BY r.score, r.id
 """
-_SQLITE_MANY = """
-WITH ranked AS (
-    SELECT rowid AS id, rank AS score FROM module_search_head WHERE module_search_head MATCH ?
-), hits AS (
-    SELECT f.rowid AS id, ranked.score AS score FROM module_search_fts f
-    LEFT JOIN ranked ON ranked.id = f.rowid
-    WHERE module_search_fts MATCH ?{hide}
-    ORDER BY ranked.score IS NULL, ranked.score, f.rowid LIMIT ?
-)
-SELECT hits.id, s.namespace FROM hits JOIN module_search s ON s.module_id = hits.id
-ORDER BY hits.score IS NULL, hits.score, hits.id
+# The third: matches with none of the words in the head, by id (FTS5's own
+# order, so the LIMIT stops the scan).
+_SQLITE_BODY = """
+SELECT rowid, namespace FROM module_search_fts WHERE module_search_fts MATCH ?
+AND +rowid NOT IN (SELECT rowid FROM module_search_head WHERE module_search_head MATCH ?){hide}
+ORDER BY rowid LIMIT ?
 """
 
 
@@ -192,27 +188,26 @@ class CatalogStore(IndexBackedStore):
                     values[:5],
                 )
 
-    def _sqlite_search(self, words: list[str], limit: int, hidden: list[str]) -> list[Row]:
+    def _sqlite_search(self, words: list[str], limit: int, hidden: list[str]) -> Hits:
         # Each word quoted (no FTS5 syntax from users) and matched as a prefix.
         quoted = ['"' + w.replace('"', "") + '"*' for w in words]
         every, some = " ".join(quoted), " OR ".join(quoted)
         hide, also = ("", ()) if not hidden else (_SQLITE_HIDE, (json.dumps(hidden),))
-
-        def sql(text: str, rowid: str) -> str:
-            return text.replace("{hide}", hide.replace("{rowid}", rowid))
-
-        first = self._rows(sql(_SQLITE_HEAD, "h.rowid"), (every, *also, limit))
+        first = self._tuples(_SQLITE_HEAD.replace("{hide}", hide), (every, *also, limit))
         if len(first) >= limit:  # a common word: the head alone fills the list
             return first
-        found = self._rows(_SQLITE_COUNT, (every, _FEW + 1))
-        if int(found[0][0]) <= _FEW:
-            rest = self._rows(sql(_SQLITE_FEW, "rowid"), (every, *also, some, limit))
-        else:
-            rest = self._rows(sql(_SQLITE_MANY, "f.rowid"), (some, every, *also, limit))
-        seen = {int(r[0]) for r in first}
-        return first + [r for r in rest if int(r[0]) not in seen]
+        need = limit - len(first)
+        ranked = self._tuples(
+            _SQLITE_RANKED.replace("{hide}", hide), (some, every, every, *also, need)
+        )
+        if len(ranked) >= need:
+            return first + ranked
+        body = self._tuples(
+            _SQLITE_BODY.replace("{hide}", hide), (every, some, *also, need - len(ranked))
+        )
+        return first + ranked + body
 
-    def _postgres_search(self, words: list[str], limit: int, hidden: list[str]) -> list[Row]:
+    def _postgres_search(self, words: list[str], limit: int, hidden: list[str]) -> Hits:
         # The same tiers as on SQLite, over the narrow module_search_words
         # (migration 0022) rather than the wide module_search. When the first
         # tier does not fill the list, it holds every module with all words in
@@ -222,10 +217,10 @@ class CatalogStore(IndexBackedStore):
         some = " | ".join(w + ":*" for w in words)
         hide, also = ("", ()) if not hidden else (_POSTGRES_HIDE, (hidden,))
         head, rest_sql = (q.replace("{hide}", hide) for q in (_POSTGRES_HEAD, _POSTGRES_REST))
-        first = self._rows(head, (every, *also, every, limit))
+        first = self._tuples(head, (every, *also, every, limit))
         if len(first) >= limit:
             return first
-        rest = self._rows(rest_sql, (every, every, *also, some, limit - len(first)))
+        rest = self._tuples(rest_sql, (every, every, *also, some, limit - len(first)))
         return first + rest
 
     def searchable_modules(self) -> set[int]:
@@ -242,7 +237,7 @@ class CatalogStore(IndexBackedStore):
         words = [w.lower() for w in _WORD.findall(query)][:16]
         if not words:
             return []
-        exact = self._rows(
+        exact: Hits = self._tuples(
             "SELECT module_id, namespace FROM module_search WHERE lower(name) = ?"
             " ORDER BY module_id",
             (query.strip().lower(),),
@@ -253,7 +248,9 @@ class CatalogStore(IndexBackedStore):
         else:
             rows = self._postgres_search(words, limit, hide)
         # An exact name match ranks first (issue 13), whatever its relevance.
-        first = [(int(r[0]), str(r[1])) for r in exact if str(r[1]).lower() not in hidden]
+        # The rows' own tuples are returned, not copies (see Database.tuples).
+        first = [r for r in exact if r[1].lower() not in hidden]
+        if not first:
+            return rows[:limit]
         seen = {m for m, _ in first}
-        rest = [(int(r[0]), str(r[1])) for r in rows if int(r[0]) not in seen]
-        return (first + rest)[:limit]
+        return (first + [r for r in rows if r[0] not in seen])[:limit]

@@ -72,6 +72,13 @@ class Database(Protocol):
 
     def rows(self, sql: str, params: Params = ()) -> list[Row]: ...
 
+    def tuples(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        """`rows()` as plain tuples, for reads of many rows (search): an exact
+        tuple of ints and strings leaves the garbage collector's lists at its
+        first pass, where a row object that can be read by name stays tracked
+        and, by the thousand per search, set off full collections (10-13 ms)."""
+        ...
+
     def data_version(self) -> int: ...
 
     def table_names(self) -> list[str]: ...

@@ -331,6 +331,9 @@ class IndexBackedStore:
     def _rows(self, sql: str, params: Params = ()) -> list[Row]:
         return self._index._rows(sql, params)
 
+    def _tuples(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        return self._index.db.tuples(sql, params)
+
 
 class SQLiteIndex(Index):
     """The embedded default: the index in one SQLite file."""

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import psycopg_pool
 from psycopg.adapt import Dumper
+from psycopg.rows import tuple_row
 
 from gitreg.errors import ConfigError, DatabaseUnavailable
 from gitreg.storage.database import Connection, Cursor, Dialect, Params, Row
@@ -172,6 +173,11 @@ class PostgresDatabase:
     def rows(self, sql: str, params: Params = ()) -> list[Row]:
         with unavailable_is_503(self.url), self._pool.connection() as conn:
             return conn.execute(translate(sql), params).fetchall()
+
+    def tuples(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        with unavailable_is_503(self.url), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=tuple_row)
+            return cursor.execute(translate(sql), params).fetchall()
 
     def data_version(self) -> int:
         """No round trip: the change feed's count of changes it has seen."""

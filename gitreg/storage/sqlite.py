@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from gitreg.errors import ConfigError, storage_full
 from gitreg.storage.database import Connection, Dialect, Params, Row
@@ -174,6 +175,12 @@ class SQLiteDatabase:
         sees every commit made before it started, this process's writer's too."""
         with self.reader() as conn:
             return list(conn.execute(sql, params))
+
+    def tuples(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        with self.reader() as conn:
+            cursor = conn.cursor()
+            cursor.row_factory = None  # the connection's is sqlite3.Row
+            return cursor.execute(sql, params).fetchall()
 
     def _migrate(self) -> None:
         with self.write(notify=False) as conn:  # opening the index changes no metadata

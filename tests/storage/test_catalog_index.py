@@ -164,3 +164,37 @@ def test_search_leaves_out_hidden_namespaces_before_the_limit(
     assert catalog.search("bucket", 3, frozenset({"other"}))[0] == (ids[-2], "Secret")
     assert catalog.search("buck name", 3, frozenset({"secret"})) == [public]
     assert catalog.search("bucket", 3, frozenset({"secret", "acme"})) == []
+
+
+@pytest.mark.parametrize(("limit", "count"), [(10, 6), (5, 5), (3, 3), (2, 2)])
+def test_the_second_tier_after_hidden_namespaces_keeps_its_order(
+    implementation: Backend, limit: int, count: int
+) -> None:
+    """The first tier (every word in the head) does not fill the list once a
+    hidden namespace's matches are left out; then come the modules with some
+    of the words in the head, by relevance and then by id, leaving out those
+    missing a word altogether, and then README-only matches by id."""
+    catalog = catalog_of(implementation)
+    hidden = [("secret", f"alpha-beta-{n}", "Alpha beta", "") for n in range(3)]  # first tier
+    rows = [
+        *hidden,
+        ("acme", "alpha-beta", "", ""),  # first tier
+        ("acme", "alpha-one", "", "beta"),  # alpha in the name
+        ("acme", "alpha-two", "", ""),  # no beta anywhere: no match
+        ("acme", "alpha-four", "", "beta"),  # the same relevance as alpha-one: by id
+        ("acme", "epsilon", "alpha", "beta"),  # alpha in the description: less relevant
+        ("acme", "gamma", "", "alpha beta"),  # README only
+        ("acme", "delta", "", "beta alpha"),  # README only, a larger id
+    ]
+    ids = {}
+    for ns, name, description, body in rows:
+        module_id = add_module(implementation, ns, name, "aws")
+        catalog.put_search(SearchEntry(module_id, ns, name, "aws", description, body))
+        ids[name] = module_id
+    order = ["alpha-beta", "alpha-one", "alpha-four", "epsilon", "gamma", "delta"]
+    found = catalog.search("alpha beta", limit, frozenset({"secret"}))
+    assert found == [(ids[name], "acme") for name in order[:count]]
+    assert all(type(hit) is tuple for hit in found)  # plain rows (Database.tuples)
+    everyone = [m for m, _ in catalog.search("alpha beta", 20)]
+    assert set(everyone[:4]) == {ids[f"alpha-beta-{n}"] for n in range(3)} | {ids["alpha-beta"]}
+    assert everyone[4:] == [ids[name] for name in order[1:]]
