@@ -4,12 +4,15 @@ the row is still that of the newest version when a sync publishes an older one."
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import cast
 
 import pytest
 
+from gitreg.archive import ObjectSource
+from gitreg.catalog.extract import Origin
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from gitreg.storage.catalog import CatalogStore, SearchEntry
@@ -97,3 +100,31 @@ def test_a_sync_of_an_older_version_keeps_the_newest_versions_row(
     assert svc.catalog.docs(module_id, "1.0.1") is not None
     assert svc.catalog.search("alpha", 10) == [(module_id, "acme")]
     assert svc.catalog.search("backport", 10) == []
+
+
+def test_a_document_that_cannot_be_made_leaves_the_others_of_the_sync(
+    svc: Services,
+    make_repo: Callable[[str], GitRepo],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Documents of a sync are made together at its end: one failing is logged
+    # and left to `gitreg reindex`, as when each was made at its publish.
+    repo = make_repo("vpc")
+    for word, tag in (("alpha", "v1.0.0"), ("bravo", "v1.1.0"), ("charlie", "v1.2.0")):
+        _tag(repo, word, tag)
+    make = svc.docs._documents.document
+
+    def failing(store: ObjectSource, tree_sha: str, origin: Origin) -> str:
+        if origin.version == "1.1.0":
+            raise ValueError("unreadable")
+        return make(store, tree_sha, origin)
+
+    monkeypatch.setattr(svc.docs._documents, "document", failing)
+    with caplog.at_level(logging.WARNING, logger="gitreg.catalog"):
+        module_id = _sync(svc, repo)
+    assert "no documentation for acme/vpc/aws 1.1.0: unreadable" in caplog.text
+    assert svc.catalog.docs(module_id, "1.1.0") is None
+    assert svc.catalog.docs(module_id, "1.0.0") and svc.catalog.docs(module_id, "1.2.0")
+    assert svc.catalog.search("charlie", 10) == [(module_id, "acme")]
+    assert [v.version for v in svc.index.versions(module_id)] == ["1.0.0", "1.1.0", "1.2.0"]
