@@ -89,6 +89,17 @@ ORDER BY hits.score IS NULL, hits.score, hits.id
 """
 
 
+# One statement per document (it was a SELECT, a DELETE and an INSERT): a new
+# version's document is inserted; an older format's row is replaced; a row of
+# this format or newer is kept (immutable), and then no row counts as changed.
+_PUT_DOC = (
+    "INSERT INTO module_docs (module_id, version_key, format, document, created_at)"
+    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (module_id, version_key) DO UPDATE SET"
+    " format = excluded.format, document = excluded.document,"
+    " created_at = excluded.created_at WHERE module_docs.format < excluded.format"
+)
+
+
 @dataclass(frozen=True)
 class SearchEntry:
     """What search indexes for one module (its latest version's words)."""
@@ -143,22 +154,9 @@ class CatalogStore(IndexBackedStore):
     ) -> set[tuple[int, str]]:
         stored: set[tuple[int, str]] = set()
         for module_id, version_key, fmt, document in documents:
-            row = conn.execute(
-                "SELECT format FROM module_docs WHERE module_id = ? AND version_key = ?",
-                (module_id, version_key),
-            ).fetchone()
-            if row is not None and int(row[0]) >= fmt:
-                continue
-            conn.execute(
-                "DELETE FROM module_docs WHERE module_id = ? AND version_key = ?",
-                (module_id, version_key),
-            )
-            conn.execute(
-                "INSERT INTO module_docs (module_id, version_key, format, document,"
-                " created_at) VALUES (?, ?, ?, ?, ?)",
-                (module_id, version_key, fmt, document, utcnow()),
-            )
-            stored.add((module_id, version_key))
+            row = (module_id, version_key, fmt, document, utcnow())
+            if conn.execute(_PUT_DOC, row).rowcount:
+                stored.add((module_id, version_key))
         return stored
 
     def docs(self, module_id: int, version_key: str) -> str | None:

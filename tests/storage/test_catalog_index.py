@@ -40,6 +40,8 @@ def test_a_document_is_stored_once_and_upgraded_only_by_a_newer_format(
     assert catalog.docs(module_id, "1.0.0") == '{"a": 1}'
     assert catalog.put_docs(module_id, "1.0.0", 2, '{"a": 3}')
     assert catalog.docs(module_id, "1.0.0") == '{"a": 3}'
+    assert not catalog.put_docs(module_id, "1.0.0", 1, '{"a": 4}')  # never an older format
+    assert catalog.docs(module_id, "1.0.0") == '{"a": 3}'
 
 
 def test_many_documents_in_one_transaction_keep_the_same_rules(implementation: Backend) -> None:
