@@ -84,7 +84,7 @@ class Documenter:
         versions: it makes and stores them all and refreshes the module's
         search row. Made in a row, after the sync's archives and index writes,
         the reads of one version find the objects, index pages and code of the
-        previous one still in the CPU's caches: a third less CPU for the
+        previous one still in the CPU's caches: a quarter less CPU for the
         bench's 40 tags (docs/performance.md, "Extraction at publish")."""
         if not search:
             self._pending().append(_Deferred(mirror, repo, module, version))
