@@ -1,10 +1,11 @@
 """Documenting published module versions: at publish, and by `gitreg reindex`.
 
 The publisher calls `Documenter.document` right after recording a version,
-on the mirror it just archived from, so extraction reads a few blobs that are
-already in the page cache (bench/bench_catalog.py measures the overhead). A
-failure here is logged and leaves the version without a document: publishing
-never waits on documentation, and `gitreg reindex` fills the gap later.
+on the mirror it just archived from, and `update_search` at the end of the
+module's sync: the versions' documents are made there, one after another, and
+stored in one transaction with the search row (bench/catalog.py measures the
+overhead). A failure here is logged and leaves the version without a document:
+publishing never waits on documentation, and `gitreg reindex` fills the gap later.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ class Published:
     tree_sha: str
 
 
+@dataclass(frozen=True)
+class _Deferred:
+    """A version published in this sync, documented by `update_search`."""
+
+    mirror: Path
+    repo: RepoRecord
+    module: ModuleRecord
+    version: Published
+
+
 class Documenter:
     def __init__(
         self,
@@ -52,8 +63,8 @@ class Documenter:
         self._catalog = catalog
         self._git = git
         self._on_change = on_change
-        # Documents made with `search=False`, per publishing thread, stored
-        # together by `update_search` (one transaction per sync).
+        # Versions published with `search=False`, per publishing thread, made
+        # and stored together by `update_search` (one transaction per sync).
         self._deferred = threading.local()
         # Documents by content: later versions with the same files reuse them.
         self._documents = Documents()
@@ -68,11 +79,18 @@ class Documenter:
     ) -> bool:
         """Extract and store one version's document; False if it could not be
         made now (logged: `gitreg reindex` retries) or was already stored.
-        With `search` False the document is kept until the caller's
-        `update_search`, called once after publishing several versions, stores
-        them all and refreshes the module's search row."""
+        With `search` False the version is noted (True) and its document made
+        by the caller's `update_search`, called once after publishing several
+        versions: it makes and stores them all and refreshes the module's
+        search row. Made in a row, after the sync's archives and index writes,
+        the reads of one version find the objects, index pages and code of the
+        previous one still in the CPU's caches: a quarter less CPU for the
+        bench's 40 tags (docs/performance.md, "Extraction at publish")."""
+        if not search:
+            self._pending().append(_Deferred(mirror, repo, module, version))
+            return True
         try:
-            return self._document(mirror, repo, module, version, search)
+            return self._document(mirror, repo, module, version)
         except (GitError, GitregError, OSError, KeyError, ValueError) as exc:
             log.warning("no documentation for %s %s: %s", module.address, version.version, exc)
             return False
@@ -83,14 +101,9 @@ class Documenter:
         repo: RepoRecord,
         module: ModuleRecord,
         version: Published,
-        search: bool,
     ) -> bool:
         text = self.build_json(mirror, repo, module, version)
-        item = (module.id, version.version_key, DOCS_FORMAT, text)
-        if not search:
-            self._pending().append(item)
-            return True
-        stored = self._catalog.put_docs(*item)
+        stored = self._catalog.put_docs(module.id, version.version_key, DOCS_FORMAT, text)
         if self._is_latest(module, version.version_key):
             self._put_search(module, json.loads(text))
         if stored:
@@ -118,52 +131,82 @@ class Documenter:
             return self._documents.document(store, tree, origin)
 
     def _put_search(self, module: ModuleRecord, doc: dict[str, Any]) -> None:
-        entry = SearchEntry(
-            module.id,
-            module.namespace,
-            module.name,
-            module.system,
-            description(doc),
-            search_text(doc),
-        )
-        self._catalog.put_search(entry)
+        self._catalog.put_search(_search_entry(module, doc))
 
-    def _pending(self) -> list[tuple[int, str, int, str]]:
+    def _pending(self) -> list[_Deferred]:
         if not hasattr(self._deferred, "items"):
             self._deferred.items = []
-        found: list[tuple[int, str, int, str]] = self._deferred.items
+        found: list[_Deferred] = self._deferred.items
         return found
 
+    def _made(self, deferred: list[_Deferred]) -> list[tuple[int, str, int, str]]:
+        """(module_id, version_key, format, document) of each deferred version
+        whose document could be made; the others are logged, as `document`."""
+        made: list[tuple[int, str, int, str]] = []
+        for item in deferred:
+            module, version = item.module, item.version
+            try:
+                text = self.build_json(item.mirror, item.repo, module, version)
+            except (GitError, GitregError, OSError, KeyError, ValueError) as exc:
+                log.warning("no documentation for %s %s: %s", module.address, version.version, exc)
+                continue
+            made.append((module.id, version.version_key, DOCS_FORMAT, text))
+        return made
+
     def update_search(self, module: ModuleRecord) -> None:
-        """For the publisher, after a sync: store the documents it deferred,
-        then `refresh_search`; a failure is logged, never raised."""
-        pending, self._deferred.items = self._pending(), []
+        """For the publisher, after a sync: make and store the documents it
+        deferred, then `refresh_search`; a failure is logged, never raised."""
+        deferred, self._deferred.items = self._pending(), []
+        pending = self._made(deferred)
         try:
-            if pending and self._catalog.put_docs_many(pending):
-                self._on_change()
-            self.refresh_search(module)
+            if not (pending and self._store(module, pending)):
+                self.refresh_search(module)
         except (GitregError, OSError, KeyError, ValueError) as exc:
             log.warning("search row of %s not updated: %s", module.address, exc)
+
+    def _store(self, module: ModuleRecord, pending: list[tuple[int, str, int, str]]) -> bool:
+        """Store deferred documents and, when the newest version's is one of
+        them, the search row made from it in the same transaction: one commit
+        (one fsync) per sync, not two. False when the row was not replaced (an
+        older version, or a document stored before): `refresh_search` then."""
+        key = self._latest_key(module)
+        text = next((t for _, k, _, t in pending if k == key), None)
+        entry = None if text is None else _search_entry(module, json.loads(text))
+        stored, replaced = self._catalog.put_docs_and_search(pending, entry, key or "")
+        if stored:
+            self._on_change()
+        return replaced
 
     def refresh_search(self, module: ModuleRecord) -> bool:
         """Rebuild a module's search row from its latest stored document (after
         `gitreg migrate-storage`, which does not copy search rows); False when
         it has no documented listed version."""
-        keys = [
-            str(parse_version(v.version).without_build())
-            for v in self._index.versions(module.id)
-            if not v.yanked
-        ]
-        stored = self._catalog.docs(module.id, max(keys, key=sort_key)) if keys else None
+        key = self._latest_key(module)
+        stored = self._catalog.docs(module.id, key) if key is not None else None
         if stored is None:
             return False
         self._put_search(module, json.loads(stored))
         return True
 
     def _is_latest(self, module: ModuleRecord, version_key: str) -> bool:
+        return self._latest_key(module) == version_key
+
+    def _latest_key(self, module: ModuleRecord) -> str | None:
+        """The key of the module's newest listed version; None when it has none."""
         keys = [
             str(parse_version(v.version).without_build())
             for v in self._index.versions(module.id)
             if not v.yanked
         ]
-        return bool(keys) and max(keys, key=sort_key) == version_key
+        return max(keys, key=sort_key) if keys else None
+
+
+def _search_entry(module: ModuleRecord, doc: dict[str, Any]) -> SearchEntry:
+    return SearchEntry(
+        module.id,
+        module.namespace,
+        module.name,
+        module.system,
+        description(doc),
+        search_text(doc),
+    )

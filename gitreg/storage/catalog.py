@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gitreg.storage.database import Connection
 from gitreg.storage.index import IndexBackedStore, utcnow
 
 # Letters and digits only, as both engines' tokenisers split words ("zone_name"
@@ -85,6 +86,17 @@ ORDER BY rowid LIMIT ?
 """
 
 
+# One statement per document (it was a SELECT, a DELETE and an INSERT): a new
+# version's document is inserted; an older format's row is replaced; a row of
+# this format or newer is kept (immutable), and then no row counts as changed.
+_PUT_DOC = (
+    "INSERT INTO module_docs (module_id, version_key, format, document, created_at)"
+    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (module_id, version_key) DO UPDATE SET"
+    " format = excluded.format, document = excluded.document,"
+    " created_at = excluded.created_at WHERE module_docs.format < excluded.format"
+)
+
+
 @dataclass(frozen=True)
 class SearchEntry:
     """What search indexes for one module (its latest version's words)."""
@@ -117,25 +129,31 @@ class CatalogStore(IndexBackedStore):
         """`put_docs` for (module_id, version_key, format, document) items, in
         one transaction (one fsync for a repository's 40 new tags); returns
         how many were stored."""
-        stored = 0
+        return self.put_docs_and_search(documents, None, "")[0]
+
+    def put_docs_and_search(
+        self, documents: list[tuple[int, str, int, str]], search: SearchEntry | None, key: str
+    ) -> tuple[int, bool]:
+        """`put_docs_many`, and in the same transaction (one commit, one fsync
+        per sync instead of two) the module's search row replaced by `search`,
+        but only if the document of version `key` is one this call stored: the
+        row is then made from the document as stored. Returns how many were
+        stored and whether the row was replaced."""
         with self._write() as conn:
-            for module_id, version_key, fmt, document in documents:
-                row = conn.execute(
-                    "SELECT format FROM module_docs WHERE module_id = ? AND version_key = ?",
-                    (module_id, version_key),
-                ).fetchone()
-                if row is not None and int(row[0]) >= fmt:
-                    continue
-                conn.execute(
-                    "DELETE FROM module_docs WHERE module_id = ? AND version_key = ?",
-                    (module_id, version_key),
-                )
-                conn.execute(
-                    "INSERT INTO module_docs (module_id, version_key, format, document,"
-                    " created_at) VALUES (?, ?, ?, ?, ?)",
-                    (module_id, version_key, fmt, document, utcnow()),
-                )
-                stored += 1
+            stored = self._store_docs(conn, documents)
+            replaced = search is not None and (search.module_id, key) in stored
+            if replaced and search is not None:
+                self._replace_search(conn, search)
+        return len(stored), replaced
+
+    def _store_docs(
+        self, conn: Connection, documents: list[tuple[int, str, int, str]]
+    ) -> set[tuple[int, str]]:
+        stored: set[tuple[int, str]] = set()
+        for module_id, version_key, fmt, document in documents:
+            row = (module_id, version_key, fmt, document, utcnow())
+            if conn.execute(_PUT_DOC, row).rowcount:
+                stored.add((module_id, version_key))
         return stored
 
     def docs(self, module_id: int, version_key: str) -> str | None:
@@ -159,6 +177,10 @@ class CatalogStore(IndexBackedStore):
 
     def put_search(self, entry: SearchEntry) -> None:
         """Replace a module's search row."""
+        with self._write() as conn:
+            self._replace_search(conn, entry)
+
+    def _replace_search(self, conn: Connection, entry: SearchEntry) -> None:
         values = (
             entry.module_id,
             entry.namespace,
@@ -167,26 +189,25 @@ class CatalogStore(IndexBackedStore):
             entry.description,
             entry.body,
         )
-        with self._write() as conn:
-            conn.execute("DELETE FROM module_search WHERE module_id = ?", (entry.module_id,))
+        conn.execute("DELETE FROM module_search WHERE module_id = ?", (entry.module_id,))
+        conn.execute(
+            "INSERT INTO module_search (module_id, namespace, name, system, description,"
+            " body) VALUES (?, ?, ?, ?, ?, ?)",
+            values,
+        )
+        if self._dialect == "sqlite":
+            conn.execute("DELETE FROM module_search_fts WHERE rowid = ?", (entry.module_id,))
             conn.execute(
-                "INSERT INTO module_search (module_id, namespace, name, system, description,"
+                "INSERT INTO module_search_fts (rowid, namespace, name, system, description,"
                 " body) VALUES (?, ?, ?, ?, ?, ?)",
                 values,
             )
-            if self._dialect == "sqlite":
-                conn.execute("DELETE FROM module_search_fts WHERE rowid = ?", (entry.module_id,))
-                conn.execute(
-                    "INSERT INTO module_search_fts (rowid, namespace, name, system, description,"
-                    " body) VALUES (?, ?, ?, ?, ?, ?)",
-                    values,
-                )
-                conn.execute("DELETE FROM module_search_head WHERE rowid = ?", (entry.module_id,))
-                conn.execute(
-                    "INSERT INTO module_search_head (rowid, namespace, name, system, description)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    values[:5],
-                )
+            conn.execute("DELETE FROM module_search_head WHERE rowid = ?", (entry.module_id,))
+            conn.execute(
+                "INSERT INTO module_search_head (rowid, namespace, name, system, description)"
+                " VALUES (?, ?, ?, ?, ?)",
+                values[:5],
+            )
 
     def _sqlite_search(self, words: list[str], limit: int, hidden: list[str]) -> Hits:
         # Each word quoted (no FTS5 syntax from users) and matched as a prefix.

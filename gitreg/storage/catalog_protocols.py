@@ -24,6 +24,14 @@ class CatalogIndex(Protocol):
         """`put_docs` of many in one transaction; how many were stored."""
         ...
 
+    def put_docs_and_search(
+        self, documents: list[tuple[int, str, int, str]], search: SearchEntry | None, key: str
+    ) -> tuple[int, bool]:
+        """`put_docs_many` and, in the same transaction, the search row replaced
+        by `search` if the document of version `key` was stored by this call;
+        how many were stored, and whether the row was replaced."""
+        ...
+
     def docs(self, module_id: int, version_key: str) -> str | None: ...
 
     def missing_docs(self, fmt: int, after_version_id: int, limit: int) -> list[MissingDocs]:

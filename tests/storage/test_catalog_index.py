@@ -40,6 +40,8 @@ def test_a_document_is_stored_once_and_upgraded_only_by_a_newer_format(
     assert catalog.docs(module_id, "1.0.0") == '{"a": 1}'
     assert catalog.put_docs(module_id, "1.0.0", 2, '{"a": 3}')
     assert catalog.docs(module_id, "1.0.0") == '{"a": 3}'
+    assert not catalog.put_docs(module_id, "1.0.0", 1, '{"a": 4}')  # never an older format
+    assert catalog.docs(module_id, "1.0.0") == '{"a": 3}'
 
 
 def test_many_documents_in_one_transaction_keep_the_same_rules(implementation: Backend) -> None:
@@ -51,6 +53,41 @@ def test_many_documents_in_one_transaction_keep_the_same_rules(implementation: B
     assert catalog.docs(module_id, "1.0.0") == '{"a": 1}'
     assert catalog.docs(module_id, "1.1.0") == '{"b": 1}'
     assert catalog.put_docs_many([]) == 0
+
+
+def test_documents_and_the_search_row_in_one_call(implementation: Backend) -> None:
+    # The publisher's one commit per sync: the row is replaced only when the
+    # document of `key` is one this call stored (the row is made from it).
+    catalog = catalog_of(implementation)
+    module_id = add_module(implementation, "acme", "vpc", "aws")
+    entry = SearchEntry(module_id, "acme", "vpc", "aws", "first", "alpha")
+    items = [(module_id, "1.0.0", 1, '{"a": 1}'), (module_id, "1.1.0", 1, '{"b": 1}')]
+    assert catalog.put_docs_and_search(items, entry, "1.1.0") == (2, True)
+    assert catalog.docs(module_id, "1.1.0") == '{"b": 1}'
+    assert catalog.search("alpha", 10) == [(module_id, "acme")]
+    # 1.1.0's document was stored before: kept, and the row is not replaced.
+    later = SearchEntry(module_id, "acme", "vpc", "aws", "second", "beta")
+    again = [(module_id, "1.1.0", 1, '{"b": 2}'), (module_id, "1.2.0", 1, "{}")]
+    assert catalog.put_docs_and_search(again, later, "1.1.0") == (1, False)
+    assert catalog.docs(module_id, "1.1.0") == '{"b": 1}'
+    assert catalog.search("beta", 10) == []
+    assert catalog.search("alpha", 10) == [(module_id, "acme")]
+    # A key that is not among the documents, or no entry: documents only.
+    assert catalog.put_docs_and_search([(module_id, "1.3.0", 1, "{}")], later, "9.0.0") == (
+        1,
+        False,
+    )
+    assert catalog.put_docs_and_search([(module_id, "1.4.0", 1, "{}")], None, "1.4.0") == (
+        1,
+        False,
+    )
+    assert catalog.search("beta", 10) == []
+    assert catalog.put_docs_and_search([(module_id, "1.5.0", 1, "{}")], later, "1.5.0") == (
+        1,
+        True,
+    )
+    assert catalog.search("beta", 10) == [(module_id, "acme")]
+    assert catalog.search("alpha", 10) == []
 
 
 def test_missing_docs_pages_through_undocumented_versions(implementation: Backend) -> None:
