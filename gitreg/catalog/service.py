@@ -170,7 +170,9 @@ class Documenter:
         (one fsync) per sync, not two. False when the row was not replaced (an
         older version, or a document stored before): `refresh_search` then."""
         key = self._latest_key(module)
-        text = next((t for _, k, _, t in pending if k == key), None)
+        # By module too: documents deferred by a sync that failed before its
+        # update_search are stored by the thread's next one, for another module.
+        text = next((t for m, k, _, t in pending if m == module.id and k == key), None)
         entry = None if text is None else _search_entry(module, json.loads(text))
         stored, replaced = self._catalog.put_docs_and_search(pending, entry, key or "")
         if stored:

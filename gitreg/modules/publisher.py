@@ -83,7 +83,7 @@ class Publisher:
         on_change: Callable[[], None] = lambda: None,
         docs: Documenter | None = None,
     ) -> None:
-        self._docs = docs  # issue 13: documentation extracted right after publishing
+        self._docs = docs  # issue 13: documents made and stored at the end of each module's sync
         self._settings = settings
         self._index = index
         self._blobs = blobs

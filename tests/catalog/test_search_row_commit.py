@@ -128,3 +128,28 @@ def test_a_document_that_cannot_be_made_leaves_the_others_of_the_sync(
     assert svc.catalog.docs(module_id, "1.0.0") and svc.catalog.docs(module_id, "1.2.0")
     assert svc.catalog.search("charlie", 10) == [(module_id, "acme")]
     assert [v.version for v in svc.index.versions(module_id)] == ["1.0.0", "1.1.0", "1.2.0"]
+
+
+def test_documents_left_by_a_failed_sync_never_make_another_modules_row(
+    svc: Services, make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sync that fails after publishing leaves its deferred documents to the
+    # thread's next sync; that one, of another module at the same version,
+    # must build its search row from its own document.
+    net, vpc = make_repo("net"), make_repo("vpc")
+    _tag(net, "alpha", "v1.0.0")
+    _tag(vpc, "bravo", "v1.0.0")
+    net_record = svc.index.add_repo(str(net.path), "")
+    net_id = svc.index.add_module(net_record.id, "acme", "net", "aws", "", "").id
+
+    def failing(module: object) -> None:
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(svc.docs, "update_search", failing)
+        with pytest.raises(OSError):
+            svc.publisher.sync_repo(svc.index.repo(net_record.id))
+    vpc_id = _sync(svc, vpc)
+    assert svc.catalog.search("bravo", 10) == [(vpc_id, "acme")]
+    assert svc.catalog.search("alpha", 10) == []
+    assert svc.catalog.docs(net_id, "1.0.0") is not None
