@@ -17,12 +17,6 @@ Starlette does.
 A read that fails after the headers went out (a disk error) is logged once, here,
 and raised as ResponseCut: the server closes the connection short of the
 Content-Length without a second and third traceback (gitreg/app.py, gitreg/logs.py).
-
-Over TLS the page-cache copy itself was the largest cost gitreg had over nginx:
-a piece whose pages are all cached is handed over as a view of a read-only map
-instead (gitreg/api/mapped_file.py), in pieces of 256 KiB, where a read call and
-a trip through the ASGI layers per 64 KiB cost more than the memory they saved
-(docs/performance.md, "Archives over TLS").
 """
 
 from __future__ import annotations
@@ -38,7 +32,6 @@ import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse
 
-from gitreg.api.mapped_file import MappedFile
 from gitreg.errors import ResponseCut
 
 # 0 where the platform has no non-blocking file read (macOS): every piece is
@@ -47,7 +40,7 @@ _NOWAIT: int = getattr(os, "RWF_NOWAIT", 0)
 _nowait = [_NOWAIT]
 # What a kernel or file system without non-blocking reads answers RWF_NOWAIT with.
 _UNSUPPORTED = {errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS}
-PIECE = 256 * 1024
+PIECE = 64 * 1024
 
 log = logging.getLogger("gitreg.blobs")
 
@@ -70,19 +63,12 @@ class PageCacheFile:
         self.fd = fd
         self.name = name  # for the log line of a failed read
         self.offset = 0
-        self._map: MappedFile | None = None
-        self._map_tried = False
 
     async def seek(self, offset: int) -> None:
         self.offset = offset
 
     async def read(self, size: int) -> bytes:
         try:
-            mapped = self._mapped(size)
-            if mapped is not None:
-                self.offset += len(mapped)
-                # Read-only bytes in all but name, as the ASGI body they become.
-                return cast(bytes, mapped)
             return await self._read(size)
         except OSError as exc:
             log.error(
@@ -111,16 +97,7 @@ class PageCacheFile:
         # bytes in all but name: nothing writes to it after this.
         return cast(bytes, buffer)
 
-    def _mapped(self, size: int) -> memoryview | None:
-        if not self._map_tried:
-            self._map_tried = True
-            with contextlib.suppress(OSError, ValueError):  # no map: reads only
-                self._map = MappedFile(self.fd, os.fstat(self.fd).st_size)
-        return None if self._map is None else self._map.piece(self.offset, size)
-
     async def aclose(self) -> None:
-        if self._map is not None:
-            self._map.close()
         os.close(self.fd)
 
 

@@ -26,9 +26,7 @@ SIZES = (0, 1, PIECE - 1, PIECE, PIECE + 1, 5 * PIECE + 123)
 
 
 def test_pieces_are_bounded() -> None:
-    # 256 KiB: cached pieces are views of the page cache, only the TLS records
-    # are copies (gitreg/api/mapped_file.py; bench/rss.py keeps the budget).
-    assert BlobFileResponse.chunk_size == PIECE <= 256 * 1024
+    assert BlobFileResponse.chunk_size == PIECE <= 128 * 1024
 
 
 @pytest.mark.parametrize("nowait", [True, False])
