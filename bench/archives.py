@@ -11,8 +11,10 @@ gitreg's blob store and served as `/archives/<sha256>.tar.gz` by:
 All three use the same TLS certificate. One client, then 8 concurrent clients, over
 HTTPS and over plain HTTP (`--schemes`; over HTTP nginx hands the file to the kernel
 with sendfile). Target (issue 16, target 7): gitreg >= 0.9x nginx's MB/s.
+`--before DIR` adds a `before` row: `gitreg serve` from another source tree (e.g.
+`git archive` of main) on the same data dir, measured in the same rounds.
 
-    python bench/archives.py [--seconds 5] [--rounds 3] [--schemes https,http]
+    python bench/archives.py [--seconds 5] [--rounds 3] [--schemes https,http] [--before DIR]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import benchlib as b
 import metadata
 
 SIZES = {"5 MB": 5_000_000, "50 MB": 50_000_000}
+NAMES = ("before", "gitreg", "bare", "nginx")
 CLIENTS = (1, 8)
 
 
@@ -87,6 +90,9 @@ def _measure(
 ) -> dict[tuple[str, int, str], list[b.Load]]:
     results: dict[tuple[str, int, str], list[b.Load]] = defaultdict(list)
     with b.servers() as started:
+        if args.before:
+            before = Path(args.before).resolve()
+            started.append(metadata.start_gitreg(data, tls, ws, scheme, "before", before))
         started.append(metadata.start_gitreg(data, tls, ws, scheme, "gitreg", None))
         started.append(metadata.start_bare(routes, tls, ws, scheme))
         started.append(metadata.start_nginx(root, tls, ws, scheme, ""))
@@ -117,7 +123,9 @@ def _render(results: dict[tuple[str, int, str], list[b.Load]]) -> str:
     for label in SIZES:
         for clients in CLIENTS:
             loads = {
-                name: pick(results[(label, clients, name)]) for name in ("gitreg", "bare", "nginx")
+                name: pick(results[(label, clients, name)])
+                for name in NAMES
+                if results[(label, clients, name)]
             }
             for name, load in loads.items():
                 rows.append(
@@ -162,6 +170,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--schemes", type=lambda text: text.split(","), default=["https", "http"])
+    parser.add_argument("--before", help="a source tree to run as `before` alongside")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     with b.workspace("archives", args.keep) as ws:
