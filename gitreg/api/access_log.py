@@ -13,8 +13,8 @@ path, whose query may hold a signature. The token is named by its id only.
 from __future__ import annotations
 
 import logging
+import os
 import re
-import secrets
 import time
 from typing import Any
 
@@ -35,7 +35,22 @@ def _request_id(scope: Scope) -> str:
             if _SANE_ID.match(text) and logs.redact(text) == text:
                 return text
             break
-    return secrets.token_hex(8)
+    return _made_up_id()
+
+
+# Made-up ids: 8 random bytes each, as `secrets.token_hex(8)` made them, cut
+# from one os.urandom read per 64 ids (a getrandom call per request cost about
+# 0.3 us, issue 16). `list.pop` is atomic, so threads never share an id.
+_spare_ids: list[str] = []
+
+
+def _made_up_id() -> str:
+    try:
+        return _spare_ids.pop()
+    except IndexError:
+        text = os.urandom(8 * 64).hex()
+        _spare_ids.extend(text[i : i + 16] for i in range(16, len(text), 16))
+        return text[:16]
 
 
 def _route(scope: Scope) -> str:
