@@ -106,7 +106,7 @@ async def download(request: Request) -> Response:
     if location is None:
         who = functools.partial(svc.access.principal, request)
         location = await downloads.location(*asked, base, who)
-    count_module_download(request)
+    count_module_download(request, svc)
     return _download_response(request, location)
 
 
