@@ -109,8 +109,10 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
     services = {**discovery.SERVICES, **(login.login_service(settings) if settings else {})}
     return [
         *discovery.routes(services),
-        *login.routes(),
+        # Before login's: Starlette tries routes in order, and each miss costs a
+        # download answer about 0.5 us (issue 16, target 1); the paths are disjoint.
         *modules.routes(),
+        *login.routes(),
         *providers.routes(),
         *mirror.routes(),
         *blobs.routes(),

@@ -16,6 +16,7 @@ each worker of `serve --workers N`, a CLI command):
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import logging
@@ -167,16 +168,18 @@ def _timestamp(now: float) -> str:
     return f"{_second[1]}.{int((now - whole) * 1000):03d}Z"
 
 
-_encoded: dict[str, str] = {}  # route templates and methods, JSON-encoded
+# (method, route) -> the access line's constant pieces: the message's start and
+# the `method` and `route` fields, JSON-encoded once (issue 16, target 1).
+_pieces: dict[tuple[str, str], tuple[str, str]] = {}
 
 
-def _cached_json(text: str) -> str:
-    """A JSON string for a value from a small set (route templates, methods)."""
-    found = _encoded.get(text)
+def _line_pieces(method: str, route: str) -> tuple[str, str]:
+    found = _pieces.get((method, route))
     if found is None:
-        found = str(encode_basestring_ascii(text))
-        if len(_encoded) < 1024:  # methods come from clients: stay bounded
-            _encoded[text] = found
+        m, r = encode_basestring_ascii(method), encode_basestring_ascii(route)
+        found = (f"{m[1:-1]} {r[1:-1]} ", f',"method":{m},"route":{r},"status":')
+        if len(_pieces) < 1024:  # methods come from clients: stay bounded
+            _pieces[(method, route)] = found
     return found
 
 
@@ -209,17 +212,15 @@ def access_json(
     handler = _json_handler[0]
     if handler is None or not _fast_path(handler):
         return False
-    m, r = _cached_json(method), _cached_json(route)
-    head = (
-        f'{{"ts":"{_timestamp(time.time())}","level":"info","logger":"gitreg.access",'
-        f'"msg":"{m[1:-1]} {r[1:-1]} {status} {seconds * 1000:.1f}ms"'
-    )
+    msg, fields = _line_pieces(method, route)
+    context = ""
     if (rid := request_id.get()) is not None:
-        head += f',"request_id":{encode_basestring_ascii(rid)}'
+        context = f',"request_id":{encode_basestring_ascii(rid)}'
     if (current := job.get()) is not None:
-        head += f',"job_id":{current[0]},"repo_id":{current[1]}'
+        context += f',"job_id":{current[0]},"repo_id":{current[1]}'
     line = (
-        f'{head},"method":{m},"route":{r},"status":{status},'
+        f'{{"ts":"{_timestamp(time.time())}","level":"info","logger":"gitreg.access",'
+        f'"msg":"{msg}{status} {seconds * 1000:.1f}ms"{context}{fields}{status},'
         f'"duration_ms":{round(seconds * 1000, 2)!r},"bytes":{size},'
         f'"client":{"null" if client is None else encode_basestring_ascii(client)},'
         f'"token_id":{"null" if token_id is None else int(token_id)}}}\n'
@@ -229,14 +230,14 @@ def access_json(
 
 
 def _write(handler: logging.StreamHandler[TextIO], line: str) -> None:
-    handler.acquire()  # job threads log through the same stream
-    try:
-        handler.stream.write(line)
-        handler.stream.flush()
-    except (OSError, ValueError):
-        pass  # a closed or broken log stream must not fail the request (as logging)
-    finally:
-        handler.release()
+    # The lock handler.acquire() takes, without its two method calls per line;
+    # job threads log through the same stream.
+    with handler.lock or contextlib.nullcontext():
+        try:
+            handler.stream.write(line)
+            handler.stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed or broken log stream must not fail the request (as logging)
 
 
 # The text access line's fast path (issue 16, target 1): the line TextFormatter

@@ -38,18 +38,18 @@ def _services(scope: Scope) -> Services:
     return found
 
 
-def count_module_download(request: Request) -> None:
+def count_module_download(request: Request, svc: Services) -> None:
     """After a module version's download answer was made (not for a 302 from
     the browse API's latest `/download`: Terraform follows it here).
 
     Names are lower-cased and build metadata dropped here, as the answer
     itself ignores both: otherwise `ACME/...` and `1.2.3+<random>` would each
     be a key of their own, and an anonymous client could fill the counter
-    with keys of up to 256-byte versions (MAX_PENDING of them) between flushes."""
+    with keys of up to 256-byte versions (MAX_PENDING of them) between flushes.
+    `svc` is the handler's: looking it up again cost ~0.5 us (issue 16)."""
     scope = request.scope
     if not _counted(scope):
         return
-    svc = _services(scope)
     p = scope["path_params"]
     version = p["version"].partition("+")[0]
     key = (

@@ -106,7 +106,7 @@ async def download(request: Request) -> Response:
     if location is None:
         who = functools.partial(svc.access.principal, request)
         location = await downloads.location(*asked, base, who)
-    count_module_download(request)
+    count_module_download(request, svc)
     return _download_response(request, location)
 
 
@@ -115,11 +115,20 @@ def _download_response(request: Request, location: str) -> Response:
     if accept is not None and b"application/json" in accept:
         headers = {"X-Terraform-Get": location}
         return json_response(json_bytes({"location": location}), headers=headers)
-    # The one header appended to the raw list: what `Response(headers=...)`
-    # would build, without its per-request header bookkeeping (issue 16).
-    response = Response(status_code=204)
-    response.raw_headers.append((b"x-terraform-get", location.encode("latin-1")))
-    return response
+    return _NoContent(location)
+
+
+class _NoContent(Response):
+    """The 204 answer: what `Response(status_code=204, headers=...)` builds (no
+    body, so no Content-Length or Content-Type; one header), set directly
+    instead of through its per-request rendering and header bookkeeping (issue
+    16; tests/api/test_download_answer.py compares it with a plain Response)."""
+
+    def __init__(self, location: str) -> None:
+        self.status_code = 204
+        self.background = None
+        self.body = b""
+        self.raw_headers = [(b"x-terraform-get", location.encode("latin-1"))]
 
 
 async def _proxied_versions(request: Request) -> Response:

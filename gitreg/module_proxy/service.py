@@ -78,7 +78,9 @@ class ModuleProxyService:
         self._bodies: dict[str, tuple[int, bytes]] = {}
 
     def handles(self, namespace: str) -> bool:
-        return self.options.upstream_for(namespace) is not None
+        # Asked on every module answer: without [[module_proxy]] (the default)
+        # there is nothing to look up (issue 16, target 1).
+        return bool(self.options.upstreams) and self.options.upstream_for(namespace) is not None
 
     def _upstream(self, address: ModuleAddress) -> tuple[ProxyUpstream, str, str]:
         found = self.options.upstream_for(address.namespace)
