@@ -127,8 +127,13 @@ class PackageFill:
             else:
                 self.expected = self.expected or task.result().sha256
                 self._ready.set_result(None)
+        # Retrieved here, so neither warns "never retrieved" when no one awaits them:
+        # a fill a cold VERSION.json started, or one whose readers had every byte,
+        # fails after `_ready`; the error is remembered (service.py `_failed`).
+        if not task.cancelled():
+            task.exception()
         if self._ready.done() and not self._ready.cancelled():
-            self._ready.exception()  # retrieved: no "never retrieved" warning
+            self._ready.exception()
         self._signal()
 
     # -- the readers' side (gitreg/api/mirror_stream.py) ----------------------------------

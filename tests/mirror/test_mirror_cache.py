@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import hashlib
 import io
 import re
@@ -346,3 +347,28 @@ def test_made_up_archive_names_cost_no_upstream_request(
 
     run(scenario())
     assert upstream.count("/download/") == 0
+
+
+def test_a_cold_answers_fill_that_fails_later_leaves_no_unretrieved_error(
+    make_mirror: MakeMirror, upstream: FakeUpstream
+) -> None:
+    """A cold VERSION.json answers once the zip is arriving; a fill that fails after
+    that (a tampered zip here), with no reader awaiting it, must not end as asyncio's
+    "Task exception was never retrieved" (a traceback in the server's log)."""
+    svc = make_mirror(mirror_platforms="linux_amd64")
+    upstream.faults["2.1.2"] = "tampered"
+    reported: list[dict[str, Any]] = []
+
+    async def go() -> dict[str, Any]:
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: reported.append(ctx))
+        body = await version_json(svc.mirror, "2.1.2")
+        with pytest.raises(UpstreamError, match="signed SHA256SUMS says"):
+            await svc.mirror.ensure_package(NULL, "2.1.2", "linux_amd64")  # remembered
+        svc.mirror._failed.clear()  # as when it is retried later: the failed task is freed
+        gc.collect()  # an unretrieved task error is reported when the task is freed
+        return body
+
+    cold = run(go())
+    assert list(cold["archives"]) == ["linux_amd64"]
+    assert [ctx.get("message") for ctx in reported] == []
+    assert svc.mirror.store.packages(NULL.key) == []
