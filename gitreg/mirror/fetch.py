@@ -14,6 +14,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
 import anyio.to_thread
 
 from gitreg.addresses import ProviderAddress
@@ -104,7 +105,10 @@ class PackageFetcher:
                 raise
             key_id, found["expected"] = await checks
         except BaseException as exc:
-            manager.__exit__(type(exc), exc, exc.__traceback__)  # removes the temp file
+            # Closing and removing the temp file (up to the package cap) is file work:
+            # a thread's, shielded so a fill cancelled meanwhile still leaves none.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(manager.__exit__, type(exc), exc, exc.__traceback__)
             raise
         found["content-type"] = headers.get("content-type", "")
         # Verification (unzipping for h1), fsync and rename block: a thread does them.

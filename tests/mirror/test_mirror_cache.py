@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import gc
 import hashlib
 import io
 import re
+import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -372,3 +375,51 @@ def test_a_cold_answers_fill_that_fails_later_leaves_no_unretrieved_error(
     assert list(cold["archives"]) == ["linux_amd64"]
     assert [ctx.get("message") for ctx in reported] == []
     assert svc.mirror.store.packages(NULL.key) == []
+
+
+def test_a_failed_fill_removes_its_temp_file_off_the_event_loop(
+    make_mirror: MakeMirror, upstream: FakeUpstream
+) -> None:
+    """Closing and removing a refused zip's temp file (up to the package cap) is
+    file work: a worker thread's, as the successful fill's fsync and rename are."""
+    svc = make_mirror(mirror_platforms="linux_amd64")
+    upstream.faults["2.1.2"] = "truncated"  # the download itself fails
+    blobs, exits = svc.mirror.fetcher.blobs, []
+
+    @contextlib.contextmanager
+    def writer(check: Any = None) -> Iterator[Any]:
+        try:
+            with blobs.writer(check) as sink:
+                yield sink
+        finally:
+            exits.append(threading.current_thread())
+
+    svc.mirror.fetcher.blobs = SimpleNamespace(writer=writer)
+    with pytest.raises(UpstreamError):
+        run(fill(svc.mirror, "2.1.2"))
+    assert exits and threading.main_thread() not in exits
+    assert list((svc.settings.blob_dir / "tmp").iterdir()) == []
+
+
+def test_a_fill_stopped_mid_download_leaves_no_temp_file(
+    make_mirror: MakeMirror, upstream: FakeUpstream
+) -> None:
+    """The server stopping cancels a fill while its zip arrives: the temp file goes."""
+    svc = make_mirror(mirror_platforms="linux_amd64")
+    upstream.gate = threading.Event()  # the zip stops at its middle
+
+    async def go() -> None:
+        try:
+            fill = await svc.mirror.archive(NULL, "terraform-provider-null_2.1.2_linux_amd64.zip")
+            assert not isinstance(fill, str)
+            await fill.ready()
+            assert fill.task is not None
+            fill.task.cancel()
+            await asyncio.wait([fill.task])
+        finally:
+            upstream.gate = None
+            await svc.mirror.upstream.aclose()
+
+    run(go())
+    assert svc.mirror.store.packages(NULL.key) == []
+    assert list((svc.settings.blob_dir / "tmp").iterdir()) == []
