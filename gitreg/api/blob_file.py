@@ -59,10 +59,14 @@ def _read_blocking(fd: int, buffer: bytearray, offset: int, start: int) -> int:
 class PageCacheFile:
     """The part of anyio's AsyncFile that FileResponse uses: read, seek, aclose."""
 
-    def __init__(self, fd: int, name: str = "a file") -> None:
+    def __init__(self, fd: int, name: str = "a file", size: int | None = None) -> None:
         self.fd = fd
         self.name = name  # for the log line of a failed read
         self.offset = 0
+        # The file's size when known (blobs never change): the last piece is then
+        # not followed by a thread-pool trip that only finds the end of the file,
+        # which for an archive under one piece (most modules) was its only read.
+        self.size = size
 
     async def seek(self, offset: int) -> None:
         self.offset = offset
@@ -77,6 +81,8 @@ class PageCacheFile:
             raise ResponseCut(self.name) from exc
 
     async def _read(self, size: int) -> bytes:
+        if self.size is not None:
+            size = max(0, min(size, self.size - self.offset))
         # A fresh buffer per piece: the transport may still hold the last one.
         buffer = bytearray(size)
         got = 0
@@ -90,7 +96,7 @@ class PageCacheFile:
                     raise
                 _nowait[0] = 0  # this kernel or file system has no RWF_NOWAIT: threads only
                 got = 0
-        if got < size:  # not cached (or EOF): the rest off the event loop
+        if got < size:  # not cached (or EOF, size unknown): the rest off the event loop
             got = await run_in_threadpool(_read_blocking, self.fd, buffer, self.offset, got)
             del buffer[got:]
         self.offset += got
@@ -107,7 +113,8 @@ class BlobFileResponse(FileResponse):
     @contextlib.asynccontextmanager
     async def _open_file(self) -> AsyncIterator[Any]:
         fd = await run_in_threadpool(os.open, self.path, os.O_RDONLY | os.O_CLOEXEC)
-        file = PageCacheFile(fd, os.fspath(self.path))
+        size = None if self.stat_result is None else self.stat_result.st_size
+        file = PageCacheFile(fd, os.fspath(self.path), size)
         try:
             yield file
         finally:

@@ -108,7 +108,7 @@ async def download(request: Request) -> Response:
         base_url(request, svc.settings),
         lambda: svc.access.principal(request),
     )
-    count_provider_download(request)
+    count_provider_download(request, svc)
     return json_response(body)
 
 

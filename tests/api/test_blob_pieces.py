@@ -11,10 +11,12 @@ import os
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
 import pytest
+import starlette.concurrency
 from starlette.types import Message
 
 from gitreg.api import blob_file
@@ -163,3 +165,44 @@ def test_the_response_reads_through_page_cache_file(
     anyio.run(BlobFileResponse(path), scope, receive, send)
     assert b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body") == data
     assert reads == [PIECE, PIECE, PIECE]
+
+
+@pytest.mark.parametrize("size", [2, PIECE - 1, PIECE, 2 * PIECE + 5])
+def test_cached_files_are_sent_without_thread_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """With the size known, the last piece is not followed by a thread-pool read
+    that only finds the end of the file (for an archive under one piece, its
+    only read), and a range ends where it asks."""
+    if not blob_file._NOWAIT:
+        pytest.skip("no RWF_NOWAIT on this platform")
+    data = random.Random(5).randbytes(size)
+    path = tmp_path / "blob"
+    path.write_bytes(data)  # just written: in the page cache
+    trips: list[object] = []
+    real = starlette.concurrency.run_in_threadpool
+
+    async def counted(func: Callable[..., object], *args: object) -> object:
+        trips.append(func)
+        return await real(func, *args)
+
+    monkeypatch.setattr(blob_file, "run_in_threadpool", counted)
+
+    async def receive() -> Message:
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    for headers, expected in (([], data), ([(b"range", b"bytes=1-")], data[1:])):
+        sent.clear()
+        scope: dict[str, Any] = {"type": "http", "method": "GET", "path": "/"}
+        scope.update(headers=headers, query_string=b"")
+        answer = BlobFileResponse(path, stat_result=os.stat(path))
+        anyio.run(answer, scope, receive, send)
+        body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+        assert body == expected
+    assert trips == [os.open, os.open]  # opening the file only
