@@ -151,8 +151,6 @@ class LoginFlow:
             return back("invalid_request", "code_challenge must be a base64url SHA-256")
         if not state:
             return back("invalid_request", "state is required")
-        # Checked only now: a request refused above writes nothing anyway.
-        await self._limits.admit(client, self._clock())
         idp_state, nonce, verifier = new_secret(), new_secret(), new_secret()
         pending = {
             "redirect_uri": redirect_uri,
@@ -163,6 +161,9 @@ class LoginFlow:
             "callback": callback_url,
         }
         url = await self._oidc.authorization_url(callback_url, idp_state, nonce, verifier)
+        # Counted only now, just before the write: a request refused above (a bad
+        # parameter, the issuer unreachable) writes nothing and uses no allowance.
+        await self._limits.admit(client, self._clock())
         await self._put(step_key("login", idp_state), pending, PENDING_TTL)
         return Redirect(url)
 

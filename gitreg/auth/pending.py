@@ -79,13 +79,7 @@ class SignInLimits:
     async def admit(self, client: str, now: float) -> None:
         """Count a new pending sign-in for `client` (the address gitreg logs:
         the proxy's forwarded one with `trust_forwarded`), or raise SignInsBusy."""
-        try:
-            self._clients.check(client)
-        except TooManyRequests as exc:
-            raise SignInsBusy(
-                "too many sign-ins started from your address; try again later",
-                exc.retry_after,
-            ) from None
+        self._check(client)  # before the index is asked: a flood costs no query
         run = anyio.to_thread.run_sync
         if await run(self._store.count_login_states, now, self._pending_max) >= self._pending_max:
             if time.monotonic() - self._warned >= WARN_EVERY:
@@ -94,4 +88,16 @@ class SignInLimits:
             raise SignInsBusy(
                 "too many sign-ins in progress; try again in a minute", FULL_RETRY_AFTER
             )
+        # Again after the await, and recorded with no await in between: sign-ins
+        # started together all passed the first check before any was recorded.
+        self._check(client)
         self._clients.record(client)
+
+    def _check(self, client: str) -> None:
+        try:
+            self._clients.check(client)
+        except TooManyRequests as exc:
+            raise SignInsBusy(
+                "too many sign-ins started from your address; try again later",
+                exc.retry_after,
+            ) from None

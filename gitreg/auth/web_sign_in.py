@@ -95,7 +95,6 @@ class WebSignIn:
     async def begin(self, callback_url: str, binding: str, next_path: str, client: str) -> str:
         """The issuer's authorization URL for a browser holding `binding`, at
         address `client`; SignInsBusy over the limits (gitreg.auth.pending)."""
-        await self._limits.admit(client, self._clock())
         state, nonce, verifier = new_secret(), new_secret(), new_secret()
         pending = {
             "nonce": nonce,
@@ -105,6 +104,9 @@ class WebSignIn:
             "next": safe_next(next_path),
         }
         url = await self._oidc.authorization_url(callback_url, state, nonce, verifier)
+        # Counted just before the write: with the issuer unreachable nothing is
+        # written, so nothing is counted against the address.
+        await self._limits.admit(client, self._clock())
         await put_step(self._store, step_key("web", state), pending, PENDING_TTL, self._clock())
         return url
 

@@ -29,6 +29,7 @@ from gitreg.auth import oidc
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient
 from gitreg.errors import UpstreamError
 from gitreg.settings import Settings
+from tests.support.oidc_provider import count_fetches
 from tests.support.server import free_port
 
 CLIENT = "gitreg-test"
@@ -280,14 +281,7 @@ def test_an_unreachable_issuer_is_asked_once_per_retry_interval(
 ) -> None:
     """Every visitor of the sign-in page while the issuer is down would otherwise
     wait out the timeout and send it one more request."""
-    fetched: list[str] = []
-    original = OidcClient._get_json
-
-    async def counting(self: OidcClient, url: str, what: str) -> dict[str, Any]:
-        fetched.append(url)
-        return await original(self, url, what)
-
-    monkeypatch.setattr(OidcClient, "_get_json", counting)
+    fetched = count_fetches(monkeypatch)
     client = OidcClient(Settings(oidc_issuer=f"http://127.0.0.1:{free_port()}", oidc_client_id="c"))
     for _ in range(3):
         with pytest.raises(UpstreamError, match="cannot fetch the discovery document"):
@@ -304,15 +298,7 @@ def test_concurrent_cold_requests_fetch_discovery_once(
 ) -> None:
     """Sign-in pages opened together on a fresh server share one discovery
     fetch instead of each sending the issuer its own."""
-    fetched: list[str] = []
-    original = OidcClient._get_json
-
-    async def counting(self: OidcClient, url: str, what: str) -> dict[str, Any]:
-        fetched.append(url)
-        await asyncio.sleep(0.05)  # long enough for every caller to arrive
-        return await original(self, url, what)
-
-    monkeypatch.setattr(OidcClient, "_get_json", counting)
+    fetched = count_fetches(monkeypatch, delay=0.05)
     client = _client(issuer)
 
     async def together() -> list[Any]:

@@ -7,6 +7,7 @@ skipped: missing, it fails loudly.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import shutil
@@ -15,6 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitreg.auth.oidc import OidcClient
 
 OIDC_DIR = Path(__file__).parents[1] / "oidc"
 CLIENT_ID = "gitreg"
@@ -75,3 +81,18 @@ def oidc_provider(redirect_uri: str) -> Iterator[RunningProvider]:
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+def count_fetches(monkeypatch: pytest.MonkeyPatch, delay: float = 0.0) -> list[tuple[str, str]]:
+    """What every OidcClient fetches from its issuer from now on, as (url, what),
+    each fetch `delay` seconds late (long enough for concurrent callers to arrive)."""
+    fetched: list[tuple[str, str]] = []
+    original = OidcClient._get_json
+
+    async def counting(self: OidcClient, url: str, what: str) -> dict[str, Any]:
+        fetched.append((url, what))
+        await asyncio.sleep(delay)
+        return await original(self, url, what)
+
+    monkeypatch.setattr(OidcClient, "_get_json", counting)
+    return fetched

@@ -7,17 +7,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from gitreg.auth.oidc import OidcClient
 from gitreg.auth.pending import SignInLimits
 from gitreg.auth.tokens import token_hash
 from gitreg.storage.auth import Identity
 from gitreg.ui.csrf import CSRF_COOKIE
 from tests.support.oidc_browser import browse
+from tests.support.oidc_provider import count_fetches
 from tests.ui.conftest import (
     ALICE_READS_PLATFORM,
     BASE,
@@ -209,14 +208,7 @@ def test_both_sign_in_flows_share_one_view_of_the_issuer(
     """The web UI and `terraform login` fetch the discovery document once between
     them (one cache, one JWKS refetch allowance), not once each."""
     site = make_site(ALICE_READS_PLATFORM)
-    fetched: list[str] = []
-    original = OidcClient._get_json
-
-    async def counting(self: OidcClient, url: str, what: str) -> dict[str, Any]:
-        fetched.append(what)
-        return await original(self, url, what)
-
-    monkeypatch.setattr(OidcClient, "_get_json", counting)
+    fetched = count_fetches(monkeypatch)
     browser = site.browser()
     assert browser.get("/ui/sign-in").status_code == 200
     query = {
@@ -228,7 +220,7 @@ def test_both_sign_in_flows_share_one_view_of_the_issuer(
         "state": "s",
     }
     assert browser.get("/oauth/authorization", params=query).status_code == 302
-    assert fetched == ["the discovery document"]
+    assert [what for _, what in fetched] == ["the discovery document"]
 
 
 def test_sign_out_deletes_the_session_on_the_server(make_site: Make) -> None:
