@@ -50,22 +50,24 @@ def _wanted(name: str, top: bool) -> bool:
 
 def read_doc_files(store: ObjectSource, tree_sha: str) -> tuple[dict[str, bytes], list[str]]:
     """{path: bytes} of the documentation files under a tree, and notes
-    about files left out (too large, too many)."""
+    about files left out (too large, too many: past MAX_DOC_FILES, each
+    directory is noted once)."""
+    considered = _considered(store, tree_sha)
+    if considered is None:
+        return {}, [f"{tree_sha} is not a tree"]
     files: dict[str, bytes] = {}
     notes: list[str] = []
-    root = store[ObjectID(tree_sha.encode())]
-    if not isinstance(root, Tree):
-        return files, [f"{tree_sha} is not a tree"]
-    _read_dir(store, root, "", True, files, notes)
-    for nested in NESTED:
-        parent = subtree(store, root, nested)
-        if parent is None:
+    noted = None
+    for path, sha in considered:
+        if len(files) >= MAX_DOC_FILES:
+            directory = path.rpartition("/")[0]
+            if directory != noted:
+                notes.append(f"{path}: more than {MAX_DOC_FILES} documentation files")
+                noted = directory
             continue
-        for entry in sorted(parent.iteritems()):
-            child = subtree(store, parent, entry.path.decode("utf-8", "replace"))
-            if child is not None:
-                prefix = f"{nested}/{entry.path.decode('utf-8', 'replace')}/"
-                _read_dir(store, child, prefix, False, files, notes)
+        text = _read_blob(store, sha, path, notes)
+        if text is not None:
+            files[path] = text
     return files, notes
 
 
@@ -74,18 +76,23 @@ def doc_listing(store: ObjectSource, tree_sha: str) -> tuple[tuple[str, bytes], 
     order, without reading a blob: what a document is made of
     (gitreg/catalog/reuse.py). None when there are more than MAX_DOC_FILES
     (which of them are read is then up to `read_doc_files`) or no tree."""
-    found: list[tuple[str, bytes]] = []
+    found = _considered(store, tree_sha)
+    return tuple(found) if found is not None and len(found) <= MAX_DOC_FILES else None
+
+
+def _considered(store: ObjectSource, tree_sha: str) -> list[tuple[str, bytes]] | None:
+    """(path, blob sha) of the files documentation reads, in order; None for no tree."""
     root = _entries(store, tree_sha.encode())
     if root is None:
         return None
-    found += _listed(root, "", True)
+    found = _listed(root, "", True)
     for nested in NESTED:
         parent = _entries(store, _dir_sha(root, nested))
         for name, mode, sha in parent or ():
             child = _entries(store, sha) if mode & _FMT == _DIR else None
             if child is not None:
                 found += _listed(child, f"{nested}/{name}/", False)
-    return tuple(found) if len(found) <= MAX_DOC_FILES else None
+    return found
 
 
 def read_listed(
@@ -188,26 +195,6 @@ def subtree(store: ObjectSource, tree: Tree, name: str) -> Tree | None:
         return None
     found = store[sha]
     return found if isinstance(found, Tree) else None
-
-
-def _read_dir(
-    store: ObjectSource,
-    tree: Tree,
-    prefix: str,
-    top: bool,
-    files: dict[str, bytes],
-    notes: list[str],
-) -> None:
-    for entry in sorted(tree.iteritems()):
-        name = entry.path.decode("utf-8", "replace")
-        if entry.mode & _FMT != 0o100000 or not _wanted(name, top):
-            continue
-        if len(files) >= MAX_DOC_FILES:
-            notes.append(f"{prefix}{name}: more than {MAX_DOC_FILES} documentation files")
-            return
-        text = _read_blob(store, entry.sha, prefix + name, notes)
-        if text is not None:
-            files[prefix + name] = text
 
 
 def _read_blob(store: ObjectSource, sha: bytes, path: str, notes: list[str]) -> bytes | None:

@@ -14,7 +14,7 @@ from dulwich.objects import Commit, ObjectID, ShaFile, Tree
 from dulwich.repo import Repo
 
 from gitreg.catalog import tree
-from gitreg.catalog.tree import doc_listing
+from gitreg.catalog.tree import doc_listing, read_doc_files
 from tests.support.gitrepo import GitRepo
 
 
@@ -102,3 +102,30 @@ def test_a_blob_where_a_tree_is_expected_lists_nothing(module: tuple[Repo, str])
     assert isinstance(found, Tree)
     blob = found[b"a.tf"][1]
     assert doc_listing(git.object_store, blob.decode()) is None
+
+
+def test_past_the_file_cap_each_directory_is_noted_once_and_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = GitRepo(tmp_path / "many")
+    for path in ("a.tf", "b.tf", "modules/x/1.tf", "modules/x/2.tf", "modules/y/1.tf"):
+        repo.write(path, f"# {path}\n")
+    repo.write("c.txt", "not read\n")
+    repo.commit("one")
+    monkeypatch.setattr(tree, "MAX_DOC_FILES", 3)
+    _fresh()
+    with Repo(str(repo.path)) as git:
+        commit = git[git.head()]
+        assert isinstance(commit, Commit)
+        root = commit.tree.decode()
+        assert doc_listing(git.object_store, root) is None
+        files, notes = read_doc_files(git.object_store, root)
+        blob = git.object_store[ObjectID(root.encode())]
+        assert isinstance(blob, Tree)
+        not_a_tree = read_doc_files(git.object_store, blob[b"a.tf"][1].decode())
+    assert list(files) == ["a.tf", "b.tf", "modules/x/1.tf"]
+    assert notes == [
+        "modules/x/2.tf: more than 3 documentation files",
+        "modules/y/1.tf: more than 3 documentation files",
+    ]
+    assert not_a_tree == ({}, [f"{blob[b'a.tf'][1].decode()} is not a tree"])
