@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from gitreg.catalog.extract import DOCS_FORMAT
-from gitreg.services import Services, build_services
-from gitreg.settings import load_settings
+from gitreg.services import Services
 from tests.support.gitrepo import GitRepo
 
 MAIN_TF = """
@@ -74,13 +72,6 @@ CHANGELOG = """# Changelog
 ## [1.0.0] - 2024-01-01
 - first
 """
-
-
-@pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Services]:
-    services = build_services(load_settings({"data_dir": tmp_path / "data"}, environ={}))
-    yield services
-    services.close()
 
 
 def publish(svc: Services, repo: GitRepo, remote: str = "") -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import hcl2
@@ -15,8 +14,7 @@ import pytest
 
 from gitreg.catalog import hcl, hcl_reduce
 from gitreg.catalog.lru import SizedLru
-from gitreg.services import Services, build_services
-from gitreg.settings import load_settings
+from gitreg.services import Services
 from tests.support.gitrepo import GitRepo
 
 VALID = [
@@ -210,13 +208,6 @@ def test_methods_lark_cannot_call_inline_leave_parsing_to_the_tree(
 
     monkeypatch.setattr(hcl2.transformer, "RuleTransformer", Inline)
     assert hcl_reduce._reducer() is None
-
-
-@pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Services]:
-    services = build_services(load_settings({"data_dir": tmp_path / "data"}, environ={}))
-    yield services
-    services.close()
 
 
 def test_a_file_hcl2_refuses_after_parsing_is_reported_and_the_sync_goes_on(

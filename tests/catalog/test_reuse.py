@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,8 +17,7 @@ from gitreg.catalog.extract import Origin, extract
 from gitreg.catalog.service import Published
 from gitreg.catalog.tree import read_doc_files
 from gitreg.git.backend import DulwichBackend
-from gitreg.services import Services, build_services
-from gitreg.settings import load_settings
+from gitreg.services import Services
 from gitreg.storage.records import ModuleRecord, RepoRecord
 from tests.support.gitrepo import GitRepo
 
@@ -27,13 +25,6 @@ README = "# VPC\n\nSee [the example](examples/basic/main.tf) and ![d](docs/d.png
 CHANGELOG = "# Changelog\n\n## 1.1.0\n- [second](docs/b.md)\n\n## 1.0.0\n- [first](docs/a.md)\n"
 # A forge remote has a web address, so relative links are resolved against the commit.
 FORGE = "git@git.example.com:platform/terraform-aws-vpc.git"
-
-
-@pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Services]:
-    services = build_services(load_settings({"data_dir": tmp_path / "data"}, environ={}))
-    yield services
-    services.close()
 
 
 def _two_commits_same_files(repo: GitRepo, changelog: str = CHANGELOG) -> None:

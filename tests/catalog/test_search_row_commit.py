@@ -5,16 +5,14 @@ the row is still that of the newest version when a sync publishes an older one."
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import cast
 
 import pytest
 
 from gitreg.archive import ObjectSource
 from gitreg.catalog.extract import Origin
-from gitreg.services import Services, build_services
-from gitreg.settings import load_settings
+from gitreg.services import Services
 from gitreg.storage.catalog import CatalogStore, SearchEntry
 from gitreg.storage.index import Index
 from tests.support.gitrepo import GitRepo
@@ -40,13 +38,6 @@ class RecordingCatalog(CatalogStore):
     def put_search(self, entry: SearchEntry) -> None:
         self.writes.append("put_search")
         super().put_search(entry)
-
-
-@pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Services]:
-    services = build_services(load_settings({"data_dir": tmp_path / "data"}, environ={}))
-    yield services
-    services.close()
 
 
 def _recording(svc: Services) -> RecordingCatalog:
