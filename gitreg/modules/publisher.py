@@ -236,20 +236,24 @@ class Publisher:
         self, repo: RepoRecord, plan: ModulePlan, archives: _Archives, result: SyncResult
     ) -> None:
         module, candidates, ignored = plan.module, plan.candidates, plan.ignored
-        for tv, ref in candidates:
-            outcome = self._publish_one(repo, module, tv, ref, ignored, archives)
-            if outcome.startswith("published"):
-                result.published.append(f"{module.address} {tv.version}")
-            elif outcome.startswith("conflict"):
-                result.conflicts.append(f"{module.address} {tv.version}: {outcome}")
-            elif outcome:
-                ignored.append(f"{ref.name}: {outcome}")
-        if self._docs is not None and any(
-            p.startswith(f"{module.address} ") for p in result.published
-        ):
+        published = 0
+        try:
+            for tv, ref in candidates:
+                outcome = self._publish_one(repo, module, tv, ref, ignored, archives)
+                if outcome.startswith("published"):
+                    published += 1
+                    result.published.append(f"{module.address} {tv.version}")
+                elif outcome.startswith("conflict"):
+                    result.conflicts.append(f"{module.address} {tv.version}: {outcome}")
+                elif outcome:
+                    ignored.append(f"{ref.name}: {outcome}")
+        finally:
             # Once per sync, from the newest version: a repository added with
             # 40 tags rewrites its search row once, not 40 times (bench/catalog.py).
-            self._docs.update_search(module)
+            # Also when a later tag failed: the versions published before it get
+            # their documents and search row now, not at the module's next tag.
+            if self._docs is not None and published:
+                self._docs.update_search(module)
         result.ignored.extend(f"{module.address}: {line}" for line in ignored)
         self._index.record_sync(module.id, json.dumps(ignored))
         if self._settings.yank_deleted_tags:

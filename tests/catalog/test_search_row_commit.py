@@ -144,3 +144,28 @@ def test_documents_left_by_a_failed_sync_never_make_another_modules_row(
     assert svc.catalog.search("bravo", 10) == [(vpc_id, "acme")]
     assert svc.catalog.search("alpha", 10) == []
     assert svc.catalog.docs(net_id, "1.0.0") is not None
+
+
+def test_versions_published_before_a_failing_tag_get_documents_and_a_search_row(
+    svc: Services, make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sync stops at the failing tag; what it published before stays
+    # installable, so it is documented and searchable at once, not at the
+    # module's next new tag.
+    repo = make_repo("vpc")
+    _tag(repo, "alpha", "v1.0.0")
+    _tag(repo, "bravo", "v1.1.0")
+    publish = svc.publisher._publish_one
+
+    def failing_second(*args: object, **kwargs: object) -> str:
+        if getattr(args[2], "version", "") == "1.1.0":
+            raise OSError("disk full")
+        return publish(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(svc.publisher, "_publish_one", failing_second)
+    with pytest.raises(OSError):
+        _sync(svc, repo)
+    module = svc.index.find_module("acme", "vpc", "aws")
+    assert module is not None
+    assert svc.catalog.docs(module.id, "1.0.0") is not None
+    assert svc.catalog.search("alpha", 10) == [(module.id, "acme")]
