@@ -14,6 +14,7 @@ from typing import BinaryIO, cast
 import anyio
 import pytest
 
+from gitreg.api import blob_file
 from gitreg.api.blob_file import PageCacheFile
 from gitreg.api.blobs import REMOTE_PIECE, _chunks
 from gitreg.errors import ResponseCut
@@ -58,8 +59,11 @@ def test_a_store_failure_mid_body_is_one_logged_error_and_a_cut(
 
 
 def test_a_failed_local_read_is_one_logged_error_and_a_cut(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A directory refuses RWF_NOWAIT as a file system without it would, which
+    # turns the process-wide switch off: kept to this test.
+    monkeypatch.setattr(blob_file, "_nowait", list(blob_file._nowait))
     # A directory's descriptor: every read of it fails (EISDIR), as a disk error would.
     file = PageCacheFile(os.open(tmp_path, os.O_RDONLY), "sha256/ab/abab")
 

@@ -176,6 +176,9 @@ def test_cached_files_are_sent_without_thread_reads(
     only read), and a range ends where it asks."""
     if not blob_file._NOWAIT:
         pytest.skip("no RWF_NOWAIT on this platform")
+    # Whatever an earlier test's file system made of the process-wide switch
+    # (one that refuses RWF_NOWAIT turns it off for good), this one has it.
+    monkeypatch.setattr(blob_file, "_nowait", [blob_file._NOWAIT])
     data = random.Random(5).randbytes(size)
     path = tmp_path / "blob"
     path.write_bytes(data)  # just written: in the page cache
