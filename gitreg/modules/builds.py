@@ -161,14 +161,17 @@ class ArchiveBuilds:
         """A worker that dies (killed, out of memory) or hangs (`_STALL_SECONDS`), or
         a pool that cannot start its processes ends the builds here, with a warning:
         the keys not yielded are built in this process when the publisher asks for
-        them (ArchiveSource.get), so the sync goes on."""
+        them (ArchiveSource.get), so the sync goes on. The keys a hung worker was
+        building are not: built here they would most likely hang this process, and
+        the sync with it (`_timed_out`)."""
         # spawn, not fork: a server process has threads (jobs, cache watcher).
         context = multiprocessing.get_context("spawn")
         pending = iter(enumerate(keys))
         running: dict[futures.Future[tuple[str, ...] | str], tuple[ArchiveKey, Path, float]] = {}
         pool = futures.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
+            workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(), scratch)
         )
+        stalled = False
         with pool:
             # At most two builds per worker in flight, so scratch files stay few
             # even when storing them is slower than building them.
@@ -189,9 +192,9 @@ class ArchiveBuilds:
                     running, timeout=_STALL_SECONDS, return_when=futures.FIRST_COMPLETED
                 )
                 if not done:
-                    log.warning("archive workers stalled %.0f s: building here", _STALL_SECONDS)
-                    _kill_workers(pool)
-                    return
+                    _kill_workers(scratch)
+                    stalled = True
+                    break
                 for future in done:
                     key, path, started = running.pop(future)
                     try:
@@ -200,6 +203,10 @@ class ArchiveBuilds:
                         log.warning("archive workers failed (%s): building here", exc)
                         return
                     yield key, self._store(result, path, started)
+        # The pool has ended, its processes with it: a scratch file now says that a
+        # worker began that build (_build_file creates it first).
+        if stalled:
+            yield from _timed_out([key for key, path, _ in running.values() if path.exists()])
 
     def _store(self, result: tuple[str, ...] | str, path: Path, started: float) -> Built | str:
         if isinstance(result, str):
@@ -212,11 +219,35 @@ class ArchiveBuilds:
         return Built(sink.result.sha256, sink.result.size, result)
 
 
-def _kill_workers(pool: futures.ProcessPoolExecutor) -> None:
+def _timed_out(keys: list[ArchiveKey]) -> Iterator[tuple[ArchiveKey, str]]:
+    """The builds hung workers were stopped in: each fails as a too-large archive
+    does (the publisher reports the reason and leaves the version unpublished, so
+    the next sync builds it again), instead of being built here, where it would most
+    likely hang again and hold the sync, its repository's lock and its job for good
+    (the stuck repositories of issue 10). A build still running when the pool is
+    declared stalled started before the last wait, so it ran `_STALL_SECONDS` at least."""
+    log.warning(
+        "archive workers stalled %.0f s: %d builds stopped, the rest built here",
+        _STALL_SECONDS,
+        len(keys),
+    )
+    reason = f"archive build did not finish within {_STALL_SECONDS:.0f} s"
+    for key in keys:
+        log.warning("archive of tree %s: %s", key.tree_sha[:12], reason)
+        yield key, reason
+
+
+def _kill_workers(scratch: Path) -> None:
     """End a pool whose workers hang: killed, the pool breaks (as when one dies) and
-    its shutdown returns instead of waiting for them."""
-    for process in list(pool._processes.values()):
-        process.kill()
+    its shutdown returns instead of waiting for them. Its workers are the children
+    of this process whose pid they wrote into `scratch` (_start_worker): a server
+    has other children (gitreg/commands/serve.py), and the executor names its own
+    only in a private attribute. A worker still starting, its pid not written yet,
+    ends with the broken pool: the executor terminates the processes left."""
+    pids = {int(found.name.removeprefix("worker-")) for found in scratch.glob("worker-*")}
+    for process in multiprocessing.active_children():
+        if process.pid in pids:
+            process.kill()
 
 
 def _build_file(
@@ -254,9 +285,11 @@ def _build_file(
 _WORKER_CACHE = SubtreeCache()
 
 
-def _start_worker(parent: int) -> None:
-    """In a worker process: exit when the process that started it is gone (killed
-    with SIGKILL, say), instead of waiting forever for work that will not come."""
+def _start_worker(parent: int, scratch: Path) -> None:
+    """In a worker process: say its pid to the pool's owner (`_kill_workers`), and
+    exit when the process that started it is gone (killed with SIGKILL, say),
+    instead of waiting forever for work that will not come."""
+    (scratch / f"worker-{os.getpid()}").touch()
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
+import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -15,8 +18,11 @@ from gitreg.archive_format import fast_builder
 from gitreg.git.backend import DulwichBackend
 from gitreg.modules import builds
 from gitreg.modules.builds import ArchiveBuilds, ArchiveKey, Built
+from gitreg.modules.publisher import Publisher
+from gitreg.services import build_services
+from gitreg.settings import load_settings
 from gitreg.storage.blobs import FileBlobStore
-from tests.support.gitrepo import GitRepo
+from tests.support.gitrepo import GitRepo, git
 
 
 def _keys(tmp_path: Path) -> tuple[Path, list[ArchiveKey]]:
@@ -108,29 +114,128 @@ def test_one_build_after_another_gives_each_archive_built_alone(
 
 
 class _HangsInWorkers(DulwichBackend):
-    """Builds in the process that made it; a worker process building with it hangs."""
+    """A worker process building one of `trees` with it hangs, deaf to SIGTERM as a
+    process stuck in a read can be, after noting its pid and the tree in `marks`.
+    In the process that made it, that build fails at once: it would hang there too,
+    and the sync with it. With `marks` removed, every build is an ordinary one."""
 
-    def __init__(self) -> None:
+    def __init__(self, trees: set[str], marks: Path) -> None:
         super().__init__()
         self.home = os.getpid()
+        self.trees = trees
+        self.marks = marks
+        for sub in ("pids", "trees"):
+            (marks / sub).mkdir(parents=True)
 
-    def archive(self, *args: Any, **kwargs: Any) -> ArchiveReport:
-        if os.getpid() != self.home:
+    def archive(self, mirror: Path, tree_sha: str, *args: Any, **kwargs: Any) -> ArchiveReport:
+        if tree_sha in self.trees and self.marks.exists():
+            if os.getpid() == self.home:
+                raise AssertionError(f"the build of {tree_sha} that hung a worker ran again here")
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            (self.marks / "pids" / str(os.getpid())).touch()
+            (self.marks / "trees" / tree_sha).touch()
             time.sleep(3600)  # as a worker stuck on a read that never returns
-        return super().archive(*args, **kwargs)
+        return super().archive(mirror, tree_sha, *args, **kwargs)
+
+    def hung(self) -> tuple[set[int], set[str]]:
+        """The pids of the workers that hung, and the trees they hung on."""
+        pids = {int(p.name) for p in (self.marks / "pids").iterdir()}
+        return pids, {p.name for p in (self.marks / "trees").iterdir()}
 
 
-def test_hung_workers_are_killed_and_the_rest_is_built_here(
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_hung_workers_are_killed_their_builds_fail_and_the_rest_is_built_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mirror, keys = _keys(tmp_path)
     monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
     monkeypatch.setattr(builds, "_STALL_SECONDS", 3.0)
     blobs = FileBlobStore(tmp_path / "blobs")
-    runner = ArchiveBuilds(_HangsInWorkers(), blobs, ArchiveLimits(), fast_builder, 2)
-    started = time.monotonic()
-    found = dict(runner.build_many(mirror, keys[:4]))
-    assert list(found) == keys[:1]  # built here before the pool; the hang ended it
-    assert time.monotonic() - started < 60
+    backend = _HangsInWorkers({k.tree_sha for k in keys[1:4]}, tmp_path / "marks")
+    runner = ArchiveBuilds(backend, blobs, ArchiveLimits(), fast_builder, 2)
+    # Another child of this process, as a server has (gitreg/commands/serve.py):
+    # not the pool's, so it lives on.
+    bystander = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(600,))
+    bystander.start()
+    try:
+        found = dict(runner.build_many(mirror, keys[:4]))
+        assert bystander.is_alive()
+    finally:
+        bystander.kill()
+        bystander.join()
+    pids, trees = backend.hung()
+    assert pids and trees  # at least one worker began a build before the stall
+    assert isinstance(found.pop(keys[0]), Built)  # built here before the pool
+    # What a hung worker was building failed; what no worker began is left to the
+    # caller, to build here (ArchiveSource.get).
+    assert found == {
+        k: "archive build did not finish within 3 s" for k in keys if k.tree_sha in trees
+    }
+    assert all(_gone(pid) for pid in pids)
     assert multiprocessing.active_children() == []
     assert not list((tmp_path / "blobs").rglob("archives-*"))  # scratch removed
+
+
+def _tags(repo: GitRepo, count: int) -> None:
+    for n in range(count):
+        repo.write("main.tf", f'output "n" {{\n  value = {n}\n}}\n')
+        repo.commit(f"change {n}")
+        repo.tag(f"v1.0.{n}")
+
+
+def test_a_sync_whose_build_hangs_a_worker_publishes_the_rest_and_reports_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The version whose build hung is reported, not published; the sync ends,
+    and the next one publishes it once its build no longer hangs."""
+    monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
+    monkeypatch.setattr(builds, "_STALL_SECONDS", 3.0)
+    repo = GitRepo(tmp_path / "vpc")
+    _tags(repo, 4)
+    settings = load_settings({"data_dir": tmp_path / "data", "archive_workers": 2}, environ={})
+    svc = build_services(settings)
+    try:
+        record = svc.index.add_repo(str(repo.path), "acme/vpc")
+        module = svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
+        hung_tree = git(repo.path, "rev-parse", "v1.0.2^{tree}")
+        backend = _HangsInWorkers({hung_tree}, tmp_path / "marks")
+        publisher = Publisher(settings, svc.index, svc.blobs, backend)
+        result = publisher.sync_repo(record)
+        pids, _ = backend.hung()
+        assert pids and all(_gone(pid) for pid in pids)
+        assert multiprocessing.active_children() == []
+        assert {v.version for v in svc.index.versions(module.id)} == {"1.0.0", "1.0.1", "1.0.3"}
+        reason = "v1.0.2: not published: archive build did not finish within 3 s"
+        assert f"acme/vpc/aws: {reason}" in result.ignored
+        found = svc.index.find_module("acme", "vpc", "aws")
+        assert found is not None and reason in json.loads(found.sync_report)
+        shutil.rmtree(tmp_path / "marks")  # the build no longer hangs
+        assert publisher.sync_repo(record).published == ["acme/vpc/aws 1.0.2"]
+    finally:
+        svc.close()
+
+
+def test_a_sync_whose_workers_die_builds_every_version_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
+    repo = GitRepo(tmp_path / "vpc")
+    _tags(repo, 4)
+    settings = load_settings({"data_dir": tmp_path / "data", "archive_workers": 2}, environ={})
+    svc = build_services(settings)
+    try:
+        record = svc.index.add_repo(str(repo.path), "acme/vpc")
+        svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
+        publisher = Publisher(settings, svc.index, svc.blobs, _DiesInWorkers())
+        result = publisher.sync_repo(record)
+        assert len(result.published) == 4 and not result.ignored
+        assert multiprocessing.active_children() == []
+    finally:
+        svc.close()
