@@ -161,9 +161,9 @@ class ArchiveBuilds:
         """A worker that dies (killed, out of memory) or hangs (`_STALL_SECONDS`), or
         a pool that cannot start its processes ends the builds here, with a warning:
         the keys not yielded are built in this process when the publisher asks for
-        them (ArchiveSource.get), so the sync goes on. The keys a hung worker was
-        building are not: built here they would most likely hang this process, and
-        the sync with it (`_timed_out`)."""
+        them (publisher.py `_Archives.get`), so the sync goes on. The keys a hung
+        worker was building are not: built here they would most likely hang this
+        process, and the sync with it (`_timed_out`)."""
         # spawn, not fork: a server process has threads (jobs, cache watcher).
         context = multiprocessing.get_context("spawn")
         pending = iter(enumerate(keys))

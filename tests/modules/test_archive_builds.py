@@ -91,7 +91,7 @@ def test_a_dead_worker_ends_the_pool_and_the_rest_is_built_here(
     assert list(found) == keys[:1]  # built here before the pool; no error raised
     assert multiprocessing.active_children() == []
     assert not list((tmp_path / "blobs").rglob("archives-*"))  # scratch removed
-    rest = runner.build_one(mirror, keys[1])  # what ArchiveSource.get then does
+    rest = runner.build_one(mirror, keys[1])  # what _Archives.get then does
     assert blobs.exists(rest.sha256)
 
 
@@ -174,7 +174,7 @@ def test_hung_workers_are_killed_their_builds_fail_and_the_rest_is_built_here(
     assert pids and trees  # at least one worker began a build before the stall
     assert isinstance(found.pop(keys[0]), Built)  # built here before the pool
     # What a hung worker was building failed; what no worker began is left to the
-    # caller, to build here (ArchiveSource.get).
+    # caller, to build here (publisher.py `_Archives.get`).
     assert found == {
         k: "archive build did not finish within 3 s" for k in keys if k.tree_sha in trees
     }
