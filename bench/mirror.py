@@ -39,6 +39,7 @@ miss and warm hit are the "before" rows. Targets: cold <= 1.1x direct, warm ~ ho
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import random
 import subprocess
@@ -53,6 +54,9 @@ import benchlib as b
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.support
+
+# --upstream-rate paces the zip in pieces of this size (without --upstream-piece).
+RATE_PIECE = 64 * 1024
 
 CURL = ["curl", "-sS", "--fail-with-body", "-o", "/dev/null", "-w", "%{time_total}"]
 
@@ -112,8 +116,13 @@ def run(args: argparse.Namespace, ws: Path) -> str:
             # writes the whole body at once (uvloop encrypts all of it before the
             # first byte leaves, ~0.1 s per 100 MB on a warm connection, ~0.35 s
             # on a new one)
-            piece = args.upstream_piece * 1024
+            piece = args.upstream_piece * 1024 or RATE_PIECE
+            began = time.perf_counter()
             for start in range(0, len(data), piece):
+                if args.upstream_rate:  # --upstream-rate: at most that many MB/s, as a link
+                    await asyncio.sleep(
+                        began + start / (args.upstream_rate * 1e6) - time.perf_counter()
+                    )
                 yield data[start : start + piece]
 
         def _signature(self, type_: str, release: FakeRelease) -> bytes:
@@ -125,7 +134,7 @@ def run(args: argparse.Namespace, ws: Path) -> str:
     documents: dict[tuple[str, str, str], bytes] = {}
     rng = random.Random(16)
     fake = StaticUpstream()
-    if args.upstream_piece:
+    if args.upstream_piece or args.upstream_rate:
         fake.gate = threading.Event()  # set: _gated streams the zip without waiting
         fake.gate.set()
     store = FileBlobStore(ws / "data" / "blobs")
@@ -331,6 +340,7 @@ def _render(
             " interleaved rounds after one warm-up round. gitreg on CPU 1; the upstream"
             " (uvicorn, in the bench process) and curl unpinned. The two 'order' rows are"
             " several GETs in sequence, compared with each other."
+            + _upstream_line(args)
             + (
                 " The machine was shared (GITREG_BENCH_NO_WAIT=1): timings are noisy."
                 if os.environ.get("GITREG_BENCH_NO_WAIT")
@@ -340,6 +350,16 @@ def _render(
             b.table(headers, rows),
         ]
     )
+
+
+def _upstream_line(args: argparse.Namespace) -> str:
+    """How the upstream sent each zip, as the table's reader needs to know."""
+    piece = f"{args.upstream_piece} KiB" if args.upstream_piece else "64 KiB"
+    if args.upstream_rate:
+        return f" The upstream sent each zip at {args.upstream_rate:g} MB/s, in {piece} pieces."
+    if args.upstream_piece:
+        return f" The upstream streamed each zip in {piece} writes."
+    return " The upstream wrote each zip in one write."
 
 
 def main() -> None:
@@ -356,6 +376,14 @@ def main() -> None:
         default=0,
         metavar="KIB",
         help="the upstream streams each zip in pieces of KIB (default: one write)",
+    )
+    parser.add_argument(
+        "--upstream-rate",
+        type=float,
+        default=0.0,
+        metavar="MB_PER_S",
+        help="the upstream sends each zip at most this fast, as over a link of that speed"
+        " (pieces of --upstream-piece KIB, or 64 KiB)",
     )
     args = parser.parse_args()
     os.environ.setdefault("GITREG_JOB_WORKERS", "0")
