@@ -375,6 +375,13 @@ class MirrorService:
             self._failed[key] = (time.monotonic() + RETRY_AFTER, exc)
             if fill.verified:  # no reader was cut off to say it: the bytes were the signed ones
                 log.warning("%s %s %s: sent, but not kept: %s", address, key[1], key[2], exc)
+            elif fill.unreported():
+                # Begun by a cold VERSION.json, whose answer already went out, and
+                # read by no client: a tampered or cut zip would otherwise be only
+                # remembered, never logged (checklist M1: refused, never stored).
+                log.warning(
+                    "%s %s %s: failed while it arrived, not kept: %s", address, key[1], key[2], exc
+                )
             raise
 
     async def _fill_package(
