@@ -49,30 +49,33 @@ async def _pieces(fill: PackageFill, fd: int, name: str) -> AsyncIterator[memory
     file = PageCacheFile(fd, name)
     offset = 0
     try:
-        while True:
-            try:
-                end = await fill.servable(offset)
-            except GitregError as exc:
-                # One line naming the package and the reason; ResponseCut only makes
-                # the server close the connection short of the Content-Length (no
-                # traceback: gitreg/app.py and gitreg/logs.py leave it unlogged).
-                total = "?" if fill.size is None else str(fill.size)
-                log.warning(
-                    "cut off %s after %d of %s bytes sent while it arrived: %s",
-                    name,
-                    offset,
-                    total,
-                    exc,
-                )
-                raise ResponseCut(name) from exc
-            if end <= offset:
-                return  # verified and stored: every byte was sent
-            while offset < end:
-                piece = await file.read(min(PIECE, end - offset))
-                if not piece:
-                    raise OSError(f"the temp file of a fill ended at {offset} of {end} bytes")
-                offset += len(piece)
-                yield memoryview(piece)  # a bytearray: Starlette sends bytes and memoryviews
+        # While this reader streams, the fill's failure is its to report (the
+        # warning below), and the mirror service does not log it a second time.
+        with fill.reading():
+            while True:
+                try:
+                    end = await fill.servable(offset)
+                except GitregError as exc:
+                    # One line naming the package and the reason; ResponseCut only makes
+                    # the server close the connection short of the Content-Length (no
+                    # traceback: gitreg/app.py and gitreg/logs.py leave it unlogged).
+                    total = "?" if fill.size is None else str(fill.size)
+                    log.warning(
+                        "cut off %s after %d of %s bytes sent while it arrived: %s",
+                        name,
+                        offset,
+                        total,
+                        exc,
+                    )
+                    raise ResponseCut(name) from exc
+                if end <= offset:
+                    return  # verified and stored: every byte was sent
+                while offset < end:
+                    piece = await file.read(min(PIECE, end - offset))
+                    if not piece:
+                        raise OSError(f"the temp file of a fill ended at {offset} of {end} bytes")
+                    offset += len(piece)
+                    yield memoryview(piece)  # a bytearray: Starlette sends bytes and memoryviews
     finally:
         # A client that went away cancels this: closing its descriptor is all it
         # owns; the fill goes on for the others.

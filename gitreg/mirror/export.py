@@ -121,9 +121,7 @@ def export_static(mirror: MirrorService, dest: Path, platforms: tuple[str, ...])
         hostname, namespace, type_ = key.split("/")
         grouped: dict[str, list[HostedPackage]] = {}
         for p in store.packages(key):
-            grouped.setdefault(p.version, []).append(
-                HostedPackage(p.platform, p.filename, p.sha256, p.size, p.h1)
-            )
+            grouped.setdefault(p.version, []).append(HostedPackage.from_mirror(p))
         _write_provider(
             mirror, dest / hostname / namespace / type_, type_, dict(grouped), platforms, result
         )

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from gitreg.errors import UpstreamError
@@ -61,6 +61,8 @@ class PackageFill:
         self._fd: int | None = None  # the fill's own descriptor of the temp file
         self._arrived = False
         self._verified = False  # the whole file's sha256 is the signed one
+        self._began = False  # `ready()` passed: bytes may be on their way to clients
+        self.readers = 0  # requests streaming the bytes now (`reading`)
         self._ready: asyncio.Future[None] = self._loop.create_future()
         self._changed = asyncio.Event()
 
@@ -109,8 +111,18 @@ class PackageFill:
             self._progress(received, declared)
         self._signal()
 
+    def unreported(self) -> bool:
+        """Whether a failure of this fill now would reach no log line unless the
+        service writes one: the zip had begun arriving (before that, its error is
+        what the waiting requests answer, and a cold VERSION.json logs it), no
+        reader is streaming it (each one cuts its client off with a line saying
+        why: gitreg/api/mirror_stream.py), and it is not `gitreg mirror sync`'s
+        (whose command prints every failure)."""
+        return self._began and self.readers == 0 and self._progress is None
+
     def _signal(self) -> None:
         if self.expected and self._arrived and not self._ready.done():
+            self._began = True
             self._ready.set_result(None)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()  # wakes every reader waiting on the old event
@@ -146,6 +158,16 @@ class PackageFill:
     async def result(self) -> MirrorPackage:
         assert self.task is not None
         return await asyncio.shield(self.task)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Around one reader's streaming: while it lasts, a failure of the fill is
+        that reader's to report (`servable` raises it), not the service's."""
+        self.readers += 1
+        try:
+            yield
+        finally:
+            self.readers -= 1
 
     def open_reader(self) -> int | None:
         """A new descriptor of the temp file for one reader, who closes it; None

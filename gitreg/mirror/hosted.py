@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitreg.errors import ConstraintError
+from gitreg.storage.mirror import MirrorPackage
 from gitreg.storage.protocols import ProviderIndex
 from gitreg.versions import parse_version
 
@@ -22,6 +23,12 @@ class HostedPackage:
     sha256: str
     size: int
     h1: str
+
+    @classmethod
+    def from_mirror(cls, package: MirrorPackage) -> HostedPackage:
+        """A package pulled through from an upstream, listed as gitreg's own are
+        (VERSION.json, the static export): the same fields, the same hashes."""
+        return cls(package.platform, package.filename, package.sha256, package.size, package.h1)
 
 
 @dataclass(frozen=True)

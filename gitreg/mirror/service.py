@@ -221,9 +221,7 @@ class MirrorService:
         )
         wanted = [p for p in self.options.platforms if not offered or p in offered]
         body = archives_body(
-            address.type,
-            version,
-            [HostedPackage(p.platform, p.filename, p.sha256, p.size, p.h1) for p in packages],
+            address.type, version, [HostedPackage.from_mirror(p) for p in packages]
         )
         return VersionView(body, packages, tuple(p for p in wanted if p not in have))
 
@@ -251,9 +249,7 @@ class MirrorService:
             *(self._expected(address, version, p) for p in targets), return_exceptions=True
         )
         errors: list[GitregError] = []
-        entries = [
-            HostedPackage(p.platform, p.filename, p.sha256, p.size, p.h1) for p in held.values()
-        ]
+        entries = [HostedPackage.from_mirror(p) for p in held.values()]
         for platform, result in zip(targets, results, strict=True):
             if isinstance(result, GitregError):
                 if not isinstance(result, NotFound):  # NotFound: a platform the upstream lacks
@@ -262,9 +258,7 @@ class MirrorService:
             elif isinstance(result, BaseException):
                 raise result
             elif isinstance(result, MirrorPackage):
-                entries.append(
-                    HostedPackage(platform, result.filename, result.sha256, result.size, result.h1)
-                )
+                entries.append(HostedPackage.from_mirror(result))
             else:  # on its way: the signed sha256 only, as `zh:` (h1 "" lists none)
                 filename = archive_filename(address.type, version, platform)
                 entries.append(HostedPackage(platform, filename, result, 0, ""))
@@ -381,6 +375,13 @@ class MirrorService:
             self._failed[key] = (time.monotonic() + RETRY_AFTER, exc)
             if fill.verified:  # no reader was cut off to say it: the bytes were the signed ones
                 log.warning("%s %s %s: sent, but not kept: %s", address, key[1], key[2], exc)
+            elif fill.unreported():
+                # Begun by a cold VERSION.json, whose answer already went out, and
+                # read by no client: a tampered or cut zip would otherwise be only
+                # remembered, never logged (checklist M1: refused, never stored).
+                log.warning(
+                    "%s %s %s: failed while it arrived, not kept: %s", address, key[1], key[2], exc
+                )
             raise
 
     async def _fill_package(

@@ -12,6 +12,7 @@ import contextlib
 import gc
 import hashlib
 import io
+import logging
 import re
 import threading
 import zipfile
@@ -423,3 +424,72 @@ def test_a_fill_stopped_mid_download_leaves_no_temp_file(
     run(go())
     assert svc.mirror.store.packages(NULL.key) == []
     assert list((svc.settings.blob_dir / "tmp").iterdir()) == []
+
+
+def mirror_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "gitreg.mirror" and r.levelno >= logging.WARNING
+    ]
+
+
+def test_a_sync_fill_that_fails_is_left_to_its_command_to_report(
+    make_mirror: MakeMirror, upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`gitreg mirror sync` prints every package that failed (FAIL ...): its fill,
+    which no client can join, is not logged a second time by the service."""
+    svc = make_mirror(mirror_platforms="linux_amd64")
+    upstream.faults["2.1.2"] = "tampered"
+    caplog.set_level(logging.WARNING, "gitreg.mirror")
+
+    async def sync() -> None:
+        try:
+            await svc.mirror.ensure_package(NULL, "2.1.2", "linux_amd64", lambda *_: None)
+        finally:
+            await svc.mirror.upstream.aclose()
+
+    with pytest.raises(UpstreamError, match="signed SHA256SUMS says"):
+        run(sync())
+    assert mirror_warnings(caplog) == []
+
+
+def test_a_cold_version_json_failing_before_its_zip_arrives_is_logged_once(
+    make_mirror: MakeMirror, upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A failure before the zip arrives (a bad signature) is the cold VERSION.json's
+    to report, as its answer is that error: one line, not a second from the fill."""
+    svc = make_mirror(mirror_platforms="linux_amd64")
+    upstream.faults["2.1.2"] = "bad-signature"
+    caplog.set_level(logging.WARNING, "gitreg.mirror")
+    with pytest.raises(UpstreamError, match="signature does not verify"):
+        run(version_json(svc.mirror, "2.1.2"))
+    warned = mirror_warnings(caplog)
+    assert len(warned) == 1, warned
+    assert "hashicorp/null 2.1.2 linux_amd64" in warned[0]
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [("tampered", "signed SHA256SUMS says"), ("truncated", "broke off")],
+)
+def test_a_cold_version_json_whose_zip_fails_is_logged_once(
+    make_mirror: MakeMirror,
+    upstream: FakeUpstream,
+    caplog: pytest.LogCaptureFixture,
+    fault: str,
+    reason: str,
+) -> None:
+    """Once its answer went out, no client read the zip: the service logs the
+    refusal, once (tests/mirror/test_mirror_stream.py has the same against a real
+    server, and with a reader attached). A body cut before the signature verified
+    fails the answer itself instead, which logs it: one line either way."""
+    svc = make_mirror(mirror_platforms="linux_amd64")
+    upstream.faults["2.1.2"] = fault
+    caplog.set_level(logging.WARNING, "gitreg.mirror")
+    with contextlib.suppress(UpstreamError):
+        assert list(run(version_json(svc.mirror, "2.1.2"))["archives"]) == ["linux_amd64"]
+    warned = mirror_warnings(caplog)
+    assert len(warned) == 1, warned
+    assert "hashicorp/null 2.1.2 linux_amd64" in warned[0]
+    assert reason in warned[0]

@@ -20,7 +20,7 @@ from tests.support.fake_upstream import FakeUpstream, serve_tls
 from tests.support.server import RunningServer, start_server
 
 BASE = "/mirror/registry.terraform.io/hashicorp/big"
-VERSIONS = [f"1.0.{i}" for i in range(9)]
+VERSIONS = [f"1.0.{i}" for i in range(11)]
 NOISE = 1_500_000  # incompressible bytes per zip: many 64 KiB pieces before the gate
 
 
@@ -268,3 +268,78 @@ def test_a_bad_signature_is_a_json_error_before_any_byte(
         assert "signature" in json.loads(answer.read())["errors"][0]
     assert stored_blobs(world.server) == before
     assert not temp_files(world.server)
+
+
+def warnings_since(server: RunningServer, seen: int) -> list[dict[str, str]]:
+    """Warnings and errors logged since `seen`, but for the HEADs' own: every 5xx
+    answer is one error line of its request (gitreg/app.py), the HEAD's included."""
+    lines = [json.loads(line) for line in server.log()[seen:].splitlines()]
+    return [
+        line
+        for line in lines
+        if line["level"] in ("warning", "error", "critical") and not line["msg"].startswith("HEAD ")
+    ]
+
+
+def cold_version_json(server: RunningServer, version: str) -> None:
+    """GET VERSION.json on a miss: answered once the zip is arriving, its fill left
+    running (docs/mirror.md, "Cold VERSION.json")."""
+    connection, answer = open_get(server, f"{BASE}/{version}.json")
+    with contextlib.closing(connection):
+        assert answer.status == 200
+        assert list(json.loads(answer.read())["archives"]) == ["linux_amd64"]
+
+
+def head_status(server: RunningServer, path: str) -> int:
+    """A HEAD of a zip waits for its fill to end (without reading it), or meets the
+    failure the fill left remembered: either way, the fill has ended when it returns.
+    A 502 is also logged as this request's error line (left out by `warnings_since`)."""
+    connection = http.client.HTTPSConnection(
+        "127.0.0.1", server.port, context=server.ssl_context(), timeout=20
+    )
+    with contextlib.closing(connection):
+        connection.request("HEAD", path)
+        return connection.getresponse().status
+
+
+def test_a_cold_version_json_whose_zip_is_tampered_logs_one_warning(
+    world: World, upstream: FakeUpstream
+) -> None:
+    """No client reads the zip a cold VERSION.json started: when it turns out not
+    to be the signed one, no reader is cut off to say so, and the service logs it,
+    once, naming the package and the reason."""
+    upstream.faults["1.0.9"] = "tampered"
+    seen = len(world.server.log())
+    cold_version_json(world.server, "1.0.9")
+    assert upstream.gate is not None
+    upstream.gate.set()
+    assert head_status(world.server, zip_path("1.0.9")) == 502
+    warned = warnings_since(world.server, seen)
+    assert len(warned) == 1, warned
+    assert "registry.terraform.io/hashicorp/big 1.0.9 linux_amd64" in warned[0]["msg"]
+    assert "signed SHA256SUMS says" in warned[0]["msg"]  # the reason
+    assert not temp_files(world.server)
+
+
+def test_a_tampered_zip_a_cold_version_json_started_and_a_client_reads_logs_one_line(
+    world: World, upstream: FakeUpstream
+) -> None:
+    """Terraform's own order: VERSION.json (a miss, which starts the fill), then the
+    zip, which joins it. The reader cut off reports the failure; the service,
+    seeing a reader there, does not report it a second time."""
+    upstream.faults["1.0.10"] = "tampered"
+    seen = len(world.server.log())
+    cold_version_json(world.server, "1.0.10")
+    connection, answer = open_get(world.server, zip_path("1.0.10"))
+    with contextlib.closing(connection):
+        assert answer.status == 200
+        assert upstream.gate is not None
+        upstream.gate.set()
+        with pytest.raises(http.client.IncompleteRead):
+            answer.read()
+    assert head_status(world.server, zip_path("1.0.10")) == 502
+    warned = warnings_since(world.server, seen)
+    assert len(warned) == 1, warned
+    assert warned[0]["msg"].startswith("cut off ")
+    assert "terraform-provider-big_1.0.10_linux_amd64.zip" in warned[0]["msg"]
+    assert "signed SHA256SUMS says" in warned[0]["msg"]
