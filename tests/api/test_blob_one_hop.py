@@ -270,7 +270,7 @@ def test_a_cancellation_during_the_open_trip_closes_what_the_thread_opened(
 
     async def main() -> None:
         async with running(application):
-            monkeypatch.setattr(blob_file.os, "open", slow_open)
+            monkeypatch.setattr(os, "open", slow_open)
             task = asyncio.ensure_future(ask(application, "GET", names["small"]))
             await asyncio.to_thread(opening.wait, 10)
             assert len(blob_fds(root)) == 1  # open on the worker thread
