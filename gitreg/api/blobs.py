@@ -32,8 +32,8 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from gitreg import metrics
-from gitreg.api.blob_file import BlobFileResponse
-from gitreg.errors import NotFound, ResponseCut
+from gitreg.api.blob_file import BlobFileResponse, OpenBlob
+from gitreg.errors import NotFound, ResponseCut, StorageUnavailable
 from gitreg.services import Services, services
 from gitreg.storage.blobs import SHA256_RE
 
@@ -54,19 +54,38 @@ async def blob_response(request: Request, sha256: str, media_type: str) -> Respo
     svc = services(request)
     private = await svc.access.check_blob(request, sha256)
     path = svc.blobs.local_file(sha256)
-    etag = f'"{sha256}"'
-    headers = {"ETag": etag, "Cache-Control": PRIVATE if private else IMMUTABLE}
+    headers = {"ETag": f'"{sha256}"', "Cache-Control": PRIVATE if private else IMMUTABLE}
     if path is None:
         return await _remote_blob(request, svc, sha256, media_type, headers)
+    blob = OpenBlob(os.fspath(path))
     try:
-        stat = await run_in_threadpool(os.stat, path)
+        return await _local_blob(request, blob, sha256, media_type, headers)
+    except BaseException:
+        blob.close()  # whatever failed before the response took the descriptor
+        raise
+
+
+async def _local_blob(
+    request: Request, blob: OpenBlob, sha256: str, media_type: str, headers: dict[str, str]
+) -> Response:
+    """A blob file on this machine: opened and fstat'ed in one thread-pool trip
+    (gitreg/api/blob_file.py), and that descriptor handed to the response."""
+    try:
+        stat = await blob.open()
     except FileNotFoundError as exc:
         raise NotFound("no such archive") from exc
-    if request.headers.get("if-none-match") == etag:
+    except OSError as exc:
+        # Before any byte went out (out of descriptors, a disk error): a retry may
+        # succeed, so 503 with Retry-After rather than a 500.
+        raise StorageUnavailable(f"cannot open blob {sha256}: {exc.strerror}") from exc
+    if request.headers.get("if-none-match") == headers["ETag"]:
+        blob.close()
         return Response(status_code=304, headers=headers)
     if request.method == "GET":  # the whole blob, counted as the answer starts
         metrics.blob_served(stat.st_size)
-    return BlobFileResponse(path, media_type=media_type, headers=headers, stat_result=stat)
+    return BlobFileResponse(
+        blob.path, media_type=media_type, headers=headers, stat_result=stat, opened=blob
+    )
 
 
 async def _remote_blob(
