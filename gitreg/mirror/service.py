@@ -343,16 +343,18 @@ class MirrorService:
         if stored is not None:
             metrics.mirror_hit("package")
             return stored
-        metrics.mirror_miss("package")
         key = (address.key, version, platform)
         fill = self._fills.get(key)
-        if fill is not None and fill.running():
+        if fill is not None and fill.running():  # joins the miss already counted
             return fill
         failed = self._failed.get(key)
         if failed and time.monotonic() < failed[0]:
             raise failed[1]
         if len(self._failed) > MAX_FAILURES:
             self._failed.clear()
+        # A miss is a lookup that asks the upstream (docs/operations.md): one per
+        # fill, however many requests join it, and none for a failure remembered.
+        metrics.mirror_miss("package")
         fill = self._fills[key] = PackageFill(progress)
         fill.start(self._fill_mapped(key, address, fill)).add_done_callback(
             lambda _: self._fills.pop(key) if self._fills.get(key) is fill else None

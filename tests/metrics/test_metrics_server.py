@@ -10,6 +10,7 @@ import hashlib
 import json
 import secrets
 import shutil
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -86,7 +87,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("metrics")
     data = root / "data"
     fake = FakeUpstream()
-    fake.add("hashicorp", "null", ["3.0.0"])
+    # Incompressible bytes: the zip streams while it arrives (all but its last
+    # 64 KiB before it is verified), so a GET can be seen joining its fill.
+    fake.add("hashicorp", "null", ["3.0.0"], noise=1_500_000)
     work, _ = _repo(root, "terraform-null-hello")
     _, broken = _repo(root, "terraform-null-broken")
     for name, module in (("hello", "acme/hello/null"), ("broken", "acme/broken/null")):
@@ -232,11 +235,23 @@ def test_rejected_webhooks_count_as_failed_authentication(world: World) -> None:
 
 def test_mirror_hits_misses_bytes_stale_and_upstream_errors(world: World) -> None:
     before = world.scrape()
-    status, body = world.get(f"{MIRROR}/3.0.0.json")
-    assert status == 200, body
-    archive = json.loads(body)["archives"]["linux_amd64"]["url"]
-    status, zipped = world.get(f"{MIRROR}/{archive}")
-    assert status == 200
+    fake = world.upstream.upstream
+    fake.gate = threading.Event()  # the zip stops at its middle until set
+    try:
+        status, body = world.get(f"{MIRROR}/3.0.0.json")  # starts the package's fill
+        assert status == 200, body
+        url = world.server.url + f"{MIRROR}/" + json.loads(body)["archives"]["linux_amd64"]["url"]
+        with urllib.request.urlopen(url, context=world.server.ssl_context()) as answer:
+            zipped = answer.read(1)  # this GET joined the fill in flight: no second miss
+            fake.gate.set()
+            zipped += answer.read()
+    finally:
+        fake.gate.set()
+        fake.gate = None
+    head = urllib.request.Request(url, method="HEAD")  # answers once the package is stored
+    with urllib.request.urlopen(head, context=world.server.ssl_context()) as answer:
+        assert int(answer.headers["content-length"]) == len(zipped)
+    assert world.get(url.removeprefix(world.server.url)) == (200, zipped)  # a hit
     middle = world.scrape()
 
     def moved(samples: Samples, name: str, **labels: str) -> float:
