@@ -877,3 +877,36 @@ def progress(message: str) -> None:
 def require(condition: bool, message: str) -> None:
     if not condition:
         raise SystemExit(f"benchmark check failed: {message}")
+
+
+def baseline_tree(ws: Path, rev: str) -> Path:
+    """A copy of gitreg at `rev` (the baseline of the same run), to run from its dir."""
+    tree = ws / "baseline"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "gitreg"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def asgi_get(path: str, agent: str, asgi: dict[str, str]) -> dict[str, Any]:
+    """The scope of a GET over HTTPS as uvicorn hands it to an app (in-process benches)."""
+    return {
+        "type": "http",
+        "asgi": asgi,
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "https",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"localhost:8443"),
+            (b"user-agent", agent.encode()),
+            (b"accept", b"*/*"),
+        ],
+        "server": ("127.0.0.1", 8443),
+        "client": ("127.0.0.1", 50000),
+    }

@@ -38,20 +38,7 @@ async def _per_request(app: Any, sha256: str, requests: int) -> tuple[float, flo
     import anyio
 
     path = f"/archives/{sha256}.tar.gz"
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},  # as uvicorn says
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "https",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"localhost:8443"), (b"user-agent", b"bench"), (b"accept", b"*/*")],
-        "server": ("127.0.0.1", 8443),
-        "client": ("127.0.0.1", 50000),
-    }
+    scope = b.asgi_get(path, "bench", {"version": "3.0", "spec_version": "2.3"})  # as uvicorn says
 
     async def receive() -> dict[str, Any]:
         await anyio.sleep_forever()  # connected until the answer ends
@@ -179,24 +166,13 @@ def main() -> None:
         store = FileBlobStore(data / "blobs")
         rng = random.Random(16)
         names = {label: store.put_bytes(rng.randbytes(n)).sha256 for label, n in SIZES.items()}
-        trees = {"before": _baseline_tree(ws, args.baseline), "after": b.ROOT}
+        trees = {"before": b.baseline_tree(ws, args.baseline), "after": b.ROOT}
         runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
         for round_ in range(args.rounds):
             b.progress(f"round {round_ + 1} of {args.rounds}")
             for name, tree in trees.items():
                 runs[name].append(_in_worker(tree, data, names, args.requests))
         print(_report(args, runs))
-
-
-def _baseline_tree(ws: Path, rev: str) -> Path:
-    """A copy of gitreg at `rev` (the baseline of the same run), to run from its dir."""
-    tree = ws / "baseline"
-    tree.mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(b.ROOT), "archive", rev, "gitreg"], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    return tree
 
 
 if __name__ == "__main__":

@@ -48,20 +48,7 @@ async def _send(message: Message) -> None:
 
 
 async def _per_request(app: ASGIApp, path: str, requests: int) -> float:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "https",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"localhost:8443"), (b"user-agent", b"wrk"), (b"accept", b"*/*")],
-        "server": ("127.0.0.1", 8443),
-        "client": ("127.0.0.1", 50000),
-    }
+    scope = b.asgi_get(path, "wrk", {"version": "3.0"})
     started = time.perf_counter()
     for _ in range(requests):
         await app({**scope, "state": {}}, _receive, _send)

@@ -21,7 +21,6 @@ import argparse
 import gzip
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -161,22 +160,11 @@ def in_worker(*argv: str, cwd: Path | None = None) -> tuple[dict[str, Any], b.Fi
     return json.loads(last), done
 
 
-def baseline_tree(ws: Path, rev: str) -> Path:
-    """A copy of gitreg at `rev` (the baseline of the same run), to run from its dir."""
-    tree = ws / "baseline"
-    tree.mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(b.ROOT), "archive", rev, "gitreg"], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    return tree
-
-
 def run(args: argparse.Namespace, ws: Path) -> str:
     start = time.perf_counter()
     src = b.synthetic_repo(ws / "src.git", files=args.files, tags=args.tags)
     made = time.perf_counter() - start
-    base = baseline_tree(ws, args.baseline)
+    base = b.baseline_tree(ws, args.baseline)
     from gitreg.archive_format import CLASSIC, fast_builder
 
     adds: dict[str, b.Finished] = {}
