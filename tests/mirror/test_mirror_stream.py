@@ -95,6 +95,18 @@ def wait_until_stored(server: RunningServer, data: bytes) -> None:
         time.sleep(0.05)
 
 
+def _read_cut_off(world: World, upstream: FakeUpstream, path: str) -> None:
+    """GET a zip held at its middle, let the rest come, and see the connection cut
+    short of its Content-Length (the zip failed its verification)."""
+    connection, answer = open_get(world.server, path)
+    with contextlib.closing(connection):
+        assert answer.status == 200
+        assert upstream.gate is not None
+        upstream.gate.set()
+        with pytest.raises(http.client.IncompleteRead):
+            answer.read()
+
+
 def test_cold_zip_arrives_before_the_upstream_finished_sending(
     world: World, upstream: FakeUpstream
 ) -> None:
@@ -147,13 +159,7 @@ def test_a_cut_off_zip_is_one_warning_line_without_traceback(
     app's "unhandled error" nor uvicorn's "Exception in ASGI application"."""
     upstream.faults["1.0.5"] = "tampered"
     seen = len(world.server.log())
-    connection, answer = open_get(world.server, zip_path("1.0.5"))
-    with contextlib.closing(connection):
-        assert answer.status == 200
-        assert upstream.gate is not None
-        upstream.gate.set()
-        with pytest.raises(http.client.IncompleteRead):
-            answer.read()
+    _read_cut_off(world, upstream, zip_path("1.0.5"))
     lines = [json.loads(line) for line in world.server.log()[seen:].splitlines()]
     cut = [line for line in lines if line["level"] in ("warning", "error", "critical")]
     assert len(cut) == 1, cut
@@ -330,13 +336,7 @@ def test_a_tampered_zip_a_cold_version_json_started_and_a_client_reads_logs_one_
     upstream.faults["1.0.10"] = "tampered"
     seen = len(world.server.log())
     cold_version_json(world.server, "1.0.10")
-    connection, answer = open_get(world.server, zip_path("1.0.10"))
-    with contextlib.closing(connection):
-        assert answer.status == 200
-        assert upstream.gate is not None
-        upstream.gate.set()
-        with pytest.raises(http.client.IncompleteRead):
-            answer.read()
+    _read_cut_off(world, upstream, zip_path("1.0.10"))
     assert head_status(world.server, zip_path("1.0.10")) == 502
     warned = warnings_since(world.server, seen)
     assert len(warned) == 1, warned
