@@ -61,7 +61,6 @@ class PackageFill:
         self._fd: int | None = None  # the fill's own descriptor of the temp file
         self._arrived = False
         self._verified = False  # the whole file's sha256 is the signed one
-        self._began = False  # `ready()` passed: bytes may be on their way to clients
         self.readers = 0  # requests streaming the bytes now (`reading`)
         self._ready: asyncio.Future[None] = self._loop.create_future()
         self._changed = asyncio.Event()
@@ -118,11 +117,13 @@ class PackageFill:
         reader is streaming it (each one cuts its client off with a line saying
         why: gitreg/api/mirror_stream.py), and it is not `gitreg mirror sync`'s
         (whose command prints every failure)."""
-        return self._began and self.readers == 0 and self._progress is None
+        began = (
+            self._ready.done() and not self._ready.cancelled() and self._ready.exception() is None
+        )  # `ready()` passed: bytes may be on their way to clients
+        return began and self.readers == 0 and self._progress is None
 
     def _signal(self) -> None:
         if self.expected and self._arrived and not self._ready.done():
-            self._began = True
             self._ready.set_result(None)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()  # wakes every reader waiting on the old event
