@@ -18,9 +18,9 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from gitreg.auth.oidc import pkce_challenge
 from gitreg.services import build_services
 from gitreg.settings import load_settings
+from tests.support.login_query import authorize_params
 from tests.support.oidc_provider import RunningProvider, oidc_provider
 from tests.support.server import RunningServer, free_port, start_server
 
@@ -57,14 +57,9 @@ def start(tmp_path: Path, idp: RunningProvider) -> Iterator[Start]:
 
 
 def _authorize(server: RunningServer, address: str) -> httpx.Response:
-    params = {
-        "client_id": "terraform-cli",
-        "response_type": "code",
-        "redirect_uri": "http://127.0.0.1:10003/login",
-        "state": secrets.token_urlsafe(8),
-        "code_challenge": pkce_challenge(secrets.token_urlsafe(40)),
-        "code_challenge_method": "S256",
-    }
+    params = authorize_params(
+        "http://127.0.0.1:10003/login", secrets.token_urlsafe(8), secrets.token_urlsafe(40)
+    )
     with httpx.Client(base_url=server.url, verify=server.ssl_context()) as client:
         return client.get(
             "/oauth/authorization", params=params, headers={"X-Forwarded-For": address}

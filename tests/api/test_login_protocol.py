@@ -20,9 +20,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 
-from gitreg.auth.oidc import pkce_challenge
 from gitreg.services import build_services
 from gitreg.settings import load_settings
+from tests.support.login_query import authorize_params
 from tests.support.oidc_browser import browse, sign_in
 from tests.support.oidc_provider import RunningProvider, oidc_provider
 from tests.support.server import RunningServer, cli, free_port, start_server
@@ -66,14 +66,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
 
 
 def _authorize_params(verifier: str, **overrides: str) -> dict[str, str]:
-    params = {
-        "client_id": "terraform-cli",
-        "response_type": "code",
-        "redirect_uri": LOOPBACK,
-        "state": "tf-state-1",
-        "code_challenge": pkce_challenge(verifier),
-        "code_challenge_method": "S256",
-    }
+    params = authorize_params(LOOPBACK, "tf-state-1", verifier)
     params.update(overrides)
     return {k: v for k, v in params.items() if v != "-"}
 

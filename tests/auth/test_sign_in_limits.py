@@ -16,6 +16,7 @@ from gitreg.auth.web_sign_in import WebSignIn
 from gitreg.errors import UpstreamError
 from gitreg.settings import Settings
 from gitreg.storage.protocols import AuthIndex
+from tests.support.login_query import authorize_params
 
 CLIENT = "203.0.113.7"
 
@@ -67,15 +68,7 @@ def _terraform(index: _Index, issuer: _Issuer) -> Callable[[], Coroutine[Any, An
     settings = Settings(oidc_issuer="https://idp.example", oidc_client_id="c")
     limits = SignInLimits(cast(AuthIndex, index), per_client=1, pending_max=100)
     flow = LoginFlow(settings, cast(AuthIndex, index), cast(OidcClient, issuer), print, limits)
-    params = {
-        "client_id": "terraform-cli",
-        "redirect_uri": "http://localhost:10000/login",
-        "response_type": "code",
-        "code_challenge_method": "S256",
-        "code_challenge": "c" * 43,
-        "state": "s",
-    }
-    return lambda: flow.begin(params, "https://reg.example/oauth/callback", CLIENT)
+    return lambda: flow.begin(authorize_params(), "https://reg.example/oauth/callback", CLIENT)
 
 
 @pytest.mark.parametrize("flow", [_web, _terraform])

@@ -15,6 +15,7 @@ from gitreg.auth.pending import SignInLimits
 from gitreg.auth.tokens import token_hash
 from gitreg.storage.auth import Identity
 from gitreg.ui.csrf import CSRF_COOKIE
+from tests.support.login_query import authorize_params
 from tests.support.oidc_browser import browse
 from tests.support.oidc_provider import count_fetches
 from tests.ui.conftest import (
@@ -211,15 +212,7 @@ def test_both_sign_in_flows_share_one_view_of_the_issuer(
     fetched = count_fetches(monkeypatch)
     browser = site.browser()
     assert browser.get("/ui/sign-in").status_code == 200
-    query = {
-        "client_id": "terraform-cli",
-        "redirect_uri": "http://localhost:10000/login",
-        "response_type": "code",
-        "code_challenge_method": "S256",
-        "code_challenge": "c" * 43,
-        "state": "s",
-    }
-    assert browser.get("/oauth/authorization", params=query).status_code == 302
+    assert browser.get("/oauth/authorization", params=authorize_params()).status_code == 302
     assert [what for _, what in fetched] == ["the discovery document"]
 
 
