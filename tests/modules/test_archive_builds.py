@@ -8,6 +8,8 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +21,10 @@ from gitreg.git.backend import DulwichBackend
 from gitreg.modules import builds
 from gitreg.modules.builds import ArchiveBuilds, ArchiveKey, Built
 from gitreg.modules.publisher import Publisher
-from gitreg.services import build_services
-from gitreg.settings import load_settings
+from gitreg.services import Services, build_services
+from gitreg.settings import Settings, load_settings
 from gitreg.storage.blobs import FileBlobStore
+from gitreg.storage.records import RepoRecord
 from tests.support.gitrepo import GitRepo, git
 
 
@@ -190,13 +193,24 @@ def _tags(repo: GitRepo, count: int) -> None:
         repo.tag(f"v1.0.{n}")
 
 
-def test_a_sync_whose_build_hangs_a_worker_publishes_the_rest_and_reports_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The version whose build hung is reported, not published; the sync ends,
-    and the next one publishes it once its build no longer hangs."""
+@dataclass
+class _Synced:
+    """A repository of four tags (v1.0.0-v1.0.3) registered as acme/vpc/aws in an
+    index whose syncs build archives in 2 worker processes."""
+
+    repo: GitRepo
+    settings: Settings
+    svc: Services
+    record: RepoRecord
+    module_id: int
+
+    def publisher(self, backend: DulwichBackend) -> Publisher:
+        return Publisher(self.settings, self.svc.index, self.svc.blobs, backend)
+
+
+@pytest.fixture
+def synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[_Synced]:
     monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
-    monkeypatch.setattr(builds, "_STALL_SECONDS", 3.0)
     repo = GitRepo(tmp_path / "vpc")
     _tags(repo, 4)
     settings = load_settings({"data_dir": tmp_path / "data", "archive_workers": 2}, environ={})
@@ -204,38 +218,35 @@ def test_a_sync_whose_build_hangs_a_worker_publishes_the_rest_and_reports_it(
     try:
         record = svc.index.add_repo(str(repo.path), "acme/vpc")
         module = svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
-        hung_tree = git(repo.path, "rev-parse", "v1.0.2^{tree}")
-        backend = _HangsInWorkers({hung_tree}, tmp_path / "marks")
-        publisher = Publisher(settings, svc.index, svc.blobs, backend)
-        result = publisher.sync_repo(record)
-        pids, _ = backend.hung()
-        assert pids and all(_gone(pid) for pid in pids)
-        assert multiprocessing.active_children() == []
-        assert {v.version for v in svc.index.versions(module.id)} == {"1.0.0", "1.0.1", "1.0.3"}
-        reason = "v1.0.2: not published: archive build did not finish within 3 s"
-        assert f"acme/vpc/aws: {reason}" in result.ignored
-        found = svc.index.find_module("acme", "vpc", "aws")
-        assert found is not None and reason in json.loads(found.sync_report)
-        shutil.rmtree(tmp_path / "marks")  # the build no longer hangs
-        assert publisher.sync_repo(record).published == ["acme/vpc/aws 1.0.2"]
+        yield _Synced(repo, settings, svc, record, module.id)
     finally:
         svc.close()
 
 
-def test_a_sync_whose_workers_die_builds_every_version_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_sync_whose_build_hangs_a_worker_publishes_the_rest_and_reports_it(
+    synced: _Synced, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
-    repo = GitRepo(tmp_path / "vpc")
-    _tags(repo, 4)
-    settings = load_settings({"data_dir": tmp_path / "data", "archive_workers": 2}, environ={})
-    svc = build_services(settings)
-    try:
-        record = svc.index.add_repo(str(repo.path), "acme/vpc")
-        svc.index.add_module(record.id, "acme", "vpc", "aws", "", "")
-        publisher = Publisher(settings, svc.index, svc.blobs, _DiesInWorkers())
-        result = publisher.sync_repo(record)
-        assert len(result.published) == 4 and not result.ignored
-        assert multiprocessing.active_children() == []
-    finally:
-        svc.close()
+    """The version whose build hung is reported, not published; the sync ends,
+    and the next one publishes it once its build no longer hangs."""
+    monkeypatch.setattr(builds, "_STALL_SECONDS", 3.0)
+    hung_tree = git(synced.repo.path, "rev-parse", "v1.0.2^{tree}")
+    backend = _HangsInWorkers({hung_tree}, tmp_path / "marks")
+    publisher = synced.publisher(backend)
+    result = publisher.sync_repo(synced.record)
+    pids, _ = backend.hung()
+    assert pids and all(_gone(pid) for pid in pids)
+    assert multiprocessing.active_children() == []
+    index = synced.svc.index
+    assert {v.version for v in index.versions(synced.module_id)} == {"1.0.0", "1.0.1", "1.0.3"}
+    reason = "v1.0.2: not published: archive build did not finish within 3 s"
+    assert f"acme/vpc/aws: {reason}" in result.ignored
+    found = index.find_module("acme", "vpc", "aws")
+    assert found is not None and reason in json.loads(found.sync_report)
+    shutil.rmtree(tmp_path / "marks")  # the build no longer hangs
+    assert publisher.sync_repo(synced.record).published == ["acme/vpc/aws 1.0.2"]
+
+
+def test_a_sync_whose_workers_die_builds_every_version_here(synced: _Synced) -> None:
+    result = synced.publisher(_DiesInWorkers()).sync_repo(synced.record)
+    assert len(result.published) == 4 and not result.ignored
+    assert multiprocessing.active_children() == []
