@@ -247,13 +247,20 @@ class Publisher:
                     result.conflicts.append(f"{module.address} {tv.version}: {outcome}")
                 elif outcome:
                     ignored.append(f"{ref.name}: {outcome}")
-        finally:
-            # Once per sync, from the newest version: a repository added with
-            # 40 tags rewrites its search row once, not 40 times (bench/catalog.py).
-            # Also when a later tag failed: the versions published before it get
-            # their documents and search row now, not at the module's next tag.
+        except BaseException:
+            # A later tag failed: the versions published before it get their
+            # documents and search row now, not at the module's next tag. The
+            # error that stopped the sync stays the one raised.
             if self._docs is not None and published:
-                self._docs.update_search(module)
+                try:
+                    self._docs.update_search(module)
+                except Exception:
+                    log.exception("%s: no search row after the failed sync", module.address)
+            raise
+        # Once per sync, from the newest version: a repository added with
+        # 40 tags rewrites its search row once, not 40 times (bench/catalog.py).
+        if self._docs is not None and published:
+            self._docs.update_search(module)
         result.ignored.extend(f"{module.address}: {line}" for line in ignored)
         self._index.record_sync(module.id, json.dumps(ignored))
         if self._settings.yank_deleted_tags:

@@ -169,3 +169,27 @@ def test_versions_published_before_a_failing_tag_get_documents_and_a_search_row(
     assert module is not None
     assert svc.catalog.docs(module.id, "1.0.0") is not None
     assert svc.catalog.search("alpha", 10) == [(module.id, "acme")]
+
+
+def test_a_failing_search_row_after_a_failed_sync_leaves_the_syncs_own_error(
+    svc: Services, make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error that stopped the sync is the one its job reports, not one from
+    documenting the versions published before it."""
+    repo = make_repo("vpc")
+    _tag(repo, "alpha", "v1.0.0")
+    _tag(repo, "bravo", "v1.1.0")
+    publish = svc.publisher._publish_one
+
+    def failing_second(*args: object, **kwargs: object) -> str:
+        if getattr(args[2], "version", "") == "1.1.0":
+            raise OSError("disk full")
+        return publish(*args, **kwargs)  # type: ignore[arg-type]
+
+    def failing_search(*args: object) -> None:
+        raise RuntimeError("search row")
+
+    monkeypatch.setattr(svc.publisher, "_publish_one", failing_second)
+    monkeypatch.setattr(svc.docs, "update_search", failing_search)
+    with pytest.raises(OSError, match="disk full"):
+        _sync(svc, repo)
