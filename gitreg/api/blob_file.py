@@ -37,7 +37,6 @@ import warnings
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, cast
 
-import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse
 from starlette.types import Receive, Scope, Send
@@ -170,22 +169,23 @@ class OpenBlob:
 
 
 class BlobFileResponse(FileResponse):
-    """FileResponse reading through PageCacheFile; given `opened` (with its
-    `stat_result`), it reads that descriptor and closes it however it ends."""
+    """FileResponse reading `opened`'s descriptor through PageCacheFile, and
+    closing it however the answer ends."""
 
     chunk_size = PIECE
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        opened: OpenBlob,
+        stat_result: os.stat_result,
         *,
         media_type: str | None = None,
         headers: Mapping[str, str] | None = None,
-        stat_result: os.stat_result | None = None,
-        opened: OpenBlob | None = None,
     ) -> None:
         self.opened = opened
-        super().__init__(path, headers=headers, media_type=media_type, stat_result=stat_result)
+        super().__init__(
+            opened.path, headers=headers, media_type=media_type, stat_result=stat_result
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -194,19 +194,11 @@ class BlobFileResponse(FileResponse):
             # The whole body sent, or HEAD, a refused range (400/416), a client
             # gone before or during the body, an error, a cancellation: this
             # response owns the descriptor on every one of those paths.
-            if self.opened is not None:
-                self.opened.close()
+            self.opened.close()
 
     @contextlib.asynccontextmanager
     async def _open_file(self) -> AsyncIterator[Any]:
-        size = None if self.stat_result is None else self.stat_result.st_size
-        if self.opened is not None:  # opened already; closed by __call__
-            yield PageCacheFile(self.opened.fd, self.opened.path, size)
-            return
-        fd = await run_in_threadpool(os.open, self.path, os.O_RDONLY | os.O_CLOEXEC)
-        file = PageCacheFile(fd, os.fspath(self.path), size)
-        try:
-            yield file
-        finally:
-            with anyio.CancelScope(shield=True):
-                await file.aclose()
+        # Opened already (blob_response); closed by __call__. The size is known:
+        # blobs never change.
+        assert self.stat_result is not None
+        yield PageCacheFile(self.opened.fd, self.opened.path, self.stat_result.st_size)

@@ -83,9 +83,7 @@ async def _local_blob(
         return Response(status_code=304, headers=headers)
     if request.method == "GET":  # the whole blob, counted as the answer starts
         metrics.blob_served(stat.st_size)
-    return BlobFileResponse(
-        blob.path, media_type=media_type, headers=headers, stat_result=stat, opened=blob
-    )
+    return BlobFileResponse(blob, stat, media_type=media_type, headers=headers)
 
 
 async def _remote_blob(

@@ -316,7 +316,7 @@ def test_a_response_dropped_unsent_closes_its_descriptor(tmp_path: Path) -> None
     path.write_bytes(SMALL)
     opened = OpenBlob(str(path))
     stat = asyncio.run(opened.open())
-    response = BlobFileResponse(path, stat_result=stat, opened=opened)
+    response = BlobFileResponse(opened, stat)
     assert len(blob_fds(tmp_path)) == 1
     del opened
     with pytest.warns(ResourceWarning, match="unclosed blob descriptor"):
