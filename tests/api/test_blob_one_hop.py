@@ -315,7 +315,9 @@ def test_a_response_dropped_unsent_closes_its_descriptor(tmp_path: Path) -> None
     path.parent.mkdir()
     path.write_bytes(SMALL)
     opened = OpenBlob(str(path))
-    stat = asyncio.run(opened.open())
+    # Opened here, not on a worker thread: a thread of anyio's pool can keep its
+    # last call (and so this object) referenced for a while after it returned.
+    stat = opened._open_and_stat()
     response = BlobFileResponse(opened, stat)
     assert len(blob_fds(tmp_path)) == 1
     del opened
