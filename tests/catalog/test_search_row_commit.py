@@ -146,12 +146,11 @@ def test_documents_left_by_a_failed_sync_never_make_another_modules_row(
     assert svc.catalog.docs(net_id, "1.0.0") is not None
 
 
-def test_versions_published_before_a_failing_tag_get_documents_and_a_search_row(
+def _second_tag_fails(
     svc: Services, make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The sync stops at the failing tag; what it published before stays
-    # installable, so it is documented and searchable at once, not at the
-    # module's next new tag.
+) -> GitRepo:
+    """acme/vpc tagged v1.0.0 ("alpha") and v1.1.0 ("bravo"), whose publishing
+    fails with OSError("disk full"): a sync stops at the second tag."""
     repo = make_repo("vpc")
     _tag(repo, "alpha", "v1.0.0")
     _tag(repo, "bravo", "v1.1.0")
@@ -163,6 +162,16 @@ def test_versions_published_before_a_failing_tag_get_documents_and_a_search_row(
         return publish(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(svc.publisher, "_publish_one", failing_second)
+    return repo
+
+
+def test_versions_published_before_a_failing_tag_get_documents_and_a_search_row(
+    svc: Services, make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sync stops at the failing tag; what it published before stays
+    # installable, so it is documented and searchable at once, not at the
+    # module's next new tag.
+    repo = _second_tag_fails(svc, make_repo, monkeypatch)
     with pytest.raises(OSError):
         _sync(svc, repo)
     module = svc.index.find_module("acme", "vpc", "aws")
@@ -176,20 +185,11 @@ def test_a_failing_search_row_after_a_failed_sync_leaves_the_syncs_own_error(
 ) -> None:
     """The error that stopped the sync is the one its job reports, not one from
     documenting the versions published before it."""
-    repo = make_repo("vpc")
-    _tag(repo, "alpha", "v1.0.0")
-    _tag(repo, "bravo", "v1.1.0")
-    publish = svc.publisher._publish_one
-
-    def failing_second(*args: object, **kwargs: object) -> str:
-        if getattr(args[2], "version", "") == "1.1.0":
-            raise OSError("disk full")
-        return publish(*args, **kwargs)  # type: ignore[arg-type]
+    repo = _second_tag_fails(svc, make_repo, monkeypatch)
 
     def failing_search(*args: object) -> None:
         raise RuntimeError("search row")
 
-    monkeypatch.setattr(svc.publisher, "_publish_one", failing_second)
     monkeypatch.setattr(svc.docs, "update_search", failing_search)
     with pytest.raises(OSError, match="disk full"):
         _sync(svc, repo)
