@@ -20,8 +20,9 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
-from gitreg import logs, metrics
-from gitreg.api.access_log import AccessLog
+from gitreg import logs
+from gitreg.metrics import service as metrics
+from gitreg.server.access_log import AccessLog
 
 ROUTE = "/v1/modules/{namespace}/{name}/{system}/versions"
 BODY = b'{"modules":[{"versions":[]}]}'

@@ -3,7 +3,7 @@
 It answers fixed bytes from memory (or a file with Starlette's stock
 `FileResponse`, default 64 KiB chunks) for the routes listed in a JSON file,
 and runs uvicorn with the options `gitreg serve` uses for one worker
-(gitreg/commands/serve.py): same host, TLS files, log level, no server header,
+(gitreg/server/cli.py): same host, TLS files, log level, no server header,
 no proxy headers, 10 s graceful shutdown; with uvicorn's fast extras,
 httptools and uvloop, as issue 16 defines the baseline (`--http h11 --loop
 asyncio` for the pure-Python pair), and uvicorn's own access log as uvicorn
@@ -78,7 +78,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.no_tls and not (args.cert and args.key):
         parser.error("--cert and --key, or --no-tls")
-    # The same keyword arguments as gitreg.commands.serve.serve() with workers == 1.
+    # The same keyword arguments as gitreg.server.cli.serve() with workers == 1.
     uvicorn.run(
         create_app(args.routes),
         host="127.0.0.1",

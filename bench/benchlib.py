@@ -400,7 +400,7 @@ class Tls:
 
 def make_tls(directory: Path) -> Tls:
     """gitreg's own local CA and ECDSA P-256 server certificate, shared by every server."""
-    from gitreg.tls import ensure_local_tls
+    from gitreg.server.tls import ensure_local_tls
 
     made = ensure_local_tls(directory, ["127.0.0.1"])
     return Tls(made.ca_cert, made.cert, made.key)

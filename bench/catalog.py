@@ -90,7 +90,7 @@ WORDS = (
 
 
 def fill_search(catalog: Any, index: Any, count: int, rng: random.Random) -> None:
-    from gitreg.storage.catalog import SearchEntry
+    from gitreg.catalog.store_sql import SearchEntry
 
     repo = index.add_repo("https://git.example.com/bench/all.git", "")
     for i in range(count):
@@ -169,7 +169,7 @@ HIDDEN = "5 of 50 namespaces hidden"
 def baseline_store(code: str, index: Any) -> Any:
     """`CatalogStore` of another checkout (`--baseline DIR`: main's code before a
     change) over the same index, for a "baseline" row in the same run. Its
-    gitreg/storage/catalog.py is loaded alone, on top of this checkout's gitreg."""
+    gitreg/catalog/store_sql.py is loaded alone, on top of this checkout's gitreg."""
     import importlib.util
 
     path = Path(code) / "gitreg" / "storage" / "catalog.py"
@@ -250,7 +250,7 @@ def settle_postgres(url: str) -> None:
 def search_bench(
     args: argparse.Namespace, postgres_url: str, server_pid: int = 0
 ) -> list[list[object]]:
-    from gitreg.storage.catalog import CatalogStore
+    from gitreg.catalog.store_sql import CatalogStore
     from gitreg.storage.index import open_index
 
     rows: list[list[object]] = []
@@ -354,7 +354,7 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
     a fresh data dir."""
     from gitreg.catalog import hcl, readme, tree
     from gitreg.git.backend import DulwichBackend
-    from gitreg.modules.publisher import Publisher
+    from gitreg.modules.service import Publisher
     from gitreg.services import build_services
     from gitreg.settings import load_settings
 

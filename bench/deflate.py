@@ -38,8 +38,8 @@ def build(mirror: str, tree: str, mtime: int) -> str:
     """One archive as gitreg builds new ones; its sha256."""
     from dulwich.repo import Repo
 
-    from gitreg.archive import build_archive
-    from gitreg.archive_format import fast_builder
+    from gitreg.archives.build import build_archive
+    from gitreg.archives.format import fast_builder
 
     sink = b.NullSink()
     with Repo(mirror) as repo:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace, ws: Path) -> str:
     out = io.BytesIO()
     from dulwich.repo import Repo
 
-    from gitreg.archive import build_archive
+    from gitreg.archives.build import build_archive
 
     with Repo(str(src.path)) as repo:
         build_archive(repo.object_store, tags[-1][0].encode(), out, mtime=tags[-1][1])

@@ -120,7 +120,7 @@ def iter_blobs(backend: str, repo_path: str, tree: str) -> tuple[int, int]:
 
 
 class Pygit2Objects:
-    """gitreg.archive's `ObjectSource` (objects by hex sha, as ShaFiles) on pygit2."""
+    """gitreg.archives.build's `ObjectSource` (objects by hex sha, as ShaFiles) on pygit2."""
 
     def __init__(self, path: str) -> None:
         import pygit2
@@ -139,7 +139,7 @@ class Pygit2Objects:
 def do_archive(backend: str, repo_path: str, tree: str) -> int:
     from dulwich.repo import Repo
 
-    from gitreg.archive import build_archive
+    from gitreg.archives.build import build_archive
 
     sink = b.NullSink()
     if backend == "dulwich":
@@ -156,7 +156,7 @@ def worker(step: str, backend: str, *args: str) -> dict[str, Any]:
     import dulwich.objects
     import dulwich.repo
 
-    import gitreg.archive
+    import gitreg.archives.build
     import gitreg.git.backend
 
     if backend.startswith("pygit2"):

@@ -21,13 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitreg.providers.store_sql import PackageRecord
 from gitreg.storage.bulk import (
     BulkModule,
     BulkProvider,
     BulkProviderVersion,
     BulkVersion,
 )
-from gitreg.storage.providers import PackageRecord
 
 SYSTEMS = ("aws", "azurerm", "google")
 PLATFORMS = (("linux", "amd64"), ("linux", "arm64"), ("darwin", "arm64"), ("windows", "amd64"))
@@ -110,10 +110,10 @@ def generate(
     database_url: str = "",
 ) -> Generated:
     """Fill the index of `data_dir` (or the PostgreSQL database at `database_url`)."""
+    from gitreg.providers.store_sql import ProviderStore
     from gitreg.settings import load_settings
     from gitreg.storage.bulk import BulkLoader
     from gitreg.storage.index import Index, open_index
-    from gitreg.storage.providers import ProviderStore
 
     db_path = load_settings({"data_dir": data_dir}).db_path
     start = time.perf_counter()

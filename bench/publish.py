@@ -61,7 +61,7 @@ def worker_import() -> dict[str, Any]:
 
 def worker_one(mirror: str) -> dict[str, Any]:
     """One archive (the last tag's) exactly as the publisher builds it, nothing kept."""
-    from gitreg.archive import ArchiveLimits
+    from gitreg.archives.build import ArchiveLimits
     from gitreg.git.backend import DulwichBackend
 
     backend = DulwichBackend()
@@ -73,13 +73,13 @@ def worker_one(mirror: str) -> dict[str, Any]:
 
 def worker_archives(mirror: str, sample: int, builder: str = "", warm: str = "") -> dict[str, Any]:
     """Per-archive timings on `sample` tags spread over the history; with `builder`
-    (gitreg/archive_format.py) that builder, else the gitreg in use's only one. With
+    (gitreg/archives/format.py) that builder, else the gitreg in use's only one. With
     `warm`, each build follows the previous tag's (untimed) in one directory cache
-    (gitreg/archive_cache.py), as the builds of a `repo add` follow each other."""
+    (gitreg/archives/cache.py), as the builds of a `repo add` follow each other."""
     from dulwich.objects import Blob, ObjectID, Tree
     from dulwich.repo import Repo
 
-    from gitreg.archive import build_archive
+    from gitreg.archives.build import build_archive
     from gitreg.git.backend import DulwichBackend
 
     tags, _ = DulwichBackend().tags(Path(mirror))
@@ -90,7 +90,7 @@ def worker_archives(mirror: str, sample: int, builder: str = "", warm: str = "")
     builds, reads, gzips, sizes, files = [], [], [], [], []
     cache: Any = None
     if warm:
-        from gitreg.archive_cache import SubtreeCache
+        from gitreg.archives.cache import SubtreeCache
 
         cache = SubtreeCache()
     for ref in chosen:
@@ -165,7 +165,7 @@ def run(args: argparse.Namespace, ws: Path) -> str:
     src = b.synthetic_repo(ws / "src.git", files=args.files, tags=args.tags)
     made = time.perf_counter() - start
     base = b.baseline_tree(ws, args.baseline)
-    from gitreg.archive_format import CLASSIC, fast_builder
+    from gitreg.archives.format import CLASSIC, fast_builder
 
     adds: dict[str, b.Finished] = {}
     for label, env, cwd in [

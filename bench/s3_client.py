@@ -27,7 +27,7 @@ from moto.server import ThreadedMotoServer
 # Moto logs every request it serves; the table is the output.
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
-BASE = "import gitreg.app, gitreg.commands.serve"
+BASE = "import gitreg.app, gitreg.server.cli"
 
 CLIENTS = {
     "boto3": (

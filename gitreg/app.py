@@ -16,21 +16,29 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from gitreg import logs, metrics
-from gitreg.api import admin, blobs, browse, discovery, health, login, mirror, modules, providers
-from gitreg.api import metrics as metrics_api
-from gitreg.api import usage as usage_api
-from gitreg.api.access_log import AccessLog
+from gitreg import logs
+from gitreg.api import blobs, discovery
 from gitreg.api.responses import error_body, json_response
+from gitreg.auth import http as login
 from gitreg.auth.signed_urls import RECHECK_EVERY
-from gitreg.download_counts import FLUSH_SECONDS
+from gitreg.catalog import http as browse
 from gitreg.errors import GitregError, ResponseCut, Unauthorized, storage_full
+from gitreg.jobs import http as admin
+from gitreg.metrics import http as metrics_api
+from gitreg.metrics import service as metrics
+from gitreg.mirror import http as mirror
+from gitreg.modules import http as modules
+from gitreg.providers import http as providers
 from gitreg.providers.uploads import UploadStaging
-from gitreg.server_limits import limit_malloc_arenas
+from gitreg.server import http as health
+from gitreg.server.access_log import AccessLog
+from gitreg.server.limits import limit_malloc_arenas
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings
 from gitreg.ui import routes as ui
-from gitreg.webhooks import routes as webhooks
+from gitreg.usage import http as usage_api
+from gitreg.usage.counter import FLUSH_SECONDS
+from gitreg.webhooks import http as webhooks
 
 log = logging.getLogger("gitreg.app")
 
@@ -105,7 +113,7 @@ async def _reload_signing_keys_forever(svc: Services) -> None:
 
 
 def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
-    # login.v1 is advertised only when sign-in is configured (gitreg/api/login.py).
+    # login.v1 is advertised only when sign-in is configured (gitreg/auth/http.py).
     services = {**discovery.SERVICES, **(login.login_service(settings) if settings else {})}
     return [
         *discovery.routes(services),

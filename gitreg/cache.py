@@ -26,7 +26,7 @@ from typing import Generic, TypeVar
 import anyio
 import anyio.to_thread
 
-from gitreg import metrics
+from gitreg.metrics import service as metrics
 
 T = TypeVar("T")
 log = logging.getLogger("gitreg.cache")

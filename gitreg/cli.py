@@ -57,21 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
     command that may run without Services (see `_dispatch`). The order of the
     groups is the order `gitreg --help` lists them in.
     """
-    from gitreg.commands import (
-        access,
-        admin,
-        doctor,
-        jobs,
-        login,
-        migrate,
-        mirror,
-        module_proxy,
-        providers,
-        reindex,
-        repos,
-        serve,
-        yank,
-    )
+    from gitreg.auth import cli as access
+    from gitreg.auth import cli_grants as login
+    from gitreg.catalog import cli as reindex
+    from gitreg.doctor import cli as doctor
+    from gitreg.jobs import cli as jobs
+    from gitreg.mirror import cli as mirror
+    from gitreg.module_proxy import cli as module_proxy
+    from gitreg.modules import cli_yank as yank
+    from gitreg.providers import cli as providers
+    from gitreg.repositories import cli as repos
+    from gitreg.server import cli as serve
+    from gitreg.storage import cli as admin
+    from gitreg.storage import cli_migrate as migrate
 
     common = _common(default=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(

@@ -291,7 +291,7 @@ class ChecksumMismatch(PublishError):
 
 class ResponseCut(Exception):
     """A response whose body was cut short on purpose after its headers went out
-    (a mirror zip sent while it arrived failed a check: gitreg/api/mirror_stream.py;
+    (a mirror zip sent while it arrived failed a check: gitreg/mirror/http_stream.py;
     the blob store failed mid-body: gitreg/api/blobs.py).
     Whoever raises it has logged why in one line; it exists only to make the server
     close the connection short of the Content-Length, so it is not a GitregError

@@ -133,7 +133,7 @@ def configure(log_format: str, level: str | int, stream: TextIO | None = None) -
 class _CutOnPurpose(logging.Filter):
     """Drops uvicorn's "Exception in ASGI application" traceback for a ResponseCut:
     the body was cut short on purpose and its one log line already says why
-    (gitreg/api/mirror_stream.py, gitreg/api/blobs.py); raising is how an ASGI app
+    (gitreg/mirror/http_stream.py, gitreg/api/blobs.py); raising is how an ASGI app
     makes the server close the connection short of the Content-Length. Any other
     exception is logged."""
 
@@ -206,7 +206,7 @@ def access_json(
     client: str | None,
     token_id: int | None,
 ) -> bool:
-    """Write the access line JsonFormatter would write for gitreg.api.access_log
+    """Write the access line JsonFormatter would write for gitreg.server.access_log
     (the same keys in the same order); False, with nothing written, when it
     must go through logging instead (_fast_path)."""
     handler = _json_handler[0]
@@ -265,7 +265,7 @@ def access_text(
     client: str | None,
     token_id: int | None,
 ) -> bool:
-    """Write the access line TextFormatter would write for gitreg.api.access_log;
+    """Write the access line TextFormatter would write for gitreg.server.access_log;
     False, with nothing written, when it must go through logging (_fast_path)."""
     handler = _text_handler[0]
     if handler is None or not _fast_path(handler):

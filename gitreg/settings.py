@@ -21,7 +21,7 @@ from gitreg.errors import ConfigError
 from gitreg.numbers import plain_int
 
 ENV_PREFIX = "GITREG_"
-# `http_impl`: uvicorn's HTTP parser and event loop (gitreg/server_limits.py).
+# `http_impl`: uvicorn's HTTP parser and event loop (gitreg/server/limits.py).
 HTTP_IMPLS = ("auto", "httptools", "h11")
 
 
@@ -67,7 +67,7 @@ class Settings:
     # "json" (one object per line), "text", or "auto": text on a terminal, JSON
     # otherwise (gitreg/logs.py, docs/operations.md).
     log_format: str = "auto"
-    # gitreg's own access line (gitreg/api/access_log.py; uvicorn's is always
+    # gitreg's own access line (gitreg/server/access_log.py; uvicorn's is always
     # off); turn it off when a proxy already logs every request.
     access_log: bool = True
     workers: int = 1

@@ -1,10 +1,12 @@
-"""The layering the code is meant to keep (issue 11, "One vocabulary and real seams").
+"""The shape of the house: features by folder, roles by file name, and arrows that
+only run down.
 
-HTTP layers (`gitreg/api/`, `gitreg/webhooks/`) and the CLI (`gitreg/cli.py`,
-`gitreg/commands/`) translate requests into calls on the domain; the domain and
-storage never reach back up into them. And no two gitreg modules import each
-other, even through others, at module level. Both are read from the source
-with `ast`, so the test needs no imports of its own and sees every file.
+Every feature is one package (FEATURES). Inside any package a file's name says its
+role: `http.py` / `http_*.py` and `pages.py` / `pages_*.py` translate HTTP, `cli.py` /
+`cli_*.py` translate the command line, everything else is domain. `gitreg/api/`,
+`gitreg/ui/` and `gitreg/server/` hold what HTTP modules share; `gitreg/app.py`,
+`gitreg/cli.py` and `gitreg/services.py` assemble. The rules are read from the
+source with `ast`, so the test imports nothing and sees every file.
 """
 
 from __future__ import annotations
@@ -15,18 +17,29 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gitreg"
 
-# Packages and top-level modules that decide or store, and must not depend on
-# the layers that serve them.
-DOMAIN = ("modules", "providers", "mirror", "storage", "auth", "git")
-DOMAIN_MODULES = ("versions", "addresses")
-OUTER_LAYERS = ("gitreg.api", "gitreg.webhooks", "gitreg.ui", "gitreg.cli", "gitreg.commands")
+FEATURES = (
+    "auth",
+    "catalog",
+    "doctor",
+    "jobs",
+    "mirror",
+    "module_proxy",
+    "modules",
+    "providers",
+    "repositories",
+    "usage",
+    "webhooks",
+)
+# Shared machinery the features build on; never a feature's own code.
+SHARED = ("archives", "git", "metrics", "storage", "upstream")
+HTTP_PACKAGES = ("gitreg.api", "gitreg.ui", "gitreg.server")
+ASSEMBLY = ("gitreg.app", "gitreg.cli", "gitreg.__main__", "gitreg.services")
 
-# Cycles that exist today and are being removed by another change; each entry is
-# the sorted tuple of modules in one cycle. A cycle not listed here fails.
-# The SQLite and file implementations of the storage protocols
-# (gitreg/storage/protocols.py, BlobStore in gitreg/storage/blobs.py). Only
-# storage itself and the one place that builds them may name them, so a second
-# implementation (PostgreSQL, S3) needs no change elsewhere.
+# Domain modules that still import Starlette; each entry goes when its module stops.
+STARLETTE_IN_DOMAIN: set[str] = set()
+
+# The engine implementations of the feature stores. Only the module that defines one
+# and the one place that builds them name them, so a feature sees its store's protocol.
 CONCRETE_STORAGE = (
     "SQLiteIndex",
     "IndexBackedStore",
@@ -43,10 +56,10 @@ CONCRETE_STORAGE = (
     "S3UploadStore",
     "ProviderDocsStore",
     "DownloadCountStore",
+    "CatalogStore",
+    "ModuleProxyStore",
 )
-STORAGE_BUILDERS = ("gitreg.services",)
-
-KNOWN_CYCLES: set[tuple[str, ...]] = set()
+STORAGE_BUILDERS = ("gitreg.services", "gitreg.storage.copy")
 
 
 def _module_name(path: Path) -> str:
@@ -115,13 +128,31 @@ def _graph(module_level: bool) -> dict[str, set[str]]:
     return graph
 
 
-def _is_domain(module: str) -> bool:
+def _role(module: str) -> str:
+    """ "assembly", "http", "cli" or "domain", from the module's place and name."""
+    if module in ASSEMBLY:
+        return "assembly"
+    leaf = module.rsplit(".", 1)[-1]
+    if any(module == p or module.startswith(p + ".") for p in HTTP_PACKAGES):
+        return "http"
+    if leaf in ("http", "pages") or leaf.startswith(("http_", "pages_")):
+        return "http"
+    if leaf == "cli" or leaf.startswith("cli_"):
+        return "cli"
+    return "domain"
+
+
+def _feature(module: str) -> str | None:
     parts = module.split(".")
-    if len(parts) < 2:
-        return False
-    if len(parts) == 2:
-        return parts[1] in DOMAIN_MODULES or parts[1] in DOMAIN
-    return parts[1] in DOMAIN
+    return parts[1] if len(parts) > 2 and parts[1] in FEATURES else None
+
+
+def _stdlib_and_third_party(tree: ast.AST) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
 
 
 def _cycles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
@@ -159,35 +190,69 @@ def _cycles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
     return found
 
 
-def test_domain_and_storage_never_import_the_http_layers_or_the_cli() -> None:
+def test_every_feature_and_shared_package_exists() -> None:
+    # Guards the tests below against a rename that would silently empty them.
+    for package in (*FEATURES, *SHARED):
+        assert (PACKAGE / package / "__init__.py").exists(), package
+    assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == {
+        *FEATURES,
+        *SHARED,
+        *(p.split(".")[1] for p in HTTP_PACKAGES),
+    }
+
+
+def test_the_domain_never_imports_http_or_the_cli() -> None:
     graph = _graph(module_level=False)  # imports inside functions count here too
     offending = sorted(
         f"{module} imports {target}"
         for module, targets in graph.items()
-        if _is_domain(module)
+        if _role(module) == "domain"
         for target in targets
-        if any(target == outer or target.startswith(outer + ".") for outer in OUTER_LAYERS)
+        if _role(target) != "domain"
     )
     assert offending == []
 
 
-def test_the_domain_list_names_real_modules() -> None:
-    # Guards the test above against a rename that would silently empty it.
-    sources = _sources()
-    for package in DOMAIN:
-        assert f"gitreg.{package}" in sources
-    for module in DOMAIN_MODULES:
-        assert f"gitreg.{module}" in sources
+def test_http_and_the_cli_never_import_each_other() -> None:
+    graph = _graph(module_level=False)
+    offending = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if {_role(module), _role(target)} == {"http", "cli"}
+    )
+    assert offending == []
 
 
-def test_no_new_import_cycles() -> None:
-    cycles = _cycles(_graph(module_level=True))
-    assert cycles - KNOWN_CYCLES == set()
+def test_only_http_modules_import_starlette() -> None:
+    found = {
+        module
+        for module, path in _sources().items()
+        if _role(module) in ("domain", "cli")
+        and any(
+            name == "starlette" or name.startswith("starlette.")
+            for name in _stdlib_and_third_party(ast.parse(path.read_text(encoding="utf-8")))
+        )
+    }
+    assert found == STARLETTE_IN_DOMAIN
 
 
-def test_the_cycle_finder_sees_the_known_cycles() -> None:
-    # When this fails a known cycle is gone: delete its KNOWN_CYCLES entry.
-    assert _cycles(_graph(module_level=True)) >= KNOWN_CYCLES
+def test_no_feature_reaches_into_another_features_store() -> None:
+    graph = _graph(module_level=False)
+    offending = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if (feature := _feature(target)) is not None
+        and target.rsplit(".", 1)[-1].startswith("store_sql")
+        and _feature(module) != feature
+        and module not in STORAGE_BUILDERS
+    )
+    assert offending == []
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(_graph(module_level=True)) == set()
 
 
 def _names_used(tree: ast.AST) -> set[str]:
@@ -201,23 +266,25 @@ def _names_used(tree: ast.AST) -> set[str]:
     return used
 
 
-def test_only_storage_and_the_builder_name_the_concrete_storage_classes() -> None:
+def _defining_modules() -> dict[str, str]:
+    defined = {}
+    for module, path in _sources().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.name in CONCRETE_STORAGE:
+                defined[node.name] = module
+    return defined
+
+
+def test_only_the_builder_names_the_concrete_storage_classes() -> None:
+    defined = _defining_modules()
+    assert set(CONCRETE_STORAGE) == set(defined)  # a rename would empty the check
     offending = sorted(
         f"{module} uses {name}"
         for module, path in _sources().items()
-        if not module.startswith("gitreg.storage") and module not in STORAGE_BUILDERS
+        if module not in STORAGE_BUILDERS and not module.startswith("gitreg.storage")
         for name in _names_used(ast.parse(path.read_text(encoding="utf-8"), str(path)))
         if name in CONCRETE_STORAGE
+        and defined[name] != module
+        and not (name == "IndexBackedStore" and module.rsplit(".", 1)[-1].startswith("store_sql"))
     )
     assert offending == []
-
-
-def test_the_concrete_storage_list_names_real_classes() -> None:
-    # Guards the test above against a rename that would silently empty it.
-    defined = {
-        node.name
-        for path in (PACKAGE / "storage").glob("*.py")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.ClassDef)
-    }
-    assert set(CONCRETE_STORAGE) <= defined

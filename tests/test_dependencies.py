@@ -42,7 +42,7 @@ TOOLS = {
 FOR_LIBRARIES = {
     # Every in-process HTTP test uses starlette.testclient.TestClient, an httpx2 client.
     "httpx2": ("starlette.testclient", "httpx"),
-    # gitreg.server_limits subclasses uvicorn's HttpToolsProtocol, which parses with it.
+    # gitreg.server.limits subclasses uvicorn's HttpToolsProtocol, which parses with it.
     "httptools": ("uvicorn.protocols.http.httptools_impl", "httptools"),
 }
 

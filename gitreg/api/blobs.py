@@ -31,9 +31,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from gitreg import metrics
 from gitreg.api.blob_file import BlobFileResponse, OpenBlob
 from gitreg.errors import NotFound, ResponseCut, StorageUnavailable
+from gitreg.metrics import service as metrics
 from gitreg.services import Services, services
 from gitreg.storage.blobs import SHA256_RE
 

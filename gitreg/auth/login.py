@@ -35,10 +35,10 @@ import anyio.to_thread
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret, pkce_challenge
 from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
+from gitreg.auth.store_sql import Identity
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.errors import BadRequest, UpstreamError
 from gitreg.settings import Settings
-from gitreg.storage.auth import Identity
 from gitreg.storage.protocols import AuthIndex
 
 log = logging.getLogger("gitreg.auth.login")
@@ -119,7 +119,7 @@ class LoginFlow:
         self._clock = clock
         # A token added in this process is not a commit by another one, which
         # is all the access snapshot's watcher sees: say so, or the new token
-        # would be refused until some other write (gitreg.auth.access).
+        # would be refused until some other write (gitreg.auth.service).
         self._on_change = on_change
 
     async def _put(self, key: str, payload: dict[str, Any], ttl: float) -> None:

@@ -32,10 +32,10 @@ from urllib.parse import quote, urlencode
 
 import anyio.to_thread
 
+from gitreg.auth.store_sql import Identity
 from gitreg.errors import Forbidden, UpstreamError
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
-from gitreg.storage.auth import Identity
 
 if TYPE_CHECKING:
     # httpx is imported where the identity provider is called: a serving worker

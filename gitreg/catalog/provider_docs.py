@@ -29,12 +29,12 @@ from typing import Any
 
 from gitreg.catalog.provider_tree import read_provider_docs
 from gitreg.catalog.readme import render, web_url
+from gitreg.catalog.store import ProviderDocsIndex
+from gitreg.catalog.store_sql_provider_docs import DocPage
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
-from gitreg.storage.catalog_protocols import ProviderDocsIndex
+from gitreg.providers.store_sql import ProviderRecord, ProviderVersionRecord
 from gitreg.storage.protocols import ProviderIndex
-from gitreg.storage.provider_docs import DocPage
-from gitreg.storage.providers import ProviderRecord, ProviderVersionRecord
 from gitreg.storage.records import RepoRecord
 
 log = logging.getLogger("gitreg.catalog")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dulwich.objects import Blob, ObjectID, Tree
 
-from gitreg.archive import ObjectSource
+from gitreg.archives.build import ObjectSource
 from gitreg.catalog.tree import subtree
 
 MAX_DOC_BYTES = 512 * 1024

@@ -18,7 +18,7 @@ from typing import Any
 
 from gitreg.catalog.extract import description
 from gitreg.catalog.hcl import empty_module
-from gitreg.storage.catalog_protocols import CatalogIndex, ProviderDocsIndex
+from gitreg.catalog.store import CatalogIndex, ProviderDocsIndex
 from gitreg.storage.protocols import ModuleIndex, ProviderIndex
 from gitreg.storage.records import ModuleRecord, VersionRecord
 from gitreg.versions import parse_version, sort_key
@@ -66,7 +66,7 @@ def short_record(
         "tag": version.tag,
         "published_at": version.published_at,
         # The module's total over every version: set when answering, from the
-        # download counter's totals (gitreg/download_counts.py, api/browse.py).
+        # download counter's totals (gitreg/usage/counter.py, api/browse.py).
         "downloads": 0,
         "verified": False,  # no verification programme in a private registry
         "deprecation": deprecation(version),

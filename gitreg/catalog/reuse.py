@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import secrets
 
-from gitreg.archive import ObjectSource
+from gitreg.archives.build import ObjectSource
 from gitreg.catalog.extract import Origin, changelog_text, extract, is_changelog
 from gitreg.catalog.lru import SizedLru
 from gitreg.catalog.tree import doc_listing, read_doc_files, read_listed

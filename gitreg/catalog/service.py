@@ -20,10 +20,10 @@ from typing import Any
 
 from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, search_text
 from gitreg.catalog.reuse import Documents
+from gitreg.catalog.store import CatalogIndex
+from gitreg.catalog.store_sql import SearchEntry
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
-from gitreg.storage.catalog import SearchEntry
-from gitreg.storage.catalog_protocols import CatalogIndex
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, RepoRecord
 from gitreg.versions import parse_version, sort_key

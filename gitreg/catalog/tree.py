@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dulwich.errors import ChecksumMismatch, ObjectFormatException
 from dulwich.objects import Blob, ObjectID, Tree, object_header, parse_tree
 
-from gitreg.archive import ObjectSource
+from gitreg.archives.build import ObjectSource
 from gitreg.catalog.lru import SizedLru
 
 MAX_DOC_FILE_BYTES = 1024 * 1024  # a larger .tf or README is reported, not read

@@ -17,7 +17,7 @@ from gitreg.storage.blobs import BlobStore
 from gitreg.storage.schema_status import SchemaStatus, schema_status
 
 if TYPE_CHECKING:  # imported by the check: every command's parser, `serve`'s too,
-    # loads this module, and the server keeps cryptography (gitreg.tls) out:
+    # loads this module, and the server keeps cryptography (gitreg.server.tls) out:
     # 8 MiB (issue 16)
     from cryptography import x509
 
@@ -90,7 +90,7 @@ def _covers(cert: x509.Certificate, host: str) -> bool:
 
 
 def check_tls(settings: Settings, now: datetime.datetime | None = None) -> CheckResult:
-    from gitreg.tls import SERVER_CERT_NAME
+    from gitreg.server.tls import SERVER_CERT_NAME
 
     name = "tls"
     if settings.no_tls:

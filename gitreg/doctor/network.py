@@ -46,9 +46,9 @@ class Probe:
 def _context(settings: Settings) -> ssl.SSLContext:
     """The system's roots (or SSL_CERT_FILE), plus gitreg's local CA when it
     serves with one, since users were told to trust that CA."""
-    # gitreg.tls loads cryptography (8 MiB), which `serve` builds this
+    # gitreg.server.tls loads cryptography (8 MiB), which `serve` builds this
     # command's parser without (issue 16, target 2)
-    from gitreg.tls import CA_CERT_NAME
+    from gitreg.server.tls import CA_CERT_NAME
 
     context = outbound_ssl_context()
     local_ca = settings.tls_dir / CA_CERT_NAME

@@ -35,9 +35,9 @@ from dulwich.objects import Commit, ObjectID, Tag
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from gitreg.archive import ArchiveLimits, ArchiveReport, ObjectSource, build_archive
-from gitreg.archive_cache import SubtreeCache
-from gitreg.archive_format import CLASSIC
+from gitreg.archives.build import ArchiveLimits, ArchiveReport, ObjectSource, build_archive
+from gitreg.archives.cache import SubtreeCache
+from gitreg.archives.format import CLASSIC
 from gitreg.errors import GitError, MirrorLocked, storage_full
 from gitreg.git.leftovers import remove_leftovers
 from gitreg.git.sessions import MirrorSessions
@@ -123,7 +123,7 @@ class GitBackend(Protocol):
         """The archive of a tree; with `subdir`, `tree_sha` is that directory's
         tree and the archive holds it alone, under its path (issue 16). With
         `cache`, directories of the previous build are written from it
-        (gitreg/archive_cache.py)."""
+        (gitreg/archives/cache.py)."""
         ...
 
     def objects(self, mirror: Path) -> contextlib.AbstractContextManager[ObjectSource]:

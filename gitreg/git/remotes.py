@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from gitreg.errors import BadRequest
-from gitreg.hosts import refused_address
+from gitreg.upstream.hosts import refused_address
 
 _SCP_LIKE = re.compile(r"^(?P<user>[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+):(?P<path>[^/].*)$")
 

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from dulwich.objects import ObjectID, ShaFile, Tree
 
-from gitreg.archive import unsafe_name_reason
+from gitreg.archives.build import unsafe_name_reason
 
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000

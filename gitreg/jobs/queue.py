@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from gitreg import metrics
 from gitreg.errors import GitregError, QueueUnavailable, StorageFull
+from gitreg.jobs.store_sql import Enqueued, JobKind, Submission
+from gitreg.metrics import service as metrics
 from gitreg.settings import Settings
-from gitreg.storage.jobs import Enqueued, JobKind, Submission
 from gitreg.storage.protocols import JobIndex
 
 log = logging.getLogger("gitreg.jobs")

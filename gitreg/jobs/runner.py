@@ -23,13 +23,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gitreg import logs, metrics
+from gitreg import logs
 from gitreg.errors import DatabaseUnavailable, GitError, NotFound, StorageFull, storage_full
 from gitreg.jobs.queue import JobQueue
+from gitreg.jobs.store_sql import JobRecord
+from gitreg.metrics import service as metrics
+from gitreg.repositories.sync import SyncService
 from gitreg.settings import Settings
-from gitreg.storage.jobs import JobRecord
 from gitreg.storage.protocols import ModuleIndex
-from gitreg.sync import SyncService
 
 log = logging.getLogger("gitreg.jobs")
 

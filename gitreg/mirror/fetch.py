@@ -29,7 +29,7 @@ from gitreg.providers.zipstream import StreamedMembers
 from gitreg.storage.blobs import BlobStore, BlobWriter, StoredBlob
 
 if TYPE_CHECKING:
-    import httpx  # imported on a first upstream request (gitreg/upstream_http.py)
+    import httpx  # imported on a first upstream request (gitreg/upstream/client.py)
 
 
 class PackageFetcher:

@@ -35,8 +35,8 @@ from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from gitreg.errors import UpstreamError
+from gitreg.mirror.store_sql import MirrorPackage
 from gitreg.mirror.upstream import Progress
-from gitreg.storage.mirror import MirrorPackage
 
 # Bytes held back from readers until the fill is verified and stored: a piece,
 # which is also at least the zip's end of central directory (22 bytes), so even
@@ -115,7 +115,7 @@ class PackageFill:
         service writes one: the zip had begun arriving (before that, its error is
         what the waiting requests answer, and a cold VERSION.json logs it), no
         reader is streaming it (each one cuts its client off with a line saying
-        why: gitreg/api/mirror_stream.py), and it is not `gitreg mirror sync`'s
+        why: gitreg/mirror/http_stream.py), and it is not `gitreg mirror sync`'s
         (whose command prints every failure)."""
         began = (
             self._ready.done() and not self._ready.cancelled() and self._ready.exception() is None
@@ -149,7 +149,7 @@ class PackageFill:
             self._ready.exception()
         self._signal()
 
-    # -- the readers' side (gitreg/api/mirror_stream.py) ----------------------------------
+    # -- the readers' side (gitreg/mirror/http_stream.py) ----------------------------------
 
     async def ready(self) -> None:
         """Wait until bytes may be sent (checks 1-2 passed, the zip is arriving), or

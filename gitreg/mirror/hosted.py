@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitreg.errors import ConstraintError
-from gitreg.storage.mirror import MirrorPackage
+from gitreg.mirror.store_sql import MirrorPackage
 from gitreg.storage.protocols import ProviderIndex
 from gitreg.versions import parse_version
 

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
-from gitreg import metrics
 from gitreg.addresses import ProviderAddress
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import ConstraintError, GitregError, NotFound, UpstreamError, UpstreamNotFound
+from gitreg.metrics import service as metrics
 from gitreg.mirror.bodies import (
     HostedView,
     archive_filename,
@@ -49,11 +49,11 @@ from gitreg.mirror.fill import PackageFill
 from gitreg.mirror.hosted import HostedPackage, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.singleflight import SingleFlight
+from gitreg.mirror.store_sql import CachedIndex, CachedVersion, MirrorPackage
 from gitreg.mirror.upstream import Progress, UpstreamClient
 from gitreg.providers.package import PackageLimits
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
 from gitreg.storage.protocols import MirrorIndex, ProviderIndex
 from gitreg.versions import Version, parse_version
 

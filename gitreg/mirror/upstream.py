@@ -8,7 +8,7 @@
 
 The requests themselves (https only, refused addresses, caps, timeouts,
 per-host concurrency, error mapping and metrics; checklist M1, M2) are
-gitreg/upstream_http.py's, shared with the module proxy.
+gitreg/upstream/client.py's, shared with the module proxy.
 """
 
 from __future__ import annotations
@@ -28,11 +28,9 @@ from urllib.parse import urljoin
 from gitreg.addresses import ProviderAddress, check_platform
 from gitreg.errors import BadRequest, ConstraintError, UpstreamError
 from gitreg.mirror.options import MirrorOptions
-from gitreg.upstream_http import HttpLimits, Sink, UpstreamHttp, require_https
-from gitreg.upstream_http import (
-    Progress as Progress,
-)  # re-exported: the mirror's callers name it here
-from gitreg.upstream_http import outbound_ssl_context as outbound_ssl_context
+from gitreg.upstream.client import HttpLimits, Sink, UpstreamHttp, require_https
+from gitreg.upstream.client import Progress as Progress
+from gitreg.upstream.client import outbound_ssl_context as outbound_ssl_context
 from gitreg.versions import parse_version
 
 log = logging.getLogger("gitreg.mirror.upstream")

@@ -24,7 +24,7 @@ from typing import IO, BinaryIO, cast
 from dulwich.objects import Blob, ObjectID, Tree
 from dulwich.repo import Repo
 
-from gitreg.archive import build_archive
+from gitreg.archives.build import build_archive
 from gitreg.errors import ArchiveTooLarge, UpstreamError
 from gitreg.module_proxy.fetch import FetchedArchive, FetchLimits
 from gitreg.storage.blobs import BlobStore

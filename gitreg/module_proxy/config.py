@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gitreg.addresses import check_hostname
-from gitreg.archive import ArchiveLimits
+from gitreg.archives.build import ArchiveLimits
 from gitreg.errors import BadRequest, ConfigError
 from gitreg.settings import Settings
 

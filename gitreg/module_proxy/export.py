@@ -24,8 +24,8 @@ from typing import Any
 
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, ConfigError
+from gitreg.module_proxy.store_sql import ModuleProxyIndex, ProxiedVersion
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.module_proxy import ModuleProxyIndex, ProxiedVersion
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _FIELDS = {f.name for f in dataclasses.fields(ProxiedVersion)}

@@ -26,12 +26,12 @@ from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.objects import Commit, ObjectID, Tag, Tree
 from dulwich.repo import Repo
 
-from gitreg.archive import ArchiveLimits, build_archive
+from gitreg.archives.build import ArchiveLimits, build_archive
 from gitreg.errors import ArchiveTooLarge, GitError, UpstreamError
 from gitreg.git.backend import limit_pack
 from gitreg.module_proxy.source import GitSource
 from gitreg.storage.blobs import BlobStore
-from gitreg.upstream_http import require_https
+from gitreg.upstream.client import require_https
 
 _HEX40 = frozenset("0123456789abcdef")
 

@@ -32,20 +32,20 @@ import anyio.to_thread
 from gitreg.addresses import ModuleAddress
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
-from gitreg.downloads import archive_path
 from gitreg.errors import NotAVersion, NotFound, UpstreamError, UpstreamNotFound
 from gitreg.mirror.singleflight import SingleFlight
 from gitreg.module_proxy.archive_source import archive_from_download
 from gitreg.module_proxy.config import ProxyOptions, ProxyUpstream
 from gitreg.module_proxy.fetch import FetchedArchive, FetchLimits, fetch_archive, remote_commit
 from gitreg.module_proxy.source import ArchiveSource, GitSource, parse_source
+from gitreg.module_proxy.store_sql import ModuleProxyIndex, ProxiedMove, ProxiedVersion
 from gitreg.module_proxy.upstream import ModuleUpstream
+from gitreg.modules.downloads import archive_path
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.module_proxy import ModuleProxyIndex, ProxiedMove, ProxiedVersion
 from gitreg.versions import parse_tag_version, sort_key
 
 if TYPE_CHECKING:
-    from gitreg.auth.access import Access, PrincipalSource
+    from gitreg.auth.service import Access, PrincipalSource
 
 log = logging.getLogger("gitreg.module_proxy")
 

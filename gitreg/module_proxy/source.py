@@ -15,7 +15,7 @@ safely and reproducibly over TLS (issue 17, Safety):
 Everything else is refused with a message naming the form: other getters
 (`s3::`, `gcs::`, `hg::`, ...), `file://` and local paths, ssh and plain http,
 `sshkey`, and hosts on refused addresses (link-local, e.g. cloud metadata:
-gitreg.hosts, as for git remotes, checklist G2). A plain archive is unpacked
+gitreg.upstream.hosts, as for git remotes, checklist G2). A plain archive is unpacked
 into a git tree and archived again by gitreg's own builder (archive_source.py),
 so it passes the same rules as gitreg's own modules.
 """
@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from gitreg.errors import UpstreamError
-from gitreg.hosts import refused_address
+from gitreg.upstream.hosts import refused_address
 
 _FORCED = re.compile(r"^([A-Za-z0-9]+)::(.*)$", re.DOTALL)
 _GITHUB = re.compile(r"^github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(\.git)?(//.*|)$")

@@ -7,7 +7,7 @@
                -> 204 + X-Terraform-Get, or 200 {"location": ...}
                (module-registry-protocol.md)
 
-The requests are the provider mirror's (gitreg/upstream_http.py, checklist
+The requests are the provider mirror's (gitreg/upstream/client.py, checklist
 M1, M2): https only, redirects included, hosts on refused addresses never
 contacted, a byte cap on every body checked against Content-Length and while
 reading, truncated bodies refused, connect/read timeouts and a total deadline,
@@ -27,7 +27,7 @@ from urllib.parse import urljoin
 
 from gitreg.errors import NotAVersion, UpstreamError
 from gitreg.module_proxy.config import ProxyOptions
-from gitreg.upstream_http import MAX_JSON_BYTES, HttpLimits, UpstreamHttp, json_object
+from gitreg.upstream.client import MAX_JSON_BYTES, HttpLimits, UpstreamHttp, json_object
 from gitreg.versions import parse_version
 
 

@@ -3,7 +3,7 @@
 `publisher` decides, per repository, which tags are new versions, which are
 conflicts with a published version (immutable, G4) and which are ignored, and
 records them. What of a git tree goes into a module's `.tar.gz` (checklist
-A1-A6) is `gitreg.archive`, below this package: git, the catalog and the
+A1-A6) is `gitreg.archives.build`, below this package: git, the catalog and the
 module proxy build or read archives too. The vocabulary shared with providers
 and the mirror (`gitreg.versions`, `gitreg.addresses`) stays at the top level.
 """

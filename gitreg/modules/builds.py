@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from gitreg import metrics
-from gitreg.archive import ArchiveLimits
-from gitreg.archive_cache import DEFAULT_CACHE_BYTES, SubtreeCache
+from gitreg.archives.build import ArchiveLimits
+from gitreg.archives.cache import DEFAULT_CACHE_BYTES, SubtreeCache
 from gitreg.errors import ArchiveTooLarge
 from gitreg.git.backend import GitBackend
+from gitreg.metrics import service as metrics
 from gitreg.storage.blobs import BlobStore
 
 log = logging.getLogger("gitreg.publisher")
@@ -73,7 +73,7 @@ def worker_count(setting: int) -> int:
 
 
 class ArchiveBuilds:
-    """Builds archives into the blob store with one builder (gitreg/archive_format.py)."""
+    """Builds archives into the blob store with one builder (gitreg/archives/format.py)."""
 
     def __init__(
         self,
@@ -94,7 +94,7 @@ class ArchiveBuilds:
     @property
     def builder(self) -> str:
         """Chosen at the first build, so a server process that never publishes does
-        not import the deflate library (gitreg/archive_format.py `fast_builder`)."""
+        not import the deflate library (gitreg/archives/format.py `fast_builder`)."""
         if not self._builder:
             self._builder = self._choose_builder()
         return self._builder
@@ -124,7 +124,7 @@ class ArchiveBuilds:
         message), in the order builds finish. The keys are built in the order
         given (a repository's tags oldest first): neighbouring tags share most
         directories, which a build takes from the previous one's
-        (gitreg/archive_cache.py). The cache lives as long as this call, so a
+        (gitreg/archives/cache.py). The cache lives as long as this call, so a
         server process does not keep it after a sync."""
         rest = list(keys)
         # One build has no next build to serve: a server's sync of one new tag
@@ -241,7 +241,7 @@ def _kill_workers(scratch: Path) -> None:
     """End a pool whose workers hang: killed, the pool breaks (as when one dies) and
     its shutdown returns instead of waiting for them. Its workers are the children
     of this process whose pid they wrote into `scratch` (_start_worker): a server
-    has other children (gitreg/commands/serve.py), and the executor names its own
+    has other children (gitreg/server/cli.py), and the executor names its own
     only in a private attribute. A worker still starting, its pid not written yet,
     ends with the broken pool: the executor terminates the processes left."""
     pids = {int(found.name.removeprefix("worker-")) for found in scratch.glob("worker-*")}
@@ -279,7 +279,7 @@ def _build_file(
 
 
 # In a worker process only: the directories of its previous build, for the next
-# (gitreg/archive_cache.py). A worker builds many archives of one repository, one
+# (gitreg/archives/cache.py). A worker builds many archives of one repository, one
 # task each, and the pool gives no other place for state to live between tasks;
 # the process, and the cache with it, ends with the pool at the end of the sync.
 _WORKER_CACHE = SubtreeCache()

@@ -14,17 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gitreg import metrics
 from gitreg.addresses import ProviderAddress, check_os_arch, local_provider_address
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound
+from gitreg.metrics import service as metrics
 from gitreg.providers.names import check_version
 from gitreg.storage.protocols import ProviderIndex
 
 if TYPE_CHECKING:
     # Annotations only: the access policy module speaks HTTP (starlette's Request).
-    from gitreg.auth.access import Access, PrincipalSource
+    from gitreg.auth.service import Access, PrincipalSource
 
 # The `providers.v1` base path (discovery announces it); files are served below it.
 PREFIX = "/v1/providers"

@@ -41,10 +41,10 @@ from urllib.parse import quote, urljoin, urlsplit
 
 from gitreg import __version__
 from gitreg.errors import ConfigError, ForgeError, NotFound
-from gitreg.hosts import refused_address
 from gitreg.numbers import declared_length
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
+from gitreg.upstream.hosts import refused_address
 
 if TYPE_CHECKING:
     # imported where a forge is first asked (httpx: 2.3 MiB a serving worker

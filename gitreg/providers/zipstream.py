@@ -49,7 +49,7 @@ _OUT = 1024 * 1024  # most bytes inflated per call: a bomb never sits in memory
 
 def _crc32() -> Callable[[ReadableBuffer, int], int]:
     """ISA-L's CRC-32 is the same function as zlib's, 5x faster (0.08 against 0.44 s
-    per GB here): a declared dependency (archives, gitreg/archive_format.py), absent
+    per GB here): a declared dependency (archives, gitreg/archives/format.py), absent
     on some platforms, imported only when a zip streams (a serving worker that never
     mirrors does not load it: tests/cli/test_serve_imports.py). Inflating stays
     zlib's, the inflater zipfile uses, so a malformed deflate stream cannot unpack

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from gitreg import metrics
 from gitreg.errors import NotFound, storage_full
+from gitreg.metrics import service as metrics
 
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 

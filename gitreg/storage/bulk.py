@@ -18,9 +18,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gitreg.providers.store_sql import PackageRecord
 from gitreg.storage.database import Connection
 from gitreg.storage.index import IndexBackedStore, address_key, utcnow
-from gitreg.storage.providers import PackageRecord
 
 # Rows per INSERT statement: well under SQLite's 32,766 bound variables and
 # PostgreSQL's 65,535 parameters for the widest table here (10 columns).

@@ -271,7 +271,7 @@ class Index:
         return (rows[0]["sha256"], rows[0]["size"]) if rows else None
 
     def archive_builder(self, sha256: str) -> str | None:
-        """The builder recorded with an archive (gitreg/archive_format.py), or None."""
+        """The builder recorded with an archive (gitreg/archives/format.py), or None."""
         rows = self._rows(
             "SELECT builder FROM archives WHERE sha256 = ?"
             " UNION ALL SELECT builder FROM subtree_archives WHERE sha256 = ?",

@@ -16,16 +16,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from gitreg.storage.auth import AccessSignature, Identity, TokenRecord
-from gitreg.storage.jobs import Enqueued, JobKind, JobRecord, JobState, Submission
-from gitreg.storage.mirror import CachedIndex, CachedVersion, MirrorPackage
-from gitreg.storage.providers import (
+from gitreg.auth.store_sql import AccessSignature, Identity, TokenRecord
+from gitreg.auth.store_sql_sessions import SessionRecord
+from gitreg.jobs.store_sql import Enqueued, JobKind, JobRecord, JobState, Submission
+from gitreg.mirror.store_sql import CachedIndex, CachedVersion, MirrorPackage
+from gitreg.providers.store_sql import (
     KeyRecord,
     NewProviderVersion,
     PackageRecord,
     ProviderRecord,
     ProviderVersionRecord,
 )
+from gitreg.repositories.store_sql import ModuleGlobLink, ModuleLink, ProviderLink, RepoRow
 from gitreg.storage.records import (
     ConflictRecord,
     ModuleGlob,
@@ -34,8 +36,6 @@ from gitreg.storage.records import (
     RepoRecord,
     VersionRecord,
 )
-from gitreg.storage.registration import ModuleGlobLink, ModuleLink, ProviderLink, RepoRow
-from gitreg.storage.sessions import SessionRecord
 
 
 class ModuleIndex(Protocol):
@@ -138,7 +138,7 @@ class ModuleIndex(Protocol):
         ...
 
     def archive_builder(self, sha256: str) -> str | None:
-        """The builder recorded with an archive (gitreg/archive_format.py)."""
+        """The builder recorded with an archive (gitreg/archives/format.py)."""
         ...
 
     def module_globs(self, repo_id: int) -> list[ModuleGlob]:
@@ -156,7 +156,7 @@ class ModuleIndex(Protocol):
 
 
 class RegistrationIndex(Protocol):
-    """Registering, changing and removing repositories (gitreg/registration.py).
+    """Registering, changing and removing repositories (gitreg/repositories/service.py).
     Each method is ONE transaction: a refused link leaves nothing behind."""
 
     def register(self, repo: RepoRow, link: ModuleLink | ProviderLink | ModuleGlobLink) -> int:

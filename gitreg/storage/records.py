@@ -83,7 +83,7 @@ class NewVersion:
     archive_sha256: str
     archive_size: int
     archive_mtime: int
-    # gitreg/archive_format.py: what made the archive's bytes (recorded with it).
+    # gitreg/archives/format.py: what made the archive's bytes (recorded with it).
     archive_builder: str = "tar-pax+zlib-6"
     # For an archive of the module's directory only: that directory's tree sha
     # and path, under which the archive is kept for later tags (else "").

@@ -41,8 +41,8 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, BaseError, NotSupportedError, PreconditionError
 from obstore.store import S3Store
 
-from gitreg import metrics
 from gitreg.errors import ConfigError, Conflict, NotFound, StorageUnavailable, storage_full
+from gitreg.metrics import service as metrics
 from gitreg.storage.blobs import (
     SHA256_RE,
     BlobCheck,

@@ -404,7 +404,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     (
         # Issue 16 (docs/performance.md "Publishing", docs/modules.md "Monorepos"):
         # - every archive records the builder that made its bytes
-        #   (gitreg/archive_format.py); archives before this were all zlib level 6;
+        #   (gitreg/archives/format.py); archives before this were all zlib level 6;
         # - a module can have an archive of its own directory only
         #   (archive_scope 'subdir'), built once per subtree: a tag that leaves the
         #   module's directory unchanged reuses the archive (subtree_archives);

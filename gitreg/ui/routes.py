@@ -29,12 +29,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gitreg.ui import browse_pages, sign_in, token, tokens_page
-from gitreg.ui.module_page import module_page
+from gitreg.auth import pages as sign_in
+from gitreg.auth import pages_token as token
+from gitreg.auth import pages_tokens as tokens_page
+from gitreg.catalog import pages as browse_pages
+from gitreg.catalog.pages_module import module_page
+from gitreg.catalog.pages_provider import provider_doc_page, provider_page
 from gitreg.ui.pages import not_found_page, ui_state
-from gitreg.ui.provider_page import provider_doc_page, provider_page
-from gitreg.ui.usage_page import usage_page
 from gitreg.ui.viewer import current_viewer
+from gitreg.usage.pages import usage_page
 
 # API paths: their errors stay JSON whatever the client accepts.
 API_PREFIXES = (

@@ -1,12 +1,12 @@
 """Who is looking at a page, and what they may see.
 
-A person signed in through the identity provider (gitreg/ui/sign_in.py) sees
+A person signed in through the identity provider (gitreg/auth/pages.py) sees
 what the grants of their session allow: the session is read from the index
 at each request, so a sign-out on any replica ends it everywhere at once.
 Without a session, a browser shows private content only when it presents a
 read token, kept in an HttpOnly cookie set by the `/ui/token` form
-(gitreg/ui/token.py). The token is checked exactly as a Bearer token is
-(gitreg/auth/access.py): same snapshot, same expiry. A cookie whose token is
+(gitreg/auth/pages_token.py). The token is checked exactly as a Bearer token is
+(gitreg/auth/service.py): same snapshot, same expiry. A cookie whose token is
 unknown, revoked or expired counts as no token at all, and the page says so:
 private namespaces are then answered as if they did not exist. A session
 wins over a token cookie.
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from gitreg.auth.access import AccessSnapshot
+from gitreg.auth.service import AccessSnapshot
+from gitreg.auth.store_sql_sessions import SessionRecord
 from gitreg.auth.tokens import Principal, Scope, token_hash
 from gitreg.services import services
-from gitreg.storage.sessions import SessionRecord
 
 TOKEN_COOKIE = "gitreg_ui_token"  # noqa: S105 - a cookie name, not a secret
 # `__Host-`: browsers keep it only when Secure, Path=/ and without Domain, so

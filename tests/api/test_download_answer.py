@@ -1,4 +1,4 @@
-"""The module download's 204 is built directly (gitreg/api/modules.py,
+"""The module download's 204 is built directly (gitreg/modules/http.py,
 issue 16): it must send exactly what Starlette's Response sends for it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message
 
-from gitreg.api.modules import _download_response
+from gitreg.modules.http import _download_response
 
 LOCATION = "https://reg.example.com/archives/" + "ab" * 32 + ".tar.gz//modules/vpc"
 

@@ -18,7 +18,7 @@ import pytest
 from starlette.types import Message, Receive, Scope, Send
 
 from gitreg import logs
-from gitreg.api.access_log import AccessLog
+from gitreg.server.access_log import AccessLog
 from gitreg.services import build_services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, simple_module

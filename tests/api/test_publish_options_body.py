@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
-from gitreg.api.providers import MAX_PUBLISH_BODY, _publish_options
 from gitreg.errors import PayloadTooLarge
+from gitreg.providers.http import MAX_PUBLISH_BODY, _publish_options
 
 
 def test_an_endless_publish_body_is_cut_off_at_the_cap() -> None:

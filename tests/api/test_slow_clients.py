@@ -23,9 +23,9 @@ import pytest
 import uvloop
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from gitreg import server_limits
 from gitreg.errors import ConfigError
-from gitreg.server_limits import (
+from gitreg.server import limits as server_limits
+from gitreg.server.limits import (
     RESERVED_FDS,
     ConnectionLimits,
     ConnectionLimitsMixin,
@@ -227,7 +227,7 @@ def test_raise_fd_limit_lifts_the_soft_limit_to_the_hard_one() -> None:
         pytest.skip("needs a finite hard open-file limit above 512")
     code = (
         "import resource\n"
-        "from gitreg.server_limits import raise_fd_limit\n"
+        "from gitreg.server.limits import raise_fd_limit\n"
         f"resource.setrlimit(resource.RLIMIT_NOFILE, (512, {hard}))\n"
         "print(raise_fd_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"
     )

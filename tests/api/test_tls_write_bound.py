@@ -1,5 +1,5 @@
 """A TLS connection holds at most about one blob piece of encrypted bytes its
-socket has not taken before the app's next write waits (gitreg/server_limits.py
+socket has not taken before the app's next write waits (gitreg/server/limits.py
 `bound_tls_writes`; issue 16, target 2): uvloop's default, 512 KiB kept in
 OpenSSL's memory buffer for the connection's life, cost a worker about 1 MiB per
 download to a slow client."""
@@ -13,13 +13,13 @@ from typing import Any
 
 import uvloop
 
-from gitreg.server_limits import (
+from gitreg.server.limits import (
     TLS_WRITE_HIGH_WATER,
     ConnectionLimits,
     ConnectionLimitsMixin,
     bound_tls_writes,
 )
-from gitreg.tls import ensure_local_tls
+from gitreg.server.tls import ensure_local_tls
 
 
 class _Transport(asyncio.Transport):

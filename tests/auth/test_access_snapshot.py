@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.auth.access import AccessSnapshot
+from gitreg.auth.service import AccessSnapshot
+from gitreg.auth.store_sql import AuthStore
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
-from gitreg.storage.auth import AuthStore
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.records import NewVersion
 

@@ -240,7 +240,7 @@ def test_a_discovery_document_for_another_issuer_is_refused(issuer: Issuer) -> N
 def test_a_server_without_sign_in_never_loads_joserfc() -> None:
     """joserfc costs ~8 MiB per process (pyproject.toml): only a sign-in loads it."""
     probe = (
-        "import sys, gitreg.app, gitreg.api.login, gitreg.auth.oidc, gitreg.auth.login\n"
+        "import sys, gitreg.app, gitreg.auth.http, gitreg.auth.oidc, gitreg.auth.login\n"
         "print(sorted(m for m in sys.modules if m.startswith('joserfc')))"
     )
     loaded = subprocess.run(

@@ -13,10 +13,10 @@ from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.cache import entry_bytes
 from gitreg.catalog.search_cache import SEARCH_CANDIDATES
+from gitreg.catalog.store_sql import SearchEntry
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.bulk import BulkLoader, BulkModule, BulkVersion
-from gitreg.storage.catalog import SearchEntry
 from gitreg.storage.index import Index
 from tests.catalog.test_extraction import full_module
 from tests.support.gitrepo import GitRepo, simple_module

@@ -13,11 +13,11 @@ from typing import cast
 
 import pytest
 
-from gitreg import download_counts
-from gitreg.download_counts import DownloadCounter
-from gitreg.storage.catalog_protocols import DownloadCountIndex
-from gitreg.storage.download_counts import DownloadRow, DownloadTotals
+from gitreg.catalog.store import DownloadCountIndex
 from gitreg.storage.protocols import ModuleIndex, ProviderIndex
+from gitreg.usage import counter as download_counts
+from gitreg.usage.counter import DownloadCounter
+from gitreg.usage.store_sql import DownloadRow, DownloadTotals
 
 
 @dataclass

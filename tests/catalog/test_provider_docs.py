@@ -17,10 +17,10 @@ from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.cache import entry_bytes
 from gitreg.catalog import provider_tree
+from gitreg.catalog.cli import reindex
 from gitreg.catalog.provider_docs import Release, build_pages, front_matter, slug_of, tag_of
 from gitreg.catalog.records import provider_doc
-from gitreg.commands.reindex import reindex
-from gitreg.providers.ingest import ProviderPublisher
+from gitreg.providers.service import ProviderPublisher
 from gitreg.services import Services
 from tests.providers.test_providers_forges import API, REPO, TOKEN, FakeReleases, _dist
 from tests.support.gitrepo import GitRepo

@@ -15,7 +15,7 @@ from gitreg.catalog.extract import DOCS_FORMAT
 from gitreg.catalog.service import Published
 from gitreg.cli import main
 from gitreg.git.backend import DulwichBackend
-from gitreg.modules.publisher import Publisher
+from gitreg.modules.service import Publisher
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from gitreg.storage.copy import tables_in_order

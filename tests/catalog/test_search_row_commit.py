@@ -10,10 +10,10 @@ from typing import cast
 
 import pytest
 
-from gitreg.archive import ObjectSource
+from gitreg.archives.build import ObjectSource
 from gitreg.catalog.extract import Origin
+from gitreg.catalog.store_sql import CatalogStore, SearchEntry
 from gitreg.services import Services
-from gitreg.storage.catalog import CatalogStore, SearchEntry
 from gitreg.storage.index import Index
 from tests.support.gitrepo import GitRepo
 

@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
+from gitreg.auth.store_sql import Identity
+from gitreg.auth.store_sql_sessions import SessionRecord
 from gitreg.auth.tokens import new_token, token_hash
-from gitreg.catalog.usage import check_days, parse_version_filter
-from gitreg.commands.usage import _shown
 from gitreg.errors import BadRequest
 from gitreg.services import build_services
 from gitreg.settings import load_settings
-from gitreg.storage.auth import Identity
-from gitreg.storage.download_counts import DownloadRow
-from gitreg.storage.sessions import SessionRecord
+from gitreg.usage.cli import _shown
+from gitreg.usage.service import check_days, parse_version_filter
+from gitreg.usage.store_sql import DownloadRow
 from tests.support.gitrepo import GitRepo, released_module
 from tests.support.server import RunningServer, cli, start_server
 from tests.ui.test_ui_xss import assert_inert

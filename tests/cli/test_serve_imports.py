@@ -81,9 +81,9 @@ def test_serving_worker_does_not_import_lazy_packages(tmp_path: Path) -> None:
 
 
 def test_malloc_arenas_are_limited_unless_the_environment_says(tmp_path: Path) -> None:
-    """gitreg.server_limits.limit_malloc_arenas, in fresh processes: on glibc it
+    """gitreg.server.limits.limit_malloc_arenas, in fresh processes: on glibc it
     sets the arena limit; an operator's MALLOC_ARENA_MAX is left in force."""
-    code = "from gitreg.server_limits import limit_malloc_arenas as f; print(f())"
+    code = "from gitreg.server.limits import limit_malloc_arenas as f; print(f())"
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert plain.stdout.strip() == str(platform.libc_ver()[0] == "glibc")

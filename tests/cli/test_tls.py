@@ -1,4 +1,4 @@
-"""Tests for gitreg.tls: generated CA/server certificates and a real TLS handshake."""
+"""Tests for gitreg.server.tls: generated CA/server certificates and a real TLS handshake."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from gitreg import tls as tlsmod
-from gitreg.tls import LocalTLS, describe_trust, ensure_local_tls
+from gitreg.server import tls as tlsmod
+from gitreg.server.tls import LocalTLS, describe_trust, ensure_local_tls
 
 
 def _load(path: Path) -> x509.Certificate:

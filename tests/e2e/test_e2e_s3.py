@@ -220,7 +220,7 @@ def test_s3_failing_mid_body_aborts_the_download_short_of_its_length(
 
 def test_worker_processes_get_a_blob_store_given_as_a_flag(registry: Registry) -> None:
     # Only the parent parses --blob-store; `serve --workers 2` hands it on to the
-    # workers through the environment (gitreg.commands.serve._export_settings).
+    # workers through the environment (gitreg.server.cli._export_settings).
     env = {**registry.moto.env(), "GITREG_S3_ADDRESSING": "path"}
     server = start_server(
         registry.stream.data_dir,

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from gitreg import metrics_registry
+from gitreg.metrics import registry as metrics_registry
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "gitreg-dashboard.json"
 # What the text format adds to a family's name for its samples.

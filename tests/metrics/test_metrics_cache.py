@@ -8,7 +8,8 @@ import asyncio
 import pytest
 from prometheus_client import generate_latest
 
-from gitreg import cache, metrics
+from gitreg import cache
+from gitreg.metrics import service as metrics
 from tests.metrics.scrape import Samples, parse, value
 
 

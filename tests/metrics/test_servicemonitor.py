@@ -22,6 +22,6 @@ def test_the_monitor_sends_the_admin_token_to_the_main_port() -> None:
 
 
 def test_a_monitor_without_a_token_is_refused() -> None:
-    # Every scrape would be a 401 (gitreg/api/metrics.py).
+    # Every scrape would be a 401 (gitreg/metrics/http.py).
     with pytest.raises(TemplateFail, match="bearerTokenSecret"):
         render({"serviceMonitor": {"enabled": True}})

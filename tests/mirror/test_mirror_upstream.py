@@ -17,8 +17,8 @@ from gitreg.addresses import provider_address
 from gitreg.errors import BadRequest, UpstreamError, UpstreamNotFound, UpstreamTimeout
 from gitreg.mirror.options import mirror_options, parse_upstream
 from gitreg.mirror.upstream import UpstreamClient, outbound_ssl_context
+from gitreg.server.tls import ensure_local_tls
 from gitreg.settings import load_settings
-from gitreg.tls import ensure_local_tls
 
 NULL = provider_address("registry.terraform.io", "hashicorp", "null")
 DOWNLOAD = {

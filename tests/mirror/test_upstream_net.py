@@ -1,4 +1,4 @@
-"""The upstream client on asyncio's own streams (gitreg/upstream_net.py): reads
+"""The upstream client on asyncio's own streams (gitreg/upstream/transport.py): reads
 take every TLS record that arrived, not one at a time, over a real TLS server."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from gitreg.errors import UpstreamError
-from gitreg.upstream_http import HttpLimits, UpstreamHttp, _asyncio_transport
-from gitreg.upstream_net import AsyncioBackend
+from gitreg.upstream.client import HttpLimits, UpstreamHttp, _asyncio_transport
+from gitreg.upstream.transport import AsyncioBackend
 from tests.support.fake_upstream import FakeUpstream, serve_tls
 
 TLS_RECORD = 16 * 1024  # the most one TLS record carries (RFC 8446, 5.1)

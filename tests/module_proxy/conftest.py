@@ -12,11 +12,11 @@ import pytest
 from gitreg.cache import MetadataCache
 from gitreg.module_proxy.config import proxy_options
 from gitreg.module_proxy.service import ModuleProxyService
+from gitreg.module_proxy.store_sql import ModuleProxyStore
+from gitreg.server.tls import ensure_local_tls
 from gitreg.settings import Settings
 from gitreg.storage.blobs import FileBlobStore
 from gitreg.storage.index import SQLiteIndex
-from gitreg.storage.module_proxy import ModuleProxyStore
-from gitreg.tls import ensure_local_tls
 from tests.module_proxy.fakes import FakeModuleRegistry, GitServer, serve_registry
 from tests.support.gitrepo import GitRepo, git, simple_module
 

@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gitreg.tls import ensure_local_tls
+from gitreg.server.tls import ensure_local_tls
 from tests.support.fake_upstream import serve_app_tls
 
 

@@ -1,5 +1,5 @@
 """The module proxy's requests share the provider mirror's client
-(gitreg/upstream_http.py): a truncated body is refused, and every request
+(gitreg/upstream/client.py): a truncated body is refused, and every request
 counts in the upstream metrics, against the real fake registry over TLS."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import tarfile
 import pytest
 from prometheus_client import generate_latest
 
-from gitreg import metrics
 from gitreg.addresses import module_address
 from gitreg.errors import UpstreamError
+from gitreg.metrics import service as metrics
 from gitreg.module_proxy.service import ModuleProxyService
 from tests.metrics.scrape import Samples, parse, value
 from tests.module_proxy.conftest import MODULE, Upstream

@@ -9,8 +9,8 @@ import ssl
 import httpx
 import pytest
 
-from gitreg import upstream_http
-from gitreg.upstream_http import HttpLimits, UpstreamHttp
+from gitreg.upstream import client as upstream_http
+from gitreg.upstream.client import HttpLimits, UpstreamHttp
 
 
 def test_the_tls_context_is_built_once_per_client_owner(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Tests for gitreg.archive: safe, deterministic module archives built from git objects.
+"""Tests for gitreg.archives.build: safe, deterministic module archives built from git objects.
 
 Hostile trees are written with dulwich straight into a bare repository, which accepts names
 and modes that `git` itself would refuse (checklist A1-A6).
@@ -18,7 +18,7 @@ from dulwich.errors import ObjectFormatException
 from dulwich.objects import Blob, ObjectID, ShaFile, Tree
 from dulwich.repo import Repo
 
-from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
+from gitreg.archives.build import ArchiveLimits, ArchiveReport, build_archive
 from gitreg.errors import ArchiveTooLarge
 
 MTIME = 1_700_000_000

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from gitreg.archive import ArchiveLimits, ArchiveReport
-from gitreg.archive_format import fast_builder
+from gitreg.archives.build import ArchiveLimits, ArchiveReport
+from gitreg.archives.format import fast_builder
 from gitreg.git.backend import DulwichBackend
 from gitreg.modules import builds
 from gitreg.modules.builds import ArchiveBuilds, ArchiveKey, Built
-from gitreg.modules.publisher import Publisher
+from gitreg.modules.service import Publisher
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings
 from gitreg.storage.blobs import FileBlobStore
@@ -102,7 +102,7 @@ def test_one_build_after_another_gives_each_archive_built_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """build_many takes each build's unchanged directories from the previous one's
-    (gitreg/archive_cache.py), in this process and in the workers; build_one alone
+    (gitreg/archives/cache.py), in this process and in the workers; build_one alone
     starts from nothing."""
     mirror, keys = _keys(tmp_path)
     keys = keys[:-2]  # the tags, oldest first, as the publisher asks
@@ -163,7 +163,7 @@ def test_hung_workers_are_killed_their_builds_fail_and_the_rest_is_built_here(
     blobs = FileBlobStore(tmp_path / "blobs")
     backend = _HangsInWorkers({k.tree_sha for k in keys[1:4]}, tmp_path / "marks")
     runner = ArchiveBuilds(backend, blobs, ArchiveLimits(), fast_builder, 2)
-    # Another child of this process, as a server has (gitreg/commands/serve.py):
+    # Another child of this process, as a server has (gitreg/server/cli.py):
     # not the pool's, so it lives on.
     bystander = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(600,))
     bystander.start()

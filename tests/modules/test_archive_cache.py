@@ -1,4 +1,4 @@
-"""gitreg/archive_cache.py: a build that takes directories and files from the previous
+"""gitreg/archives/cache.py: a build that takes directories and files from the previous
 build's cache writes exactly the bytes and report of a build without it (A5, issue 16)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dulwich.repo import BaseRepo, MemoryRepo, Repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitreg.archive import ArchiveLimits, ArchiveReport, build_archive
-from gitreg.archive_cache import SubtreeCache
-from gitreg.archive_format import CLASSIC, fast_builder
+from gitreg.archives.build import ArchiveLimits, ArchiveReport, build_archive
+from gitreg.archives.cache import SubtreeCache
+from gitreg.archives.format import CLASSIC, fast_builder
 from gitreg.errors import ArchiveTooLarge
 
 SYMLINK = 0o120000

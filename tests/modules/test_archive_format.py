@@ -1,4 +1,4 @@
-"""gitreg/archive_format.py: tar bytes exactly as tarfile writes them, and the builders."""
+"""gitreg/archives/format.py: tar bytes exactly as tarfile writes them, and the builders."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from dulwich.repo import Repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitreg.archive import build_archive
-from gitreg.archive_format import CLASSIC, TarStream, fast_builder, gzip_writer, tar_entry
+from gitreg.archives.build import build_archive
+from gitreg.archives.format import CLASSIC, TarStream, fast_builder, gzip_writer, tar_entry
 
 _names = st.text(
     alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x2FF, exclude_characters="/\\"),

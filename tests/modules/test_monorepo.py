@@ -12,7 +12,7 @@ import pytest
 from dulwich.object_store import MemoryObjectStore
 from dulwich.objects import Blob, Tree
 
-from gitreg.archive_format import fast_builder
+from gitreg.archives.format import fast_builder
 from gitreg.errors import BadRequest
 from gitreg.git.backend import DulwichBackend
 from gitreg.git.trees import TreeReader

@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 
 from gitreg.addresses import check_subdir, parse_module_address
 from gitreg.app import create_app
-from gitreg.archive import ArchiveLimits, build_archive
+from gitreg.archives.build import ArchiveLimits, build_archive
 from gitreg.errors import ArchiveTooLarge, BadRequest, NotAVersion
 from gitreg.settings import load_settings
 from gitreg.versions import version_from_tag

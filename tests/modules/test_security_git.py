@@ -29,11 +29,11 @@ from gitreg.app import create_app
 from gitreg.errors import BadRequest, ForgeError, GitError, UpstreamError
 from gitreg.git.backend import DulwichBackend
 from gitreg.git.remotes import normalise_remote
-from gitreg.hosts import refused_address
 from gitreg.providers.forges import Asset, release_source
 from gitreg.services import Services
 from gitreg.settings import load_settings
-from gitreg.upstream_http import require_https
+from gitreg.upstream.client import require_https
+from gitreg.upstream.hosts import refused_address
 from tests.support.gitrepo import GitRepo, git, simple_module
 from tests.support.webhooks import delivery
 

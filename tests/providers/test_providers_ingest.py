@@ -16,10 +16,10 @@ from gitreg.errors import (
     SignatureError,
 )
 from gitreg.providers.collect import collect
+from gitreg.providers.record import Published
 from gitreg.providers.signing import parse_public_key, verify_detached
-from gitreg.providers.store import Published
+from gitreg.providers.store_sql import ProviderRecord
 from gitreg.services import Services
-from gitreg.storage.providers import ProviderRecord
 from tests.support.provider_dist import (
     Dist,
     key_id,

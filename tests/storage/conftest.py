@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from gitreg.auth.store_sql import AuthStore
+from gitreg.jobs.store_sql import JobStore
+from gitreg.mirror.store_sql import MirrorStore
+from gitreg.module_proxy.store_sql import ModuleProxyIndex, ModuleProxyStore
+from gitreg.providers.store_sql import ProviderStore
+from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.settings import load_settings
-from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import BlobStore, FileBlobStore
 from gitreg.storage.index import SQLiteIndex, open_index
-from gitreg.storage.jobs import JobStore
-from gitreg.storage.mirror import MirrorStore
-from gitreg.storage.module_proxy import ModuleProxyIndex, ModuleProxyStore
 from gitreg.storage.protocols import (
     AuthIndex,
     JobIndex,
@@ -27,8 +29,6 @@ from gitreg.storage.protocols import (
     ProviderIndex,
     RegistrationIndex,
 )
-from gitreg.storage.providers import ProviderStore
-from gitreg.storage.registration import RegistrationStore
 from gitreg.storage.select import open_blob_store
 from tests.support.postgres import Database
 

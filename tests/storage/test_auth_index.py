@@ -6,8 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from gitreg.auth.store_sql import Identity
 from gitreg.errors import NotFound
-from gitreg.storage.auth import Identity
 from tests.storage.conftest import Backend
 
 

@@ -4,6 +4,7 @@ engines, and publishing afterwards still works (no id taken twice)."""
 
 from __future__ import annotations
 
+from gitreg.providers.store_sql import PackageRecord
 from gitreg.storage.bulk import (
     ROWS_PER_STATEMENT,
     BulkLoader,
@@ -13,7 +14,6 @@ from gitreg.storage.bulk import (
     BulkVersion,
 )
 from gitreg.storage.index import Index
-from gitreg.storage.providers import PackageRecord
 from gitreg.storage.records import NewVersion
 from tests.storage.conftest import Backend
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from gitreg.auth.store_sql import AuthStore
 from gitreg.storage import sqlite as sqlite_module
-from gitreg.storage.auth import AuthStore
-from gitreg.storage.download_counts import DownloadCountStore, DownloadRow
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.sqlite import SQLiteDatabase
+from gitreg.usage.store_sql import DownloadCountStore, DownloadRow
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from gitreg.archive_format import CLASSIC
+from gitreg.archives.format import CLASSIC
 from gitreg.errors import Conflict
+from gitreg.repositories.store_sql import ModuleGlobLink, RepoRow
 from gitreg.storage.records import NewVersion
-from gitreg.storage.registration import ModuleGlobLink, RepoRow
 from tests.storage.conftest import Backend
 
 URL = "https://git.example/acme/infra.git"

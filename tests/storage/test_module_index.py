@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from gitreg.errors import ConfigError, Conflict, NotFound
+from gitreg.repositories.store_sql import ModuleLink, RepoRow
 from gitreg.storage.records import NewVersion
-from gitreg.storage.registration import ModuleLink, RepoRow
 from tests.storage.conftest import Backend
 
 URL = "https://git.example/acme/terraform-aws-vpc.git"

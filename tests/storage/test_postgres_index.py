@@ -14,8 +14,8 @@ import psycopg
 import pytest
 
 from gitreg.errors import ConfigError, DatabaseUnavailable
+from gitreg.jobs.store_sql import JobStore, Submission
 from gitreg.storage.index import Index, open_index
-from gitreg.storage.jobs import JobStore, Submission
 from gitreg.storage.schema import MIGRATIONS
 
 NOW = 1_700_000_000.0

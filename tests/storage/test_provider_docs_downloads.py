@@ -7,11 +7,11 @@ from typing import cast
 
 import pytest
 
-from gitreg.storage import download_counts
-from gitreg.storage.catalog_protocols import DownloadCountIndex, ProviderDocsIndex
-from gitreg.storage.download_counts import DownloadCountStore, DownloadRow
+from gitreg.catalog.store import DownloadCountIndex, ProviderDocsIndex
+from gitreg.catalog.store_sql_provider_docs import DocPage, ProviderDocsStore
 from gitreg.storage.index import Index
-from gitreg.storage.provider_docs import DocPage, ProviderDocsStore
+from gitreg.usage import store_sql as download_counts
+from gitreg.usage.store_sql import DownloadCountStore, DownloadRow
 from tests.storage.conftest import Backend
 from tests.storage.test_provider_index import _key_row, _version
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from gitreg.catalog.store_sql import CatalogStore, SearchEntry
 from gitreg.storage import migrations
-from gitreg.storage.catalog import CatalogStore, SearchEntry
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.migrations import statements
 from gitreg.storage.schema import MIGRATIONS

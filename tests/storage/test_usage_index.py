@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import cast
 
-from gitreg.storage.auth import Identity
-from gitreg.storage.catalog_protocols import DownloadCountIndex
-from gitreg.storage.download_counts import DownloadCountStore, DownloadRow, UsageRow
+from gitreg.auth.store_sql import Identity
+from gitreg.catalog.store import DownloadCountIndex
 from gitreg.storage.index import Index
+from gitreg.usage.store_sql import DownloadCountStore, DownloadRow, UsageRow
 from tests.storage.conftest import Backend
 
 

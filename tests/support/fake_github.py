@@ -1,6 +1,6 @@
 """A local server shaped like GitHub's REST releases API and its asset downloads.
 
-It runs over TLS on 127.0.0.1 with its own test CA (gitreg.tls), so gitreg
+It runs over TLS on 127.0.0.1 with its own test CA (gitreg.server.tls), so gitreg
 reaches it exactly as it reaches GitHub Enterprise with a private CA: through
 a `[forges.NAME]` table with `api_url` and `ca_file` (docs/providers.md).
 
@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gitreg.tls import ensure_local_tls
+from gitreg.server.tls import ensure_local_tls
 from tests.support.server import free_port
 
 STAMP = "2024-01-02T03:04:05Z"

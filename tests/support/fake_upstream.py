@@ -49,7 +49,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from gitreg.tls import ensure_local_tls
+from gitreg.server.tls import ensure_local_tls
 from tests.support.provider_dist import key_id, provider_zip, public_armor, publisher_key, sign
 from tests.support.server import free_port
 

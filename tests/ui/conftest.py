@@ -16,10 +16,10 @@ from starlette.testclient import TestClient
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.cli import main
+from gitreg.mirror.store_sql import MirrorPackage
+from gitreg.module_proxy.store_sql import ProxiedVersion
 from gitreg.services import Services
 from gitreg.settings import load_settings
-from gitreg.storage.mirror import MirrorPackage
-from gitreg.storage.module_proxy import ProxiedVersion
 from tests.catalog.test_extraction import full_module
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.oidc_browser import browse

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from html import unescape
 
-from gitreg.commands.deprecate import module_deprecate, module_undeprecate
+from gitreg.modules.cli import module_deprecate, module_undeprecate
 from tests.ui.conftest import Ui
 from tests.ui.test_ui_xss import assert_inert
 

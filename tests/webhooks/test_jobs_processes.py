@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from gitreg.jobs.store_sql import JobStore
 from gitreg.storage.index import SQLiteIndex
-from gitreg.storage.jobs import JobStore
 
 WORKERS = 4
 REPOS = 60

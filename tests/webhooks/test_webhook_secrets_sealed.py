@@ -11,7 +11,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from gitreg.app import create_app
-from gitreg.registration import RepoSource, module_link, register_repo
+from gitreg.repositories.service import RepoSource, module_link, register_repo
 from gitreg.settings import load_settings
 from gitreg.storage.sealing import generate_key_file
 from tests.support.gitrepo import GitRepo, simple_module

@@ -17,9 +17,9 @@ from starlette.testclient import TestClient
 
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
+from gitreg.jobs.store_sql import JobRecord
 from gitreg.services import Services
 from gitreg.settings import load_settings
-from gitreg.storage.jobs import JobRecord
 from gitreg.storage.records import RepoRecord
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.webhooks import Prepared, delivery, hmac_hex

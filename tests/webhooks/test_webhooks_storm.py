@@ -23,9 +23,9 @@ import pytest
 
 from gitreg.errors import QueueUnavailable
 from gitreg.jobs.queue import JobQueue
+from gitreg.jobs.store_sql import Enqueued, JobStore, Submission
 from gitreg.settings import load_settings
 from gitreg.storage.index import SQLiteIndex
-from gitreg.storage.jobs import Enqueued, JobStore, Submission
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.server import RunningServer
 from tests.support.webhooks import Prepared, delivery

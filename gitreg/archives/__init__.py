@@ -1,0 +1,1 @@
+"""Module archives: built from git objects, byte for byte reproducible."""

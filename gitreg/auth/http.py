@@ -1,0 +1,198 @@
+"""HTTP for `terraform login` (login.v1; the flow is gitreg/auth/login.py).
+
+`/oauth/authorization` and `/oauth/callback` are visited by the browser and
+answer redirects: to the identity provider, then to Terraform's loopback
+listener. An error that cannot go back to a trusted redirect_uri is a JSON
+`{"errors": [...]}` 400, never a redirect to an untrusted address; a person
+refused a token gets a page saying why (gitreg.auth.login.Refusal).
+`/oauth/token` is called by Terraform and answers RFC 6749 5.1/5.2 JSON.
+Without `oidc_issuer` all three are 404, and discovery does not list login.v1.
+`/oauth/authorization` writes a pending sign-in for an anonymous visitor, so it
+is bounded per client address and in all (gitreg.auth.pending.SignInLimits,
+docs/sign-in.md "Limits"): over either, a JSON 503 with Retry-After.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from urllib.parse import parse_qsl, unquote
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from gitreg.api.responses import error_body, json_response
+from gitreg.api.urls import base_url
+from gitreg.auth.login import CLIENT_ID, PORTS, LoginFlow, OAuthError, Redirect, Refusal
+from gitreg.auth.oidc import OidcClient
+from gitreg.auth.pending import SignInLimits, SignInsBusy
+from gitreg.auth.service import client_address
+from gitreg.canonical_json import json_bytes
+from gitreg.errors import NotFound, PayloadTooLarge
+from gitreg.services import services
+from gitreg.settings import Settings
+
+AUTHZ = "/oauth/authorization"
+TOKEN = "/oauth/token"  # noqa: S105 - a path, not a secret
+CALLBACK = "/oauth/callback"
+MAX_FORM_BYTES = 16 * 1024
+# RFC 6749 5.1: token answers must not be cached.
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
+def login_service(settings: Settings) -> dict[str, object]:
+    """The login.v1 entry of service discovery, when an issuer is configured."""
+    if not settings.oidc_issuer:
+        return {}
+    return {
+        "login.v1": {
+            "client": CLIENT_ID,
+            "grant_types": ["authz_code"],
+            "authz": AUTHZ,
+            "token": TOKEN,
+            "ports": list(PORTS),
+        }
+    }
+
+
+def sign_in_limits(request: Request) -> SignInLimits:
+    """The app's one SignInLimits, shared with the web UI's sign-in
+    (gitreg/auth/pages.py) so an address has one allowance for both."""
+    limits = getattr(request.app.state, "sign_in_limits", None)
+    if limits is None:
+        svc = services(request)
+        per_client, most = svc.settings.sign_in_per_client, svc.settings.sign_in_pending_max
+        limits = SignInLimits(svc.auth, per_client, most)
+        request.app.state.sign_in_limits = limits
+    assert isinstance(limits, SignInLimits)
+    return limits
+
+
+def oidc_client(request: Request) -> OidcClient:
+    """The app's one OidcClient, shared with the web UI's sign-in: one cache of
+    the issuer's discovery document and keys, and one allowance of JWKS
+    refetches (gitreg.auth.oidc) for both flows."""
+    client = getattr(request.app.state, "oidc_client", None)
+    if client is None:
+        client = OidcClient(services(request).settings)
+        request.app.state.oidc_client = client
+    assert isinstance(client, OidcClient)
+    return client
+
+
+def _flow(request: Request) -> LoginFlow:
+    """One flow per app, built on first use."""
+    svc = services(request)
+    if not svc.settings.oidc_issuer:
+        raise NotFound("sign-in is not configured on this registry (oidc_issuer)")
+    flow = getattr(request.app.state, "login_flow", None)
+    if flow is None:
+        oidc = oidc_client(request)
+        flow = LoginFlow(
+            svc.settings, svc.auth, oidc, svc.cache.invalidate, sign_in_limits(request)
+        )
+        request.app.state.login_flow = flow
+    assert isinstance(flow, LoginFlow)
+    return flow
+
+
+def _redirect(url: str) -> Response:
+    return RedirectResponse(url, status_code=302, headers=NO_STORE)
+
+
+def _single(request: Request) -> dict[str, str]:
+    # A repeated parameter is refused by taking none of it: RFC 6749 3.1 says
+    # parameters must not be included more than once.
+    pairs = request.query_params.multi_items()
+    names = [name for name, _ in pairs]
+    return {name: value for name, value in pairs if names.count(name) == 1}
+
+
+async def authorization(request: Request) -> Response:
+    flow = _flow(request)
+    callback = base_url(request, services(request).settings) + CALLBACK
+    client = client_address(request)
+    try:
+        return _redirect((await flow.begin(_single(request), callback, client)).url)
+    except SignInsBusy as exc:
+        # The JSON errors of this route, answered here rather than by the app's
+        # handler, which logs every 5xx: a flood would become a log flood.
+        headers = {**NO_STORE, "Retry-After": str(exc.retry_after)}
+        return json_response(error_body(str(exc)), status=exc.status, headers=headers)
+
+
+async def callback(request: Request) -> Response:
+    answer = await _flow(request).finish(_single(request))
+    if isinstance(answer, Redirect):
+        return _redirect(answer.url)
+    return _refusal_page(answer)
+
+
+def _refusal_page(refusal: Refusal) -> Response:
+    # A page for a person, not JSON: they are looking at a browser tab.
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        "<title>Sign-in refused</title></head><body><h1>Sign-in refused</h1>"
+        f"<p>{html.escape(refusal.description)}</p>"
+        "<p>Stop <code>terraform login</code> with Ctrl-C; it cannot tell on its own."
+        f' <a href="{html.escape(refusal.back_url)}">Return to Terraform</a></p></body></html>'
+    )
+    unavailable = refusal.error == "temporarily_unavailable"
+    headers = {**NO_STORE, **({"Retry-After": "30"} if unavailable else {})}
+    return HTMLResponse(page, status_code=503 if unavailable else 403, headers=headers)
+
+
+async def token(request: Request) -> Response:
+    flow = _flow(request)
+    # A code is a credential: refused ones count as failed authentications,
+    # limited per client like bad tokens (429 with Retry-After; checklist R).
+    limiter = services(request).access.limiter
+    client = client_address(request)
+    limiter.check(client)
+    try:
+        body = await _form_body(request)
+        form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        form.setdefault("client_id", _basic_client_id(request))
+        answer = await flow.token(form)
+    except OAuthError as exc:
+        if exc.error == "invalid_grant":
+            limiter.failed(client)
+        error = {"error": exc.error, "error_description": exc.description}
+        status = 401 if exc.error == "invalid_client" else 400
+        return json_response(json_bytes(error), status=status, headers=NO_STORE)
+    return json_response(json_bytes(answer), headers=NO_STORE)
+
+
+async def _form_body(request: Request) -> bytes:
+    if request.headers.get("content-type", "").split(";")[0].strip() != (
+        "application/x-www-form-urlencoded"
+    ):
+        raise OAuthError("invalid_request", "the body must be application/x-www-form-urlencoded")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise PayloadTooLarge("token request body too large")
+    return bytes(body)
+
+
+def _basic_client_id(request: Request) -> str:
+    """Go's x/oauth2 (Terraform's client) may send the client id as HTTP Basic
+    credentials with an empty secret instead of in the form (RFC 6749 2.3.1)."""
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "basic":
+        return ""
+    try:
+        user = base64.b64decode(value.strip(), validate=True).decode().partition(":")[0]
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    return unquote(user)
+
+
+def routes() -> list[Route]:
+    return [
+        Route(AUTHZ, authorization, methods=["GET"]),
+        Route(CALLBACK, callback, methods=["GET"]),
+        Route(TOKEN, token, methods=["POST"]),
+    ]

@@ -1,0 +1,105 @@
+"""`/modules/NS/NAME/SYSTEM[/VERSION]`: one module version, with tabs.
+
+Each tab is a link (`?tab=inputs`) and every panel is in the page, hidden
+unless selected, so the page works without JavaScript; ui.js only switches
+panels in place and keeps the URL in step. The version picker is a GET form
+that `?version=` answers with a redirect to that version's page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from gitreg.api.urls import base_url
+from gitreg.catalog import page_data as data
+from gitreg.catalog.snippets import host_of, module_snippet
+from gitreg.services import services
+from gitreg.ui.pages import Page, not_found_page, render, ui_state
+from gitreg.ui.viewer import current_viewer
+from gitreg.usage.pages import may_see_usage, usage_path
+
+TABS = (
+    ("readme", "README"),
+    ("inputs", "Inputs"),
+    ("outputs", "Outputs"),
+    ("resources", "Resources"),
+    ("dependencies", "Dependencies"),
+    ("submodules", "Submodules"),
+    ("examples", "Examples"),
+    ("versions", "Versions"),
+)
+_TAB_NAMES = {name for name, _ in TABS}
+
+
+def _names(request: Request) -> tuple[str, str, str]:
+    p = request.path_params
+    return p["namespace"], p["name"], p["system"]
+
+
+def module_path(record: dict[str, Any], version: str | None = None) -> str:
+    parts = [record["namespace"], record["name"], record["provider"]]
+    if version is not None:
+        parts.append(version)
+    return "/modules/" + "/".join(quote(p, safe="") for p in parts)
+
+
+async def module_page(request: Request) -> Response:
+    svc = services(request)
+    viewer = await current_viewer(request)
+    names = _names(request)
+    version = request.path_params.get("version")
+    picked = request.query_params.get("version", "")
+    if not viewer.may_read(names[0]):
+        return not_found_page(request, viewer)
+    tab = request.query_params.get("tab", "readme")
+    tab = tab if tab in _TAB_NAMES else "readme"
+    base = base_url(request, svc.settings)
+    # Whether the "Usage" tab shows: a read and a publish token may share a key.
+    usage = may_see_usage(viewer, names[0])
+    key = ("module", *(n.lower() for n in names), version, tab, viewer.key, usage, base)
+    state, generation = ui_state(request), svc.cache.generation
+    if not picked and (cached := state.pages.get(key, generation)) is not None:
+        return cached.response()
+    found = await data.module(svc, names, version)
+    if found is None:
+        return not_found_page(request, viewer)
+    if picked:
+        if picked not in found.record["versions"]:
+            return not_found_page(request, viewer)
+        keep = f"?tab={tab}" if tab != "readme" else ""  # the reader stays on their tab
+        return RedirectResponse(module_path(found.record, picked) + keep, status_code=303)
+    context = _context(found, tab, host_of(base))
+    context["usage_path"] = usage_path(*names) if usage else ""
+    context["version_usage"] = usage_path(*names, found.record["version"]) if usage else ""
+    page = Page(render(request, viewer, "module.html", context))
+    state.pages.put(key, page, generation)
+    return page.response()
+
+
+def _context(found: data.ModuleData, tab: str, host: str) -> dict[str, Any]:
+    record = found.record
+    return {
+        "title": f"{record['namespace']}/{record['name']}/{record['provider']}",
+        "m": record,
+        "module_path": module_path(record),
+        "version_path": lambda v: module_path(record, v),
+        "tabs": TABS,
+        "tab": tab,
+        "yanked": found.yanked,
+        "moved": found.moved,
+        "snippet": module_snippet(host, record),
+        "is_latest": bool(record["versions"]) and record["versions"][0] == record["version"],
+        "commit_url": _commit_url(record),
+    }
+
+
+def _commit_url(record: dict[str, Any]) -> str:
+    """The forge's page for the commit, when the source has a web address."""
+    source, commit = str(record.get("source", "")), str(record.get("commit", ""))
+    if source.startswith("https://") and commit:
+        return f"{source}/commit/{commit}"
+    return ""

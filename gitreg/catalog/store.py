@@ -1,0 +1,91 @@
+"""What the catalog needs from the index: module documentation and search,
+provider documentation, download counts (issue 13). The same rules as
+protocols.py: code outside gitreg/storage/ types against these; each docstring
+states the contract an implementation keeps.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gitreg.catalog.store_sql import MissingDocs, SearchEntry
+from gitreg.catalog.store_sql_provider_docs import DocPage, UndocumentedVersion
+from gitreg.usage.store_sql import DownloadRow, DownloadTotals, UsageRow
+
+
+class CatalogIndex(Protocol):
+    """Module documentation and search (issue 13; SQL in storage/catalog.py)."""
+
+    def put_docs(self, module_id: int, version_key: str, fmt: int, document: str) -> bool:
+        """Store a version's document once; False when one of this format exists."""
+        ...
+
+    def put_docs_many(self, documents: list[tuple[int, str, int, str]]) -> int:
+        """`put_docs` of many in one transaction; how many were stored."""
+        ...
+
+    def put_docs_and_search(
+        self, documents: list[tuple[int, str, int, str]], search: SearchEntry | None, key: str
+    ) -> tuple[int, bool]:
+        """`put_docs_many` and, in the same transaction, the search row replaced
+        by `search` if the document of version `key` was stored by this call;
+        how many were stored, and whether the row was replaced."""
+        ...
+
+    def docs(self, module_id: int, version_key: str) -> str | None: ...
+
+    def missing_docs(self, fmt: int, after_version_id: int, limit: int) -> list[MissingDocs]:
+        """The next batch of versions without a document of format `fmt`."""
+        ...
+
+    def put_search(self, entry: SearchEntry) -> None:
+        """Replace a module's search row with its latest version's words."""
+        ...
+
+    def search(
+        self, query: str, limit: int, hidden: frozenset[str] = frozenset()
+    ) -> list[tuple[int, str]]:
+        """(module_id, namespace) best first; exact name matches first; none
+        of the `hidden` namespaces (lowercase), left out before the limit."""
+        ...
+
+    def searchable_modules(self) -> set[int]:
+        """Ids of modules that have a search row."""
+        ...
+
+
+class ProviderDocsIndex(Protocol):
+    """Provider documentation pages (issue 13; SQL in storage/provider_docs.py)."""
+
+    def put_provider_docs(
+        self, version_id: int, fmt: int, listing: str, pages: list[DocPage]
+    ) -> bool:
+        """Listing and pages in one transaction, once; False when already stored."""
+        ...
+
+    def provider_docs(self, provider_id: int) -> dict[int, str]: ...
+
+    def provider_doc_listing(self, version_id: int) -> str | None:
+        """One version's listing JSON (what `provider_docs` holds for it), or None."""
+        ...
+
+    def provider_doc_page(self, version_id: int, doc_id: str) -> str | None: ...
+
+    def undocumented_provider_versions(self, fmt: int) -> list[UndocumentedVersion]: ...
+
+
+class DownloadCountIndex(Protocol):
+    """Download counts (SQL in storage/download_counts.py)."""
+
+    def add_downloads(self, rows: list[DownloadRow]) -> None:
+        """Add each row's count to its stored row (upsert), all in one
+        transaction: flushes from several processes add up."""
+        ...
+
+    def download_totals(self) -> DownloadTotals:
+        """Downloads over every version and day, by kind and object id."""
+        ...
+
+    def usage_rows(self, kind: str, object_id: int, since_day: str) -> list[UsageRow]:
+        """Downloads per (version, token) since `since_day`, with each token's owner."""
+        ...

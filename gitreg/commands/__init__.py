@@ -1,1 +1,0 @@
-"""The CLI's commands, one module per group; `gitreg.cli` parses and dispatches."""

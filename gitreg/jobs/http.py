@@ -1,0 +1,151 @@
+"""Operator JSON: the ingestion queue and publishing conflicts.
+
+    GET  /admin/jobs?state=failed&limit=50   jobs, newest first, and counts by state
+    GET  /admin/jobs/:id                     one job
+    POST /admin/jobs/:id/retry               queue a failed job again
+    GET  /admin/conflicts                    force-moved tags that were not published (G4),
+                                             and moved upstream tags of cached public modules
+    GET  /admin/repos                        repositories and whether their last sync worked
+
+Every call needs `Authorization: Bearer <token>` for a registry-wide token of
+scope `admin` (`gitreg token create --scope admin`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gitreg.api.responses import json_response
+from gitreg.auth.tokens import Scope
+from gitreg.canonical_json import json_bytes
+from gitreg.errors import BadRequest, NotFound
+from gitreg.jobs.store_sql import STATES, JobRecord
+from gitreg.modules.service import sync_status
+from gitreg.numbers import plain_int
+from gitreg.services import Services, services
+
+MAX_LIMIT = 1000
+
+
+def job_json(svc: Services, job: JobRecord) -> dict[str, Any]:
+    data = job.to_json()
+    try:
+        data["repository"] = svc.index.repo(job.repo_id).url
+    except NotFound:
+        data["repository"] = None
+    return data
+
+
+def _int(value: str, what: str) -> int:
+    number = plain_int(value)
+    if number is None:
+        raise BadRequest(f"{what} must be a positive integer")
+    return number
+
+
+async def _authorised(request: Request) -> Services:
+    svc = services(request)
+    await svc.access.require(request, Scope.admin, None)
+    return svc
+
+
+async def list_jobs(request: Request) -> Response:
+    svc = await _authorised(request)
+    state = request.query_params.get("state") or None
+    if state is not None and state not in STATES:
+        raise BadRequest(f"state must be one of {', '.join(STATES)}")
+    limit = min(_int(request.query_params.get("limit", "100"), "limit"), MAX_LIMIT)
+
+    def build() -> dict[str, Any]:
+        jobs = svc.jobs.store.jobs(state=state, limit=limit)
+        return {"counts": svc.jobs.store.counts(), "jobs": [job_json(svc, j) for j in jobs]}
+
+    return json_response(json_bytes(await run_in_threadpool(build)))
+
+
+async def show_job(request: Request) -> Response:
+    svc = await _authorised(request)
+    job_id = _int(request.path_params["job_id"], "job id")
+
+    def build() -> dict[str, Any]:
+        return job_json(svc, svc.jobs.store.job(job_id))
+
+    return json_response(json_bytes(await run_in_threadpool(build)))
+
+
+async def retry_job(request: Request) -> Response:
+    svc = await _authorised(request)
+    job_id = _int(request.path_params["job_id"], "job id")
+
+    def retry() -> tuple[int, dict[str, Any]]:
+        outcome = svc.jobs.retry(job_id)
+        job = job_json(svc, svc.jobs.store.job(outcome.job_id))
+        if outcome.status == "duplicate":  # queued, running or done: nothing to retry
+            return 200, {"status": "unchanged", "job": job}
+        return 202, {"status": outcome.status, "job": job}
+
+    status, answer = await run_in_threadpool(retry)
+    return json_response(json_bytes(answer), status=status)
+
+
+async def conflicts(request: Request) -> Response:
+    svc = await _authorised(request)
+
+    def build() -> dict[str, Any]:
+        modules = {m.id: m.address for m in svc.index.modules()}
+        return {
+            "conflicts": [
+                {
+                    "module": modules.get(c.module_id),
+                    "version": c.version,
+                    "tag": c.tag,
+                    "published_commit": c.published_commit,
+                    "seen_commit": c.seen_commit,
+                    "reason": c.reason,
+                    "first_seen": c.first_seen,
+                }
+                for c in svc.index.conflicts()
+            ],
+            # Upstream tags of cached public modules that moved (issue 17):
+            # the first bytes keep serving, as for own moved tags above.
+            "module_proxy_moves": [dataclasses.asdict(m) for m in svc.module_proxy.store.moves()],
+        }
+
+    return json_response(json_bytes(await run_in_threadpool(build)))
+
+
+async def repos(request: Request) -> Response:
+    svc = await _authorised(request)
+
+    def build() -> dict[str, Any]:
+        return {
+            "repos": [
+                {
+                    "id": r.id,
+                    "url": r.url,
+                    "forge_repo": r.forge_repo,
+                    "status": sync_status(r),
+                    "last_fetch_at": r.last_fetch_at,
+                    "last_fetch_error": r.last_fetch_error,
+                }
+                for r in svc.index.repos()
+            ]
+        }
+
+    return json_response(json_bytes(await run_in_threadpool(build)))
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/admin/jobs", list_jobs, methods=["GET"]),
+        Route("/admin/jobs/{job_id}", show_job, methods=["GET"]),
+        Route("/admin/jobs/{job_id}/retry", retry_job, methods=["POST"]),
+        Route("/admin/conflicts", conflicts, methods=["GET"]),
+        Route("/admin/repos", repos, methods=["GET"]),
+    ]

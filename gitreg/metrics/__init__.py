@@ -1,0 +1,1 @@
+"""Prometheus metrics: what the rest of gitreg records, and `GET /metrics`."""

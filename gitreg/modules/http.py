@@ -1,0 +1,149 @@
+"""Module registry protocol, `modules.v1` (spec: module-registry-protocol.md).
+
+    GET /v1/modules/:namespace/:name/:system/versions
+    GET /v1/modules/:namespace/:name/:system/:version/download
+
+Both answers come from the metadata cache. Download answers 204 with an
+absolute `X-Terraform-Get`; a client that asks for JSON (`Accept:
+application/json`, as OpenTofu does) gets 200 `{"location": ...}` with the same
+header, which Terraform also accepts.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gitreg.addresses import ModuleAddress, module_address
+from gitreg.api.responses import CachedJson, json_response
+from gitreg.api.urls import base_url, header
+from gitreg.cache import MISSING
+from gitreg.canonical_json import json_bytes
+from gitreg.errors import NotFound
+from gitreg.modules.downloads import ModuleDownloads
+from gitreg.services import services
+from gitreg.storage.protocols import ModuleIndex
+from gitreg.storage.records import VersionRecord
+from gitreg.usage.http_counting import count_module_download
+from gitreg.versions import sort_key
+
+PREFIX = "/v1/modules"
+
+
+def _address(request: Request) -> ModuleAddress:
+    p = request.path_params
+    return module_address(p["namespace"], p["name"], p["system"])
+
+
+def _versions_body(index: ModuleIndex, addr: ModuleAddress) -> CachedJson | None:
+    module = index.find_module(addr.namespace, addr.name, addr.system)
+    if module is None:
+        return None
+    listed = sorted(
+        (v for v in index.versions(module.id) if not v.yanked), key=lambda v: sort_key(v.version)
+    )
+    # One-element `modules` list, as the spec asks for forward compatibility.
+    return CachedJson.of({"modules": [{"versions": [_entry(v) for v in listed]}]})
+
+
+def _entry(version: VersionRecord) -> dict[str, object]:
+    """A deprecated version (`gitreg module deprecate`, issue 14) stays listed
+    and adds `deprecation: {reason, link}`, the per-version field of
+    HashiCorp's registry clients (go-slug sourcebundle's
+    ModulePackageVersionDeprecation); clients that do not know it ignore it."""
+    if not version.deprecated:
+        return {"version": version.version}
+    notice = {"reason": version.deprecation_reason, "link": version.deprecation_link}
+    return {"version": version.version, "deprecation": notice}
+
+
+def _versions_key(request: Request) -> tuple[str, ...]:
+    """The cache key: the names as sent, case-folded. A hit skips validation,
+    since an entry exists only for names that were valid when it was built."""
+    p = request.path_params
+    return ("module-versions", p["namespace"].lower(), p["name"].lower(), p["system"].lower())
+
+
+async def versions(request: Request) -> Response:
+    svc = services(request)
+    if svc.module_proxy.handles(request.path_params["namespace"]):
+        return await _proxied_versions(request)
+    key = _versions_key(request)
+    body = svc.cache.peek(key)
+    if body is MISSING:
+        addr = _address(request)
+        await svc.access.require_read(request, addr.namespace, _not_found(request))
+        body = await svc.cache.get(key, lambda: _versions_body(svc.index, addr))
+    elif not svc.access.known_public(namespace := request.path_params["namespace"]):
+        await svc.access.require_read(request, namespace, _not_found(request))
+    if body is None:
+        raise NotFound(_not_found(request))
+    assert isinstance(body, CachedJson)
+    return body.response(request)
+
+
+def _not_found(request: Request) -> str:
+    p = request.path_params
+    return f"module {p['namespace']}/{p['name']}/{p['system']} not found"
+
+
+async def download(request: Request) -> Response:
+    svc = services(request)
+    p = request.path_params
+    asked = (p["namespace"], p["name"], p["system"], p["version"])
+    base = base_url(request, svc.settings)
+    if svc.module_proxy.handles(p["namespace"]):
+        who = functools.partial(svc.access.principal, request)
+        proxied = await svc.module_proxy.location(
+            _address(request), p["version"], base, svc.access, who
+        )
+        return _download_response(request, proxied)
+    downloads = ModuleDownloads(svc.index, svc.cache, svc.access)
+    location = downloads.cached_location(*asked, base)
+    if location is None:
+        who = functools.partial(svc.access.principal, request)
+        location = await downloads.location(*asked, base, who)
+    count_module_download(request, svc)
+    return _download_response(request, location)
+
+
+def _download_response(request: Request, location: str) -> Response:
+    accept = header(request.scope, b"accept")
+    if accept is not None and b"application/json" in accept:
+        headers = {"X-Terraform-Get": location}
+        return json_response(json_bytes({"location": location}), headers=headers)
+    return _NoContent(location)
+
+
+class _NoContent(Response):
+    """The 204 answer: what `Response(status_code=204, headers=...)` builds (no
+    body, so no Content-Length or Content-Type; one header), set directly
+    instead of through its per-request rendering and header bookkeeping (issue
+    16; tests/api/test_download_answer.py compares it with a plain Response)."""
+
+    def __init__(self, location: str) -> None:
+        self.status_code = 204
+        self.background = None
+        self.body = b""
+        self.raw_headers = [(b"x-terraform-get", location.encode("latin-1"))]
+
+
+async def _proxied_versions(request: Request) -> Response:
+    """A namespace listed in `[[module_proxy]]` (docs/module-proxy.md): the
+    versions come from the upstream registry, through gitreg/module_proxy."""
+    svc = services(request)
+    addr = _address(request)
+    await svc.access.require_read(request, addr.namespace, _not_found(request))
+    return json_response(await svc.module_proxy.versions_body(addr))
+
+
+def routes() -> list[Route]:
+    return [
+        Route(PREFIX + "/{namespace}/{name}/{system}/versions", versions, methods=["GET"]),
+        Route(
+            PREFIX + "/{namespace}/{name}/{system}/{version}/download", download, methods=["GET"]
+        ),
+    ]

@@ -1,0 +1,1 @@
+"""The repositories gitreg publishes from: registering them and syncing their tags."""

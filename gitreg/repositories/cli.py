@@ -1,0 +1,338 @@
+"""`gitreg repo add|list|remove|set`, `gitreg sync`, `gitreg modules`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gitreg.addresses import parse_module_address
+from gitreg.catalog.records import deprecation
+from gitreg.errors import BadRequest, GitError, NotFound
+from gitreg.modules.service import SyncResult, sync_status
+from gitreg.providers.cli import add_repo_options, repo_add_provider
+from gitreg.repositories.service import (
+    RepoSource,
+    module_glob_link,
+    module_link,
+    register_repo,
+    remove_repo,
+    set_repo,
+)
+from gitreg.services import Services
+from gitreg.storage.records import RepoRecord
+from gitreg.versions import sort_key
+
+Parser = argparse.ArgumentParser
+
+
+def _print_result(result: SyncResult, verbose: bool) -> None:
+    for line in result.registered:
+        print(f"registered {line}")
+    for line in result.published:
+        print(f"published {line}")
+    for line in result.conflicts:
+        print(f"conflict  {line}")
+    if verbose:
+        for line in result.ignored:
+            print(f"ignored   {line}")
+
+
+def repo_add(
+    svc: Services,
+    url: str,
+    module: str,
+    subdir: str,
+    tag_prefix: str,
+    forge_repo: str,
+    webhook_secret: str,
+    sync: bool,
+) -> int:
+    link = module_link(module, subdir, tag_prefix)
+    # With sync, register_repo fetches before it commits: a wrong URL leaves nothing.
+    repo = register_repo(svc, RepoSource(url, forge_repo, webhook_secret), link, fetch_first=sync)
+    print(f"registered {link.namespace}/{link.name}/{link.system} from {repo.url}")
+    if not sync:
+        return 0
+    result = svc.publisher.sync_repo(repo)
+    _print_result(result, verbose=False)
+    print(result.summary())
+    return 0
+
+
+def repo_add_modules(svc: Services, args: argparse.Namespace) -> int:
+    """`repo add URL --modules PATTERN`: every module directory under PATTERN."""
+    link = module_glob_link(
+        args.modules, args.namespace, args.system, args.tag_pattern, args.whole_tree
+    )
+    source = RepoSource(args.url, args.forge_repo, args.webhook_secret)
+    repo = register_repo(svc, source, link, fetch_first=not args.no_sync)
+    tags = f"tags {link.tag_pattern}" if link.tag_pattern else "shared tags"
+    print(
+        f"registered {link.pattern} as {link.namespace}/{{name}}/{link.system}"
+        f" ({tags}) from {repo.url}"
+    )
+    if args.no_sync:
+        return 0
+    result = svc.publisher.sync_repo(repo)
+    _print_result(result, verbose=False)
+    print(result.summary())
+    return 0
+
+
+def repo_remove(svc: Services, target: str, keep_versions: bool) -> int:
+    print(remove_repo(svc, target, keep_versions))
+    return 0
+
+
+def repo_set(
+    svc: Services, target: str, remote: str | None, subdir: str | None, tag_prefix: str | None
+) -> int:
+    print(set_repo(svc, target, remote, subdir, tag_prefix))
+    return 0
+
+
+def repo_list(svc: Services, as_json: bool) -> int:
+    repos = svc.index.repos()
+    rows: list[dict[str, Any]] = [
+        {
+            "url": r.url,
+            "forge_repo": r.forge_repo,
+            "modules": [m.address for m in svc.index.modules_of_repo(r.id)],
+            "providers": [p.address for p in svc.providers.store.providers_of_repo(r.id)],
+            "status": sync_status(r),
+            "last_fetch_at": r.last_fetch_at,
+            "last_fetch_error": r.last_fetch_error,
+        }
+        for r in repos
+    ]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        error = row["last_fetch_error"]
+        status = f"error: {error}" if error else row["status"]
+        feeds = ", ".join([*row["modules"], *(f"provider {p}" for p in row["providers"])])
+        print(f"{row['url']}  [{row['forge_repo']}]  {feeds}  ({status})")
+    return 0
+
+
+def _repos_to_sync(svc: Services, address: str | None) -> list[RepoRecord]:
+    if not address:
+        return svc.index.repos()
+    parsed = parse_module_address(address)
+    module = svc.index.find_module(parsed.namespace, parsed.name, parsed.system)
+    if module is None:
+        raise NotFound(f"module {parsed} is not registered")
+    repo = svc.index.repo(module.repo_id)
+    if repo.removed_at is not None:
+        raise NotFound(f"module {parsed}'s repository was removed; its versions are kept")
+    return [repo]
+
+
+def sync(svc: Services, address: str | None, verbose: bool) -> int:
+    failed = 0
+    for repo in _repos_to_sync(svc, address):
+        try:
+            result = svc.publisher.sync_repo(repo)
+        except GitError as exc:
+            print(f"gitreg: {repo.url}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        _print_result(result, verbose)
+        print(result.summary())
+    return 1 if failed else 0
+
+
+def _module_rows(svc: Services) -> list[dict[str, Any]]:
+    rows = []
+    for module in svc.index.modules():
+        repo = svc.index.repo(module.repo_id)
+        versions = sorted(svc.index.versions(module.id), key=lambda v: sort_key(v.version))
+        rows.append(
+            {
+                "address": module.address,
+                "repository": repo.url,
+                "subdir": module.subdir,
+                "tag_prefix": module.tag_prefix,
+                "versions": [
+                    {
+                        "version": v.version,
+                        "tag": v.tag,
+                        "tag_sha": v.tag_sha,
+                        "commit": v.commit_sha,
+                        "tree": v.tree_sha,
+                        "archive_sha256": v.archive_sha256,
+                        "archive_size": v.archive_size,
+                        "published_at": v.published_at,
+                        "yanked": v.yanked,
+                        "deprecation": deprecation(v),
+                    }
+                    for v in versions
+                ],
+                "conflicts": [c.reason for c in svc.index.conflicts(module.id)],
+                "ignored_tags": json.loads(module.sync_report),
+                "last_sync_at": module.last_sync_at,
+            }
+        )
+    return rows
+
+
+def _marks(version: dict[str, Any]) -> str:
+    marks = ["yanked"] * bool(version["yanked"]) + ["deprecated"] * bool(version["deprecation"])
+    return f" ({', '.join(marks)})" if marks else ""
+
+
+def modules(svc: Services, as_json: bool, verbose: bool) -> int:
+    rows = _module_rows(svc)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(
+            "no modules registered; add one with `gitreg repo add GIT_URL --module NS/NAME/SYSTEM`"
+        )
+        return 0
+    width = max(len(r["address"]) for r in rows)
+    print(f"{'MODULE':<{width}}  VERSIONS")
+    for row in rows:
+        listed = ", ".join(v["version"] + _marks(v) for v in row["versions"])
+        print(f"{row['address']:<{width}}  {listed or '-'}")
+        if row["conflicts"]:
+            print(f"{'':<{width}}  {len(row['conflicts'])} conflict(s); see --verbose")
+        if verbose:
+            print(
+                f"{'':<{width}}  source {row['repository']} subdir={row['subdir'] or '.'}"
+                f" tag-prefix={row['tag_prefix'] or '-'}"
+            )
+            for v in row["versions"]:
+                print(
+                    f"{'':<{width}}  {v['version']}: tag {v['tag']} commit {v['commit'][:12]}"
+                    f" tree {v['tree'][:12]} archive sha256 {v['archive_sha256']}"
+                )
+            for line in row["conflicts"]:
+                print(f"{'':<{width}}  conflict: {line}")
+            for line in row["ignored_tags"]:
+                print(f"{'':<{width}}  ignored: {line}")
+    return 0
+
+
+def _repo_add_command(svc: Services, args: argparse.Namespace) -> int:
+    """`repo add` registers a module, or with --provider a provider repository."""
+    if args.provider:
+        return repo_add_provider(svc, args)
+    glob_only = [args.namespace, args.system, args.tag_pattern, args.whole_tree]
+    if args.modules:
+        if args.subdir or args.tag_prefix:
+            raise BadRequest("--modules takes --tag-pattern, not --subdir or --tag-prefix")
+        return repo_add_modules(svc, args)
+    if any(glob_only):
+        raise BadRequest("--namespace, --system, --tag-pattern and --whole-tree go with --modules")
+    return repo_add(
+        svc,
+        args.url,
+        args.module,
+        args.subdir,
+        args.tag_prefix,
+        args.forge_repo,
+        args.webhook_secret,
+        not args.no_sync,
+    )
+
+
+def _register_repo_add(repo_sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    add = repo_sub.add_parser(
+        "add", parents=[common], help="register a repository's module or provider"
+    )
+    add.add_argument("url", help="https, ssh, or a local path / file:// URL")
+    what = add.add_mutually_exclusive_group(required=True)
+    what.add_argument("--module", metavar="NAMESPACE/NAME/SYSTEM")
+    what.add_argument("--provider", metavar="NAMESPACE/TYPE", help="publish its forge releases")
+    what.add_argument(
+        "--modules",
+        metavar="PATTERN",
+        help="every module directory under PATTERN (e.g. 'modules/*'), now and later;"
+        " needs --namespace and --system",
+    )
+    add.add_argument("--subdir", default="", help="the module's directory in a monorepo")
+    add.add_argument("--tag-prefix", default="", help="e.g. 'vpc/' for tags like vpc/v1.2.0")
+    add.add_argument(
+        "--forge-repo",
+        default="",
+        metavar="OWNER/REPO",
+        help="the repository's name on its forge (default: from the URL)",
+    )
+    add.add_argument(
+        "--webhook-secret",
+        default="",
+        metavar="SECRET|env:NAME|file:PATH",
+        help="this repository's webhook secret, or where to read it (docs/webhooks.md)",
+    )
+    add.add_argument("--no-sync", action="store_true", help="register only, publish later")
+    _add_glob_options(add)
+    add_repo_options(add)
+    add.set_defaults(handler=_repo_add_command)
+
+
+def _add_glob_options(add: Parser) -> None:
+    """The options of `repo add --modules` (docs/modules.md "Monorepos")."""
+    add.add_argument("--namespace", default="", help="with --modules: the modules' namespace")
+    add.add_argument("--system", default="", help="with --modules: the modules' system")
+    add.add_argument(
+        "--tag-pattern",
+        default="",
+        metavar="PATTERN",
+        help="with --modules: tags per module, e.g. '{name}/v{version}'"
+        " (default: every module gets every v* tag)",
+    )
+    add.add_argument(
+        "--whole-tree",
+        action="store_true",
+        help="with --modules: archive the whole repository for each module (for"
+        " modules that use ../ paths) instead of the module's directory alone",
+    )
+
+
+def _register_repo_changes(repo_sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    """`repo list`, `repo remove` and `repo set`."""
+    listing = repo_sub.add_parser("list", parents=[common], help="list repositories")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=lambda svc, a: repo_list(svc, a.json))
+    remove = repo_sub.add_parser("remove", parents=[common], help="unregister a repository")
+    remove.add_argument("target", metavar="URL|NAMESPACE/NAME/SYSTEM|NAMESPACE/TYPE")
+    remove.add_argument(
+        "--keep-versions",
+        action="store_true",
+        help="unregister even with published versions, which keep serving",
+    )
+    remove.set_defaults(handler=lambda svc, a: repo_remove(svc, a.target, a.keep_versions))
+    change = repo_sub.add_parser("set", parents=[common], help="change a registered repository")
+    change.add_argument("target", metavar="URL|NAMESPACE/NAME/SYSTEM|NAMESPACE/TYPE")
+    change.add_argument("--remote", help="a new git URL (fetched before it is saved)")
+    change.add_argument("--subdir", help="the module's new directory in a monorepo")
+    change.add_argument("--tag-prefix", help="the module's new tag prefix ('' for none)")
+    change.set_defaults(
+        handler=lambda svc, a: repo_set(svc, a.target, a.remote, a.subdir, a.tag_prefix)
+    )
+
+
+def register(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    """Add `repo add|list|remove|set` and `sync`; each sets `handler(svc, args)`."""
+    repo = sub.add_parser("repo", parents=[common], help="register repositories")
+    repo_sub = repo.add_subparsers(dest="repo_command", required=True)
+    _register_repo_add(repo_sub, common)
+    _register_repo_changes(repo_sub, common)
+
+    sync_parser = sub.add_parser("sync", parents=[common], help="fetch and publish new tags")
+    sync_parser.add_argument("module", nargs="?", metavar="NAMESPACE/NAME/SYSTEM")
+    sync_parser.add_argument("--verbose", "-v", action="store_true")
+    sync_parser.set_defaults(handler=lambda svc, a: sync(svc, a.module, a.verbose))
+
+
+def register_modules(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    """Add `modules`; separate from `register` so `gitreg --help` keeps its order."""
+    listing = sub.add_parser("modules", parents=[common], help="list modules and versions")
+    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--verbose", "-v", action="store_true")
+    listing.set_defaults(handler=lambda svc, a: modules(svc, a.json, a.verbose))

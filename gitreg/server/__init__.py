@@ -1,0 +1,1 @@
+"""`gitreg serve`: TLS, connection limits, the access log and the health endpoints."""

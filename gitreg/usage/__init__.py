@@ -1,0 +1,1 @@
+"""Download usage: counting downloads and answering who uses which version."""
