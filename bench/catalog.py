@@ -90,7 +90,7 @@ WORDS = (
 
 
 def fill_search(catalog: Any, index: Any, count: int, rng: random.Random) -> None:
-    from gitreg.catalog.store_sql import SearchEntry
+    from gitreg.catalog.store import SearchEntry
 
     repo = index.add_repo("https://git.example.com/bench/all.git", "")
     for i in range(count):

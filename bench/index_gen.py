@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitreg.providers.store_sql import PackageRecord
+from gitreg.providers.store import PackageRecord
 from gitreg.storage.bulk import (
     BulkModule,
     BulkProvider,

@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support: PostgreSQL
 
+from gitreg.auth.store import AuthIndex
 from gitreg.services import build_services
 from gitreg.settings import load_settings
-from gitreg.storage.protocols import AuthIndex
 
 CAP = 10_000  # the default sign_in_pending_max
 LEVELS = (0, 1_000, CAP)

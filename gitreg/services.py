@@ -13,44 +13,43 @@ from starlette.requests import Request
 from gitreg.auth.grants import parse_grants
 from gitreg.auth.service import Access
 from gitreg.auth.signed_urls import UrlSigner
+from gitreg.auth.store import AuthIndex
 from gitreg.auth.store_sql import AuthStore
 from gitreg.cache import MetadataCache
 from gitreg.catalog.provider_docs import ProviderDocumenter
 from gitreg.catalog.search_cache import SearchCache
 from gitreg.catalog.service import Documenter
-from gitreg.catalog.store import CatalogIndex, DownloadCountIndex, ProviderDocsIndex
+from gitreg.catalog.store import CatalogIndex, ProviderDocsIndex
 from gitreg.catalog.store_sql import CatalogStore
 from gitreg.catalog.store_sql_provider_docs import ProviderDocsStore
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.runner import JobRunner
+from gitreg.jobs.store import JobIndex
 from gitreg.jobs.store_sql import JobStore
 from gitreg.mirror.service import MirrorService, build_mirror
+from gitreg.mirror.store import MirrorIndex
 from gitreg.mirror.store_sql import MirrorStore
 from gitreg.module_proxy.config import proxy_options
 from gitreg.module_proxy.service import ModuleProxyService
-from gitreg.module_proxy.store_sql import ModuleProxyIndex, ModuleProxyStore
+from gitreg.module_proxy.store import ModuleProxyIndex
+from gitreg.module_proxy.store_sql import ModuleProxyStore
 from gitreg.modules.service import Publisher
 from gitreg.providers.service import ProviderPublisher
+from gitreg.providers.store import ProviderIndex
 from gitreg.providers.store_sql import ProviderStore
+from gitreg.repositories.store import RegistrationIndex
 from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.repositories.sync import SyncService
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.index import open_index
-from gitreg.storage.protocols import (
-    AuthIndex,
-    JobIndex,
-    MirrorIndex,
-    ModuleIndex,
-    ProviderIndex,
-    RegistrationIndex,
-    SecretStore,
-)
+from gitreg.storage.protocols import ModuleIndex, SecretStore
 from gitreg.storage.secrets import open_secret_store
 from gitreg.storage.select import open_blob_store, open_upload_store
 from gitreg.storage.staging import UploadStore
 from gitreg.usage.counter import DownloadCounter
+from gitreg.usage.store import DownloadCountIndex
 from gitreg.usage.store_sql import DownloadCountStore
 
 

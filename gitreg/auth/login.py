@@ -35,11 +35,10 @@ import anyio.to_thread
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret, pkce_challenge
 from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
-from gitreg.auth.store_sql import Identity
+from gitreg.auth.store import AuthIndex, Identity
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.errors import BadRequest, UpstreamError
 from gitreg.settings import Settings
-from gitreg.storage.protocols import AuthIndex
 
 log = logging.getLogger("gitreg.auth.login")
 

@@ -32,7 +32,7 @@ from urllib.parse import quote, urlencode
 
 import anyio.to_thread
 
-from gitreg.auth.store_sql import Identity
+from gitreg.auth.store import Identity
 from gitreg.errors import Forbidden, UpstreamError
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings

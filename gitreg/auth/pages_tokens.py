@@ -23,8 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from gitreg.auth.store_sql import Identity, TokenRecord
-from gitreg.auth.store_sql_sessions import SessionRecord
+from gitreg.auth.store import Identity, SessionRecord, TokenRecord
 from gitreg.auth.tokens import Scope, new_token, token_hash
 from gitreg.errors import BadRequest, NotFound
 from gitreg.numbers import plain_int

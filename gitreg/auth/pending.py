@@ -23,9 +23,9 @@ from typing import Any
 import anyio.to_thread
 
 from gitreg.auth.ratelimit import FailureLimiter
+from gitreg.auth.store import AuthIndex
 from gitreg.auth.tokens import token_hash
 from gitreg.errors import GitregError, TooManyRequests
-from gitreg.storage.protocols import AuthIndex
 
 log = logging.getLogger("gitreg.auth.pending")
 

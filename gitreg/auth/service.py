@@ -38,13 +38,12 @@ from starlette.requests import Request
 
 from gitreg.auth.ratelimit import FailureLimiter
 from gitreg.auth.signed_urls import UrlSigner
-from gitreg.auth.store_sql import AccessSignature
+from gitreg.auth.store import AccessSignature, AuthIndex
 from gitreg.auth.tokens import Principal, Scope, token_hash
 from gitreg.cache import MetadataCache
 from gitreg.errors import Forbidden, NotFound, Unauthorized
 from gitreg.metrics import service as metrics
 from gitreg.settings import Settings
-from gitreg.storage.protocols import AuthIndex
 
 # Each source lists (lower-cased namespace, blob sha256) for the blobs it serves.
 BlobOwners = Callable[[], list[tuple[str, str]]]

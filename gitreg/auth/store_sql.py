@@ -8,54 +8,12 @@ in one dictionary lookup. Writes share the index's database (`IndexBackedStore`)
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
+from gitreg.auth.store import AccessSignature, Identity, TokenRecord
 from gitreg.auth.store_sql_sessions import SessionStoreMixin
 from gitreg.errors import NotFound
 from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, from_row, utcnow
-
-
-@dataclass(frozen=True)
-class TokenRecord:
-    id: int
-    token_hash: str
-    prefix: str
-    scope: str
-    namespaces: tuple[str, ...]
-    description: str
-    created_at: str
-    expires_at: float | None
-    revoked_at: str | None
-    # Sign-in tokens only (migration 0019): who signed in, and the scope per
-    # namespace ("*" for all) their groups gave; None for operator tokens.
-    subject: str = ""
-    email: str = ""
-    groups: tuple[str, ...] = ()
-    grants: dict[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class Identity:
-    """A person as their identity provider named them at sign-in."""
-
-    subject: str
-    email: str
-    groups: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class AccessSignature:
-    """Cheap to read, and different whenever the access snapshot could be:
-    `credentials` covers tokens and namespace visibility, `blobs` the tables
-    that say which namespaces own which blobs. Those rows are only ever
-    added (a revoke sets `revoked_at`), so each table's row count and highest
-    rowid move on every change that matters, from whichever process made it;
-    the count would also catch a deletion, should one ever be added (versions
-    and packages are never deleted: their highest key alone, see below)."""
-
-    credentials: tuple[object, ...]
-    blobs: tuple[object, ...]
 
 
 class AuthStore(SessionStoreMixin, IndexBackedStore):

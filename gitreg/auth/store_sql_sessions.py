@@ -10,21 +10,10 @@ database, so every replica sees a sign-in and a sign-out at once.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
+from gitreg.auth.store import SessionRecord
 from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, from_row
-
-
-@dataclass(frozen=True)
-class SessionRecord:
-    subject: str
-    email: str
-    groups: tuple[str, ...]
-    grants: dict[str, str]  # lower-cased namespace or "*" -> read | publish | admin
-    csrf: str  # the synchronizer token of this session's forms
-    created_at: float
-    expires_at: float
 
 
 class SessionStoreMixin(IndexBackedStore):

@@ -33,11 +33,10 @@ import anyio.to_thread
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret
 from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
-from gitreg.auth.store_sql_sessions import SessionRecord
+from gitreg.auth.store import AuthIndex, SessionRecord
 from gitreg.auth.tokens import token_hash
 from gitreg.errors import Forbidden, UpstreamError
 from gitreg.settings import Settings
-from gitreg.storage.protocols import AuthIndex
 
 log = logging.getLogger("gitreg.auth.web_sign_in")
 

@@ -29,12 +29,10 @@ from typing import Any
 
 from gitreg.catalog.provider_tree import read_provider_docs
 from gitreg.catalog.readme import render, web_url
-from gitreg.catalog.store import ProviderDocsIndex
-from gitreg.catalog.store_sql_provider_docs import DocPage
+from gitreg.catalog.store import DocPage, ProviderDocsIndex
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
-from gitreg.providers.store_sql import ProviderRecord, ProviderVersionRecord
-from gitreg.storage.protocols import ProviderIndex
+from gitreg.providers.store import ProviderIndex, ProviderRecord, ProviderVersionRecord
 from gitreg.storage.records import RepoRecord
 
 log = logging.getLogger("gitreg.catalog")

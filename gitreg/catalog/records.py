@@ -19,7 +19,8 @@ from typing import Any
 from gitreg.catalog.extract import description
 from gitreg.catalog.hcl import empty_module
 from gitreg.catalog.store import CatalogIndex, ProviderDocsIndex
-from gitreg.storage.protocols import ModuleIndex, ProviderIndex
+from gitreg.providers.store import ProviderIndex
+from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, VersionRecord
 from gitreg.versions import parse_version, sort_key
 

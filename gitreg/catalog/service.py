@@ -20,8 +20,7 @@ from typing import Any
 
 from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, search_text
 from gitreg.catalog.reuse import Documents
-from gitreg.catalog.store import CatalogIndex
-from gitreg.catalog.store_sql import SearchEntry
+from gitreg.catalog.store import CatalogIndex, SearchEntry
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
 from gitreg.storage.protocols import ModuleIndex

@@ -6,11 +6,8 @@ states the contract an implementation keeps.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
-
-from gitreg.catalog.store_sql import MissingDocs, SearchEntry
-from gitreg.catalog.store_sql_provider_docs import DocPage, UndocumentedVersion
-from gitreg.usage.store_sql import DownloadRow, DownloadTotals, UsageRow
 
 
 class CatalogIndex(Protocol):
@@ -74,18 +71,40 @@ class ProviderDocsIndex(Protocol):
     def undocumented_provider_versions(self, fmt: int) -> list[UndocumentedVersion]: ...
 
 
-class DownloadCountIndex(Protocol):
-    """Download counts (SQL in storage/download_counts.py)."""
+@dataclass(frozen=True)
+class SearchEntry:
+    """What search indexes for one module (its latest version's words)."""
 
-    def add_downloads(self, rows: list[DownloadRow]) -> None:
-        """Add each row's count to its stored row (upsert), all in one
-        transaction: flushes from several processes add up."""
-        ...
+    module_id: int
+    namespace: str
+    name: str
+    system: str
+    description: str
+    body: str
 
-    def download_totals(self) -> DownloadTotals:
-        """Downloads over every version and day, by kind and object id."""
-        ...
 
-    def usage_rows(self, kind: str, object_id: int, since_day: str) -> list[UsageRow]:
-        """Downloads per (version, token) since `since_day`, with each token's owner."""
-        ...
+@dataclass(frozen=True)
+class MissingDocs:
+    """A published version without a current document, for `gitreg reindex`."""
+
+    version_id: int
+    module_id: int
+    version_key: str
+
+
+@dataclass(frozen=True)
+class DocPage:
+    """One rendered page of a provider version's documentation."""
+
+    doc_id: str
+    html: str
+
+
+@dataclass(frozen=True)
+class UndocumentedVersion:
+    """A provider version without documentation, for `gitreg reindex`."""
+
+    version_id: int
+    provider_id: int
+    version: str
+    source: str

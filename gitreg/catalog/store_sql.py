@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from gitreg.catalog.store import MissingDocs, SearchEntry
 from gitreg.storage.database import Connection
 from gitreg.storage.index import IndexBackedStore, utcnow
 
@@ -95,27 +95,6 @@ _PUT_DOC = (
     " format = excluded.format, document = excluded.document,"
     " created_at = excluded.created_at WHERE module_docs.format < excluded.format"
 )
-
-
-@dataclass(frozen=True)
-class SearchEntry:
-    """What search indexes for one module (its latest version's words)."""
-
-    module_id: int
-    namespace: str
-    name: str
-    system: str
-    description: str
-    body: str
-
-
-@dataclass(frozen=True)
-class MissingDocs:
-    """A published version without a current document, for `gitreg reindex`."""
-
-    version_id: int
-    module_id: int
-    version_key: str
 
 
 class CatalogStore(IndexBackedStore):

@@ -8,27 +8,8 @@ packages); only a newer listing format replaces them, which is how
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from gitreg.catalog.store import DocPage, UndocumentedVersion
 from gitreg.storage.index import IndexBackedStore, utcnow
-
-
-@dataclass(frozen=True)
-class DocPage:
-    """One rendered page of a provider version's documentation."""
-
-    doc_id: str
-    html: str
-
-
-@dataclass(frozen=True)
-class UndocumentedVersion:
-    """A provider version without documentation, for `gitreg reindex`."""
-
-    version_id: int
-    provider_id: int
-    version: str
-    source: str
 
 
 class ProviderDocsStore(IndexBackedStore):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gitreg.doctor.results import CheckResult, fail, ok, warn
-from gitreg.providers.store_sql import KeyRecord
+from gitreg.providers.store import KeyRecord
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
 from gitreg.storage.records import RepoRecord

@@ -7,7 +7,8 @@ import json
 import sys
 from typing import Any
 
-from gitreg.jobs.store_sql import STATES, JobRecord, iso
+from gitreg.jobs.store import JobRecord, iso
+from gitreg.jobs.store_sql import STATES
 from gitreg.services import Services
 
 

@@ -25,7 +25,8 @@ from gitreg.api.responses import json_response
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound
-from gitreg.jobs.store_sql import STATES, JobRecord
+from gitreg.jobs.store import JobRecord
+from gitreg.jobs.store_sql import STATES
 from gitreg.modules.service import sync_status
 from gitreg.numbers import plain_int
 from gitreg.services import Services, services

@@ -19,10 +19,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from gitreg.errors import GitregError, QueueUnavailable, StorageFull
-from gitreg.jobs.store_sql import Enqueued, JobKind, Submission
+from gitreg.jobs.store import Enqueued, JobIndex, JobKind, Submission
 from gitreg.metrics import service as metrics
 from gitreg.settings import Settings
-from gitreg.storage.protocols import JobIndex
 
 log = logging.getLogger("gitreg.jobs")
 

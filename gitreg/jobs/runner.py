@@ -26,7 +26,7 @@ from pathlib import Path
 from gitreg import logs
 from gitreg.errors import DatabaseUnavailable, GitError, NotFound, StorageFull, storage_full
 from gitreg.jobs.queue import JobQueue
-from gitreg.jobs.store_sql import JobRecord
+from gitreg.jobs.store import JobRecord
 from gitreg.metrics import service as metrics
 from gitreg.repositories.sync import SyncService
 from gitreg.settings import Settings

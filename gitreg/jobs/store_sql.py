@@ -17,96 +17,16 @@ look like a publish by another process to the metadata cache.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gitreg.errors import NotFound
+from gitreg.jobs.store import Enqueued, JobKind, JobRecord, JobState, Submission
 from gitreg.storage.database import Connection, Row
 from gitreg.storage.index import IndexBackedStore, from_row
 
-JobKind = Literal["sync", "reconcile"]
-JobState = Literal["queued", "running", "done", "failed", "superseded"]
 STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed", "superseded")
 MAX_REASON_CHARS = 2000
-
-
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
-
-
-@dataclass(frozen=True)
-class JobRecord:
-    id: int
-    repo_id: int
-    kind: JobKind
-    state: JobState
-    source: str
-    reason: str
-    deliveries: int
-    attempts: int
-    max_attempts: int
-    run_after: float
-    lease_owner: str
-    lease_until: float
-    created_at: float
-    started_at: float | None
-    finished_at: float | None
-    last_error: str
-    result: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "repo_id": self.repo_id,
-            "kind": self.kind,
-            "state": self.state,
-            "source": self.source,
-            "reason": self.reason,
-            "deliveries": self.deliveries,
-            "attempts": self.attempts,
-            "max_attempts": self.max_attempts,
-            "run_after": iso(self.run_after),
-            "created_at": iso(self.created_at),
-            "started_at": iso(self.started_at),
-            "finished_at": iso(self.finished_at),
-            "last_error": self.last_error,
-            "result": _decoded(self.result),
-            # Which replica (host/boot/pid/nonce) holds a running job's lease.
-            "lease_owner": self.lease_owner or None,
-        }
-
-
-@dataclass(frozen=True)
-class Submission:
-    """One request to bring a repository up to date (a delivery, a reconcile)."""
-
-    repo_id: int
-    kind: JobKind
-    source: str
-    reason: str
-    delivery_id: str = ""  # the forge's id; "" when there is none (no dedup)
-
-
-@dataclass(frozen=True)
-class Enqueued:
-    """What became of one submission: a new job, folded into a queued one,
-    a repeat of a delivery already seen, or a failed job queued again."""
-
-    job_id: int
-    status: Literal["queued", "merged", "duplicate", "requeued"]
-
-
-def _decoded(text: str) -> Any:
-    """A job's result is JSON written by the runner; show it as such."""
-    try:
-        return json.loads(text) if text else None
-    except ValueError:
-        return text
 
 
 def _merge_reason(old: str, new: str) -> str:

@@ -24,7 +24,7 @@ from gitreg.errors import GitregError, NotFound
 from gitreg.mirror.config import RootConfiguration, read_configurations
 from gitreg.mirror.export import export_static
 from gitreg.mirror.service import MirrorService
-from gitreg.mirror.store_sql import MirrorPackage
+from gitreg.mirror.store import MirrorPackage
 from gitreg.mirror.upstream import Progress
 from gitreg.module_proxy.export import export_modules
 from gitreg.services import Services

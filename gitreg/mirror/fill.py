@@ -35,7 +35,7 @@ from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from gitreg.errors import UpstreamError
-from gitreg.mirror.store_sql import MirrorPackage
+from gitreg.mirror.store import MirrorPackage
 from gitreg.mirror.upstream import Progress
 
 # Bytes held back from readers until the fill is verified and stored: a piece,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitreg.errors import ConstraintError
-from gitreg.mirror.store_sql import MirrorPackage
-from gitreg.storage.protocols import ProviderIndex
+from gitreg.mirror.store import MirrorPackage
+from gitreg.providers.store import ProviderIndex
 from gitreg.versions import parse_version
 
 

@@ -49,12 +49,12 @@ from gitreg.mirror.fill import PackageFill
 from gitreg.mirror.hosted import HostedPackage, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.singleflight import SingleFlight
-from gitreg.mirror.store_sql import CachedIndex, CachedVersion, MirrorPackage
+from gitreg.mirror.store import CachedIndex, CachedVersion, MirrorIndex, MirrorPackage
 from gitreg.mirror.upstream import Progress, UpstreamClient
 from gitreg.providers.package import PackageLimits
+from gitreg.providers.store import ProviderIndex
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.protocols import MirrorIndex, ProviderIndex
 from gitreg.versions import Version, parse_version
 
 log = logging.getLogger("gitreg.mirror")

@@ -14,46 +14,10 @@ the stored one so the caller can see a conflicting upstream.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
+from gitreg.mirror.store import CachedIndex, CachedVersion, MirrorPackage
 from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, from_row
-
-
-@dataclass(frozen=True)
-class CachedVersion:
-    version: str
-    protocols: tuple[str, ...]
-    platforms: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CachedIndex:
-    provider_key: str
-    hostname: str
-    namespace: str
-    type: str
-    versions: tuple[CachedVersion, ...]
-    fetched_at: float
-
-
-@dataclass(frozen=True)
-class MirrorPackage:
-    provider_key: str
-    version: str
-    platform: str
-    filename: str
-    sha256: str
-    size: int
-    h1: str
-    protocols: tuple[str, ...]
-    key_id: str
-    source_url: str
-    fetched_at: float
-
-    @property
-    def zh(self) -> str:
-        return f"zh:{self.sha256}"
 
 
 class MirrorStore(IndexBackedStore):

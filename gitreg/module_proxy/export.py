@@ -24,7 +24,7 @@ from typing import Any
 
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, ConfigError
-from gitreg.module_proxy.store_sql import ModuleProxyIndex, ProxiedVersion
+from gitreg.module_proxy.store import ModuleProxyIndex, ProxiedVersion
 from gitreg.storage.blobs import BlobStore
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")

@@ -38,7 +38,7 @@ from gitreg.module_proxy.archive_source import archive_from_download
 from gitreg.module_proxy.config import ProxyOptions, ProxyUpstream
 from gitreg.module_proxy.fetch import FetchedArchive, FetchLimits, fetch_archive, remote_commit
 from gitreg.module_proxy.source import ArchiveSource, GitSource, parse_source
-from gitreg.module_proxy.store_sql import ModuleProxyIndex, ProxiedMove, ProxiedVersion
+from gitreg.module_proxy.store import ModuleProxyIndex, ProxiedMove, ProxiedVersion
 from gitreg.module_proxy.upstream import ModuleUpstream
 from gitreg.modules.downloads import archive_path
 from gitreg.storage.blobs import BlobStore

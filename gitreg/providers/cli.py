@@ -20,7 +20,7 @@ from gitreg.providers.keys import ALGORITHMS
 from gitreg.providers.names import check_version
 from gitreg.providers.outcomes import ProviderSyncResult
 from gitreg.repositories.service import RepoSource, check_remote, register_repo
-from gitreg.repositories.store_sql import ProviderLink
+from gitreg.repositories.store import ProviderLink
 from gitreg.services import Services
 from gitreg.settings import Settings
 from gitreg.versions import sort_key

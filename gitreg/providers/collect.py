@@ -18,8 +18,7 @@ from gitreg.providers.checksums import MAX_SHASUMS_BYTES, parse_shasums
 from gitreg.providers.forges import Asset, Release, ReleaseSource
 from gitreg.providers.names import FileKind, classify
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES
-from gitreg.providers.store_sql import ProviderRecord
-from gitreg.storage.protocols import ProviderIndex
+from gitreg.providers.store import ProviderIndex, ProviderRecord
 
 MAX_MANIFEST_BYTES = 64 * 1024
 

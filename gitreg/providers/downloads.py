@@ -20,7 +20,7 @@ from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound
 from gitreg.metrics import service as metrics
 from gitreg.providers.names import check_version
-from gitreg.storage.protocols import ProviderIndex
+from gitreg.providers.store import ProviderIndex
 
 if TYPE_CHECKING:
     # Annotations only: the access policy module speaks HTTP (starlette's Request).

@@ -38,9 +38,9 @@ from gitreg.providers.downloads import PREFIX, ProviderDownloads
 from gitreg.providers.names import MAX_FILENAME, check_version
 from gitreg.providers.record import Published
 from gitreg.providers.service import ProviderPublisher
+from gitreg.providers.store import ProviderIndex
 from gitreg.providers.uploads import UploadStaging
 from gitreg.services import Services, services
-from gitreg.storage.protocols import ProviderIndex
 from gitreg.usage.http_counting import count_provider_download
 from gitreg.versions import sort_key
 

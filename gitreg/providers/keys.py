@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from gitreg.errors import BadRequest, NotFound
 from gitreg.providers.signing import PublicKeyInfo, generate_key, parse_public_key
-from gitreg.providers.store_sql import KeyRecord
+from gitreg.providers.store import KeyRecord, ProviderIndex
 from gitreg.settings import Settings
-from gitreg.storage.protocols import ProviderIndex, SecretStore
+from gitreg.storage.protocols import SecretStore
 
 ALGORITHMS = {"rsa3072": 3072, "rsa4096": 4096}
 _UNVERIFIABLE = ("ed25519", "cv25519", "eddsa", "ed448", "ecdsa", "ecc", "x25519")

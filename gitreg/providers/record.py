@@ -17,10 +17,9 @@ from gitreg.providers.collect import ReleaseFiles
 from gitreg.providers.keys import KeyManager
 from gitreg.providers.names import shasums_filename
 from gitreg.providers.signing import sign_detached
-from gitreg.providers.store_sql import NewProviderVersion, PackageRecord, ProviderRecord
+from gitreg.providers.store import NewProviderVersion, PackageRecord, ProviderIndex, ProviderRecord
 from gitreg.providers.verify import SignedChecksums
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.protocols import ProviderIndex
 
 
 @dataclass(frozen=True)

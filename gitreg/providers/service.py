@@ -58,10 +58,10 @@ from gitreg.providers.record import (
     store_version,
     unchanged_or_conflict,
 )
-from gitreg.providers.store_sql import ProviderRecord
+from gitreg.providers.store import ProviderIndex, ProviderRecord
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.protocols import ProviderIndex, SecretStore
+from gitreg.storage.protocols import SecretStore
 from gitreg.storage.records import RepoRecord
 from gitreg.storage.secrets import file_secret_store
 from gitreg.versions import version_from_tag

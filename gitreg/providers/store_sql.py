@@ -11,81 +11,17 @@ themselves; other processes notice through `data_version`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
 from gitreg.errors import Conflict, NotFound
+from gitreg.providers.store import (
+    KeyRecord,
+    NewProviderVersion,
+    PackageRecord,
+    ProviderRecord,
+    ProviderVersionRecord,
+)
 from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, from_row, utcnow
-
-
-@dataclass(frozen=True)
-class ProviderRecord:
-    id: int
-    namespace: str
-    type: str
-    repo_id: int | None
-    forge: str
-    sign_releases: bool
-    last_sync_at: str | None
-    last_sync_report: str
-
-    @property
-    def address(self) -> str:
-        return f"{self.namespace}/{self.type}"
-
-
-@dataclass(frozen=True)
-class KeyRecord:
-    id: int
-    namespace: str
-    key_id: str
-    fingerprint: str
-    ascii_armor: str
-    algorithms: tuple[str, ...]
-    terraform_compatible: bool
-    origin: str  # "registered" (publisher's public key) or "generated" (gitreg holds the secret)
-    created_at: str
-    retired_at: str | None
-
-
-@dataclass(frozen=True)
-class PackageRecord:
-    os: str
-    arch: str
-    filename: str
-    sha256: str
-    size: int
-    h1: str
-
-
-@dataclass(frozen=True)
-class ProviderVersionRecord:
-    id: int
-    provider_id: int
-    version: str
-    protocols: tuple[str, ...]
-    shasums_filename: str
-    shasums_sha256: str
-    signature_sha256: str
-    key_row: int
-    signed_by: str  # "publisher" or "gitreg"
-    source: str
-    published_at: str
-    yanked: bool  # hidden from version lists, still served by exact version
-
-
-@dataclass(frozen=True)
-class NewProviderVersion:
-    provider_id: int
-    version: str
-    protocols: tuple[str, ...]
-    shasums_filename: str
-    shasums_sha256: str
-    signature_sha256: str
-    key_row: int
-    signed_by: str
-    source: str
-    packages: list[PackageRecord] = field(default_factory=list)
 
 
 class ProviderStore(IndexBackedStore):

@@ -22,7 +22,7 @@ from gitreg.providers.keys import KeyManager
 from gitreg.providers.names import FileKind, classify
 from gitreg.providers.package import PackageLimits, inspect_package, sha256_file
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES, verify_detached
-from gitreg.providers.store_sql import KeyRecord, PackageRecord
+from gitreg.providers.store import KeyRecord, PackageRecord
 
 DEFAULT_PROTOCOLS = ("5.0",)
 _PROTOCOL = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}$")

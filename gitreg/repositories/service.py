@@ -16,7 +16,7 @@ from gitreg.addresses import check_subdir, parse_local_provider_address, parse_m
 from gitreg.errors import BadRequest, NotFound
 from gitreg.git.remotes import forge_name_from_url, normalise_remote
 from gitreg.modules.globs import check_module_glob, check_tag_pattern
-from gitreg.repositories.store_sql import ModuleGlobLink, ModuleLink, ProviderLink, RepoRow
+from gitreg.repositories.store import ModuleGlobLink, ModuleLink, ProviderLink, RepoRow
 from gitreg.services import Services
 from gitreg.settings import Settings
 from gitreg.storage.records import ModuleRecord, RepoRecord

@@ -8,47 +8,10 @@ per-table helpers there stay small.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gitreg.errors import Conflict
+from gitreg.repositories.store import ModuleGlobLink, ModuleLink, ProviderLink, RepoRow
 from gitreg.storage.database import Connection
 from gitreg.storage.index import IndexBackedStore, link_module, utcnow
-
-
-@dataclass(frozen=True)
-class RepoRow:
-    url: str
-    forge_repo: str
-    webhook_secret: str
-
-
-@dataclass(frozen=True)
-class ModuleLink:
-    namespace: str
-    name: str
-    system: str
-    subdir: str
-    tag_prefix: str
-
-
-@dataclass(frozen=True)
-class ModuleGlobLink:
-    """`repo add --modules PATTERN`: the pattern is kept, and each sync registers
-    the directories under it as modules (gitreg/modules/globs.py)."""
-
-    pattern: str
-    namespace: str
-    system: str
-    tag_pattern: str
-    archive_scope: str
-
-
-@dataclass(frozen=True)
-class ProviderLink:
-    namespace: str
-    type: str
-    forge: str
-    sign_releases: bool
 
 
 def _upsert_repo(conn: Connection, repo: RepoRow) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gitreg.jobs.store_sql import JobKind
+from gitreg.jobs.store import JobKind
 from gitreg.modules.service import Publisher
 from gitreg.providers.service import ProviderPublisher
 from gitreg.storage.protocols import ModuleIndex

@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gitreg.providers.store_sql import PackageRecord
+from gitreg.providers.store import PackageRecord
 from gitreg.storage.database import Connection
 from gitreg.storage.index import IndexBackedStore, address_key, utcnow
 

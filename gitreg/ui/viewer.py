@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from gitreg.auth.service import AccessSnapshot
-from gitreg.auth.store_sql_sessions import SessionRecord
+from gitreg.auth.store import SessionRecord
 from gitreg.auth.tokens import Principal, Scope, token_hash
 from gitreg.services import services
 

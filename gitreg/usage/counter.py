@@ -24,10 +24,10 @@ import time
 
 from starlette.concurrency import run_in_threadpool
 
-from gitreg.catalog.store import DownloadCountIndex
 from gitreg.errors import GitregError, NotAVersion
-from gitreg.storage.protocols import ModuleIndex, ProviderIndex
-from gitreg.usage.store_sql import DownloadRow, DownloadTotals
+from gitreg.providers.store import ProviderIndex
+from gitreg.storage.protocols import ModuleIndex
+from gitreg.usage.store import DownloadCountIndex, DownloadRow, DownloadTotals
 from gitreg.versions import parse_tag_version
 
 log = logging.getLogger("gitreg.modules.downloads")

@@ -29,10 +29,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitreg.catalog.store import DownloadCountIndex
 from gitreg.errors import BadRequest, NotAVersion, NotFound
 from gitreg.storage.protocols import ModuleIndex
-from gitreg.usage.store_sql import UsageRow
+from gitreg.usage.store import DownloadCountIndex, UsageRow
 from gitreg.versions import Constraints, parse_constraints, parse_version
 
 DEFAULT_DAYS = 30

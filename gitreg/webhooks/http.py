@@ -41,11 +41,11 @@ from gitreg.errors import (
     PayloadTooLarge,
     Unauthorized,
 )
-from gitreg.jobs.store_sql import Submission
+from gitreg.jobs.store import Submission
 from gitreg.metrics import service as metrics
 from gitreg.numbers import declared_length
 from gitreg.repositories.service import RepoSource, register_repo
-from gitreg.repositories.store_sql import ModuleLink
+from gitreg.repositories.store import ModuleLink
 from gitreg.secret_refs import resolve_secret
 from gitreg.services import Services, services
 from gitreg.storage.records import RepoRecord

@@ -12,10 +12,10 @@ import pytest
 from gitreg.auth.login import LoginFlow
 from gitreg.auth.oidc import OidcClient
 from gitreg.auth.pending import SignInLimits, SignInsBusy
+from gitreg.auth.store import AuthIndex
 from gitreg.auth.web_sign_in import WebSignIn
 from gitreg.errors import UpstreamError
 from gitreg.settings import Settings
-from gitreg.storage.protocols import AuthIndex
 from tests.support.login_query import authorize_params
 
 CLIENT = "203.0.113.7"

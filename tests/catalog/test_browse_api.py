@@ -13,7 +13,7 @@ from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.cache import entry_bytes
 from gitreg.catalog.search_cache import SEARCH_CANDIDATES
-from gitreg.catalog.store_sql import SearchEntry
+from gitreg.catalog.store import SearchEntry
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.bulk import BulkLoader, BulkModule, BulkVersion

@@ -13,11 +13,11 @@ from typing import cast
 
 import pytest
 
-from gitreg.catalog.store import DownloadCountIndex
-from gitreg.storage.protocols import ModuleIndex, ProviderIndex
+from gitreg.providers.store import ProviderIndex
+from gitreg.storage.protocols import ModuleIndex
 from gitreg.usage import counter as download_counts
 from gitreg.usage.counter import DownloadCounter
-from gitreg.usage.store_sql import DownloadRow, DownloadTotals
+from gitreg.usage.store import DownloadCountIndex, DownloadRow, DownloadTotals
 
 
 @dataclass

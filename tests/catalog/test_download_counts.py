@@ -18,7 +18,7 @@ from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.services import Services
 from gitreg.settings import load_settings
-from gitreg.usage.store_sql import DownloadRow
+from gitreg.usage.store import DownloadRow
 from tests.cli.test_yank import _publish_providers, _registry
 from tests.support.gitrepo import GitRepo, released_module
 from tests.support.server import RunningServer, cli, start_server

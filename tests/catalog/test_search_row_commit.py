@@ -12,7 +12,8 @@ import pytest
 
 from gitreg.archives.build import ObjectSource
 from gitreg.catalog.extract import Origin
-from gitreg.catalog.store_sql import CatalogStore, SearchEntry
+from gitreg.catalog.store import SearchEntry
+from gitreg.catalog.store_sql import CatalogStore
 from gitreg.services import Services
 from gitreg.storage.index import Index
 from tests.support.gitrepo import GitRepo

@@ -18,15 +18,14 @@ from typing import Any
 
 import pytest
 
-from gitreg.auth.store_sql import Identity
-from gitreg.auth.store_sql_sessions import SessionRecord
+from gitreg.auth.store import Identity, SessionRecord
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.errors import BadRequest
 from gitreg.services import build_services
 from gitreg.settings import load_settings
 from gitreg.usage.cli import _shown
 from gitreg.usage.service import check_days, parse_version_filter
-from gitreg.usage.store_sql import DownloadRow
+from gitreg.usage.store import DownloadRow
 from tests.support.gitrepo import GitRepo, released_module
 from tests.support.server import RunningServer, cli, start_server
 from tests.ui.test_ui_xss import assert_inert

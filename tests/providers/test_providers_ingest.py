@@ -18,7 +18,7 @@ from gitreg.errors import (
 from gitreg.providers.collect import collect
 from gitreg.providers.record import Published
 from gitreg.providers.signing import parse_public_key, verify_detached
-from gitreg.providers.store_sql import ProviderRecord
+from gitreg.providers.store import ProviderRecord
 from gitreg.services import Services
 from tests.support.provider_dist import (
     Dist,

@@ -12,23 +12,22 @@ from pathlib import Path
 
 import pytest
 
+from gitreg.auth.store import AuthIndex
 from gitreg.auth.store_sql import AuthStore
+from gitreg.jobs.store import JobIndex
 from gitreg.jobs.store_sql import JobStore
+from gitreg.mirror.store import MirrorIndex
 from gitreg.mirror.store_sql import MirrorStore
-from gitreg.module_proxy.store_sql import ModuleProxyIndex, ModuleProxyStore
+from gitreg.module_proxy.store import ModuleProxyIndex
+from gitreg.module_proxy.store_sql import ModuleProxyStore
+from gitreg.providers.store import ProviderIndex
 from gitreg.providers.store_sql import ProviderStore
+from gitreg.repositories.store import RegistrationIndex
 from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.settings import load_settings
 from gitreg.storage.blobs import BlobStore, FileBlobStore
 from gitreg.storage.index import SQLiteIndex, open_index
-from gitreg.storage.protocols import (
-    AuthIndex,
-    JobIndex,
-    MirrorIndex,
-    ModuleIndex,
-    ProviderIndex,
-    RegistrationIndex,
-)
+from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.select import open_blob_store
 from tests.support.postgres import Database
 

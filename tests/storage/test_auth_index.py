@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gitreg.auth.store_sql import Identity
+from gitreg.auth.store import Identity
 from gitreg.errors import NotFound
 from tests.storage.conftest import Backend
 

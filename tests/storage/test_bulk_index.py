@@ -4,7 +4,7 @@ engines, and publishing afterwards still works (no id taken twice)."""
 
 from __future__ import annotations
 
-from gitreg.providers.store_sql import PackageRecord
+from gitreg.providers.store import PackageRecord
 from gitreg.storage.bulk import (
     ROWS_PER_STATEMENT,
     BulkLoader,

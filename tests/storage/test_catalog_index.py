@@ -7,8 +7,8 @@ from typing import cast
 
 import pytest
 
-from gitreg.catalog.store import CatalogIndex
-from gitreg.catalog.store_sql import CatalogStore, SearchEntry
+from gitreg.catalog.store import CatalogIndex, SearchEntry
+from gitreg.catalog.store_sql import CatalogStore
 from gitreg.storage.index import Index
 from gitreg.storage.records import NewVersion
 from tests.storage.conftest import Backend

@@ -15,7 +15,8 @@ from gitreg.auth.store_sql import AuthStore
 from gitreg.storage import sqlite as sqlite_module
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.sqlite import SQLiteDatabase
-from gitreg.usage.store_sql import DownloadCountStore, DownloadRow
+from gitreg.usage.store import DownloadRow
+from gitreg.usage.store_sql import DownloadCountStore
 
 
 @pytest.fixture

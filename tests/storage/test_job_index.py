@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gitreg.errors import NotFound
-from gitreg.jobs.store_sql import Submission
+from gitreg.jobs.store import Submission
 from tests.storage.conftest import Backend
 
 NOW = 1_700_000_000.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gitreg.mirror.store_sql import CachedVersion, MirrorPackage
+from gitreg.mirror.store import CachedVersion, MirrorPackage
 from tests.storage.conftest import Backend
 
 KEY = "registry.terraform.io/hashicorp/null"

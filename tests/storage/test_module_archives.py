@@ -8,7 +8,7 @@ import pytest
 
 from gitreg.archives.format import CLASSIC
 from gitreg.errors import Conflict
-from gitreg.repositories.store_sql import ModuleGlobLink, RepoRow
+from gitreg.repositories.store import ModuleGlobLink, RepoRow
 from gitreg.storage.records import NewVersion
 from tests.storage.conftest import Backend
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitreg.errors import ConfigError, Conflict, NotFound
-from gitreg.repositories.store_sql import ModuleLink, RepoRow
+from gitreg.repositories.store import ModuleLink, RepoRow
 from gitreg.storage.records import NewVersion
 from tests.storage.conftest import Backend
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gitreg.module_proxy.store_sql import ProxiedMove, ProxiedVersion
+from gitreg.module_proxy.store import ProxiedMove, ProxiedVersion
 from tests.storage.conftest import Backend
 
 KEY = "registry.terraform.io/terraform-aws-modules/vpc/aws"

@@ -14,7 +14,8 @@ import psycopg
 import pytest
 
 from gitreg.errors import ConfigError, DatabaseUnavailable
-from gitreg.jobs.store_sql import JobStore, Submission
+from gitreg.jobs.store import Submission
+from gitreg.jobs.store_sql import JobStore
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.schema import MIGRATIONS
 

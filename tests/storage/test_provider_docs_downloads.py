@@ -7,11 +7,12 @@ from typing import cast
 
 import pytest
 
-from gitreg.catalog.store import DownloadCountIndex, ProviderDocsIndex
-from gitreg.catalog.store_sql_provider_docs import DocPage, ProviderDocsStore
+from gitreg.catalog.store import DocPage, ProviderDocsIndex
+from gitreg.catalog.store_sql_provider_docs import ProviderDocsStore
 from gitreg.storage.index import Index
 from gitreg.usage import store_sql as download_counts
-from gitreg.usage.store_sql import DownloadCountStore, DownloadRow
+from gitreg.usage.store import DownloadCountIndex, DownloadRow
+from gitreg.usage.store_sql import DownloadCountStore
 from tests.storage.conftest import Backend
 from tests.storage.test_provider_index import _key_row, _version
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gitreg.errors import Conflict, NotFound
-from gitreg.providers.store_sql import NewProviderVersion, PackageRecord
+from gitreg.providers.store import NewProviderVersion, PackageRecord
 from tests.storage.conftest import Backend
 
 

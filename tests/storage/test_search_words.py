@@ -9,7 +9,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gitreg.catalog.store_sql import CatalogStore, SearchEntry
+from gitreg.catalog.store import SearchEntry
+from gitreg.catalog.store_sql import CatalogStore
 from gitreg.storage import migrations
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.migrations import statements

@@ -3,7 +3,7 @@ on SQLite and PostgreSQL: what one replica stores, every replica reads."""
 
 from __future__ import annotations
 
-from gitreg.auth.store_sql_sessions import SessionRecord
+from gitreg.auth.store import SessionRecord
 from tests.storage.conftest import Backend
 
 

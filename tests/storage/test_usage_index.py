@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import cast
 
-from gitreg.auth.store_sql import Identity
-from gitreg.catalog.store import DownloadCountIndex
+from gitreg.auth.store import Identity
 from gitreg.storage.index import Index
-from gitreg.usage.store_sql import DownloadCountStore, DownloadRow, UsageRow
+from gitreg.usage.store import DownloadCountIndex, DownloadRow, UsageRow
+from gitreg.usage.store_sql import DownloadCountStore
 from tests.storage.conftest import Backend
 
 

@@ -16,8 +16,8 @@ from starlette.testclient import TestClient
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.cli import main
-from gitreg.mirror.store_sql import MirrorPackage
-from gitreg.module_proxy.store_sql import ProxiedVersion
+from gitreg.mirror.store import MirrorPackage
+from gitreg.module_proxy.store import ProxiedVersion
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from tests.catalog.test_extraction import full_module

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitreg.catalog.search_cache import SEARCH_CANDIDATES
-from gitreg.catalog.store_sql import SearchEntry
+from gitreg.catalog.store import SearchEntry
 from gitreg.storage.bulk import BulkLoader, BulkModule, BulkVersion
 from gitreg.storage.index import Index
 from tests.ui.conftest import SECRET_WORDS, Ui

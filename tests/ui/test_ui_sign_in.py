@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from gitreg.auth.pending import SignInLimits
-from gitreg.auth.store_sql import Identity
+from gitreg.auth.store import Identity
 from gitreg.auth.tokens import token_hash
 from gitreg.ui.csrf import CSRF_COOKIE
 from tests.support.login_query import authorize_params

@@ -3,7 +3,7 @@ for a bad token, and sign-out (issue 13, until sign-in in issue 14)."""
 
 from __future__ import annotations
 
-from gitreg.auth.store_sql import Identity
+from gitreg.auth.store import Identity
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.ui.csrf import MAX_FORM_BYTES, MAX_FORM_FIELDS
 from tests.ui.conftest import Ui

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from gitreg.jobs.runner import JobRunner, backoff, owner_is_dead, worker_identity
+from gitreg.jobs.store import JobIndex
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from gitreg.storage.index import SQLiteIndex
-from gitreg.storage.protocols import JobIndex
 from gitreg.storage.records import RepoRecord
 from tests.support.gitrepo import GitRepo, simple_module
 

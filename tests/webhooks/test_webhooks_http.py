@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
-from gitreg.jobs.store_sql import JobRecord
+from gitreg.jobs.store import JobRecord
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.records import RepoRecord

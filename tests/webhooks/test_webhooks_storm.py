@@ -23,7 +23,8 @@ import pytest
 
 from gitreg.errors import QueueUnavailable
 from gitreg.jobs.queue import JobQueue
-from gitreg.jobs.store_sql import Enqueued, JobStore, Submission
+from gitreg.jobs.store import Enqueued, Submission
+from gitreg.jobs.store_sql import JobStore
 from gitreg.settings import load_settings
 from gitreg.storage.index import SQLiteIndex
 from tests.support.gitrepo import GitRepo, simple_module
