@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from gitreg.errors import ConfigError
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.index import Index
+from gitreg.storage.migrations import MIGRATIONS
 from gitreg.storage.protocols import ModuleIndex
-from gitreg.storage.schema import MIGRATIONS
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 _CREATED = re.compile(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", re.IGNORECASE)
@@ -37,7 +37,7 @@ def tables_in_order() -> list[str]:
     order the migrations created them in."""
     return [
         name
-        for _, ddl in MIGRATIONS
+        for _, ddl in MIGRATIONS["sqlite"]
         for name in _CREATED.findall(ddl)
         if name not in DERIVED_TABLES
     ]

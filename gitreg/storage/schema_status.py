@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gitreg.errors import ConfigError
 from gitreg.storage.database import is_postgres_url
-from gitreg.storage.schema import MIGRATIONS
+from gitreg.storage.migrations import names
 
 # Seconds to wait for PostgreSQL; a doctor should answer quickly.
 CONNECT_TIMEOUT = 5
@@ -35,7 +35,7 @@ class SchemaStatus:
 def _status(where: str, applied: set[str] | None) -> SchemaStatus:
     if applied is None:
         return SchemaStatus(where, False, (), ())
-    known = [name for name, _ in MIGRATIONS]
+    known = names()
     missing = tuple(name for name in known if name not in applied)
     return SchemaStatus(where, True, missing, tuple(sorted(applied - set(known))))
 

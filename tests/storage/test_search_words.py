@@ -14,7 +14,6 @@ from gitreg.catalog.store_sql import CatalogStore
 from gitreg.storage import migrations
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.migrations import statements
-from gitreg.storage.schema import MIGRATIONS
 from tests.support.postgres import Database
 
 ROWS = [
@@ -35,7 +34,7 @@ def _fill(index: Index) -> dict[str, int]:
 
 def test_a_dollar_quoted_function_body_is_one_statement() -> None:
     ddl = "CREATE TABLE a (x TEXT); CREATE FUNCTION f() AS $$ BEGIN x; y; END $$; DROP TABLE b;"
-    assert statements(ddl, "postgresql") == [
+    assert statements(ddl) == [
         "CREATE TABLE a (x TEXT)",
         "CREATE FUNCTION f() AS $$ BEGIN x; y; END $$",
         "DROP TABLE b",
@@ -45,12 +44,13 @@ def test_a_dollar_quoted_function_body_is_one_statement() -> None:
 def test_the_upgrade_fills_the_words_of_existing_search_rows(
     postgres_database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before_0022 = [m for m in MIGRATIONS if not m[0].startswith("0022-")]
-    monkeypatch.setattr(migrations, "MIGRATIONS", before_0022)
+    every = migrations.MIGRATIONS["postgresql"]
+    before_0022 = [m for m in every if not m[0].startswith("0022-")]
+    monkeypatch.setitem(migrations.MIGRATIONS, "postgresql", before_0022)
     old = open_index(postgres_database.url, tmp_path / "unused.sqlite3")
     ids = _fill(old)
     old.close()
-    monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS)
+    monkeypatch.setitem(migrations.MIGRATIONS, "postgresql", every)
     index = open_index(postgres_database.url, tmp_path / "unused.sqlite3")
     try:
         found = CatalogStore(index).search("vpc", 10)
@@ -87,3 +87,14 @@ def test_rows_written_by_a_replica_on_the_previous_schema_are_found(
         assert catalog.search("zone", 10) == []
     finally:
         index.close()
+
+
+def test_both_engines_have_the_same_migrations_in_the_same_order() -> None:
+    sqlite = [name for name, _ in migrations.MIGRATIONS["sqlite"]]
+    assert sqlite == [name for name, _ in migrations.MIGRATIONS["postgresql"]]
+    assert sqlite == sorted(sqlite)
+    assert len(sqlite) >= 17
+
+
+def test_a_comment_only_migration_has_no_statements() -> None:
+    assert statements("-- nothing for this engine\n") == []

@@ -1,0 +1,1 @@
+ALTER TABLE repos ADD COLUMN removed_at TEXT;

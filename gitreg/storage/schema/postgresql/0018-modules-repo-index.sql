@@ -1,0 +1,1 @@
+CREATE INDEX modules_repo ON modules(repo_id);

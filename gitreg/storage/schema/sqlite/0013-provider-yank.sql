@@ -1,0 +1,1 @@
+ALTER TABLE provider_versions ADD COLUMN yanked INTEGER NOT NULL DEFAULT 0;

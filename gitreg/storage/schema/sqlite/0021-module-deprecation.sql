@@ -1,0 +1,3 @@
+ALTER TABLE module_versions ADD COLUMN deprecation_reason TEXT;
+
+ALTER TABLE module_versions ADD COLUMN deprecation_link TEXT NOT NULL DEFAULT '';
