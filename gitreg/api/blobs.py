@@ -32,6 +32,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from gitreg.api.blob_file import BlobFileResponse, OpenBlob
+from gitreg.api.credentials import credentials
 from gitreg.errors import NotFound, ResponseCut, StorageUnavailable
 from gitreg.metrics import service as metrics
 from gitreg.services import Services, services
@@ -52,7 +53,7 @@ async def blob_response(request: Request, sha256: str, media_type: str) -> Respo
     if not SHA256_RE.match(sha256):
         raise NotFound("no such archive")
     svc = services(request)
-    private = await svc.access.check_blob(request, sha256)
+    private = await svc.access.check_blob(credentials(request), sha256)
     path = svc.blobs.local_file(sha256)
     headers = {"ETag": f'"{sha256}"', "Cache-Control": PRIVATE if private else IMMUTABLE}
     if path is None:

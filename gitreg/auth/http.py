@@ -22,12 +22,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from gitreg.api.credentials import client_address
 from gitreg.api.responses import error_body, json_response
 from gitreg.api.urls import base_url
 from gitreg.auth.login import CLIENT_ID, PORTS, LoginFlow, OAuthError, Redirect, Refusal
 from gitreg.auth.oidc import OidcClient
 from gitreg.auth.pending import SignInLimits, SignInsBusy
-from gitreg.auth.service import client_address
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound, PayloadTooLarge
 from gitreg.services import services

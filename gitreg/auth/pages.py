@@ -25,12 +25,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from gitreg.api.credentials import client_address
 from gitreg.api.urls import base_url
 from gitreg.auth.http import oidc_client, sign_in_limits
 from gitreg.auth.oidc import new_secret
 from gitreg.auth.pages_token import COOKIE_FLAGS, LAX_COOKIE_FLAGS
 from gitreg.auth.pending import SignInsBusy
-from gitreg.auth.service import client_address
 from gitreg.auth.tokens import token_hash
 from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, safe_next
 from gitreg.errors import UpstreamError

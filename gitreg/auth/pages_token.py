@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from gitreg.auth.service import client_address
+from gitreg.api.credentials import client_address
 from gitreg.auth.tokens import token_hash
 from gitreg.errors import TooManyRequests
 from gitreg.metrics import service as metrics

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from anyio.to_thread import run_sync
 
 from gitreg.auth.ratelimit import FailureLimiter
 from gitreg.auth.signed_urls import UrlSigner
@@ -58,11 +57,21 @@ AUTH_REQUIRED = (
 )
 
 
-def client_address(request: Request) -> str:
-    """The address the access log shows for `request`, which keys the per-client
-    limits: uvicorn puts the forwarded one there when `trust_forwarded` is on
-    (gitreg/server/cli.py)."""
-    return request.client.host if request.client else "unknown"
+def _ignore(token_id: int) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What a request says about who sends it, built once per request by the
+    HTTP layer: the policy never sees the request itself."""
+
+    authorization: str | None  # the Authorization header, as sent
+    client: str  # the client's address: it keys the failed-authentication limit
+    path: str = ""  # the request path and its query parameters, for a signed URL
+    query: Mapping[str, str] = field(default_factory=dict)
+    # Told the id of the token that authenticated, for the access line; never the token.
+    noted: Callable[[int], None] = _ignore
 
 
 @dataclass(frozen=True)
@@ -166,7 +175,7 @@ class Access:
 
     async def snapshot(self) -> AccessSnapshot:
         current = self._current()
-        return current if current is not None else await run_in_threadpool(self.refresh_snapshot)
+        return current if current is not None else await run_sync(self.refresh_snapshot)
 
     def refresh_snapshot(self) -> AccessSnapshot:
         """Blocking: the snapshot, rebuilt only in the parts whose signature moved.
@@ -206,12 +215,12 @@ class Access:
         found = snapshot.holder(token)
         return found.token_id if found is not None else 0
 
-    async def principal(self, request: Request) -> Principal | None:
+    async def principal(self, who: Credentials) -> Principal | None:
         """The token's holder, None without a token; a bad token is 401 and counted."""
-        header = request.headers.get("authorization")
+        header = who.authorization
         if header is None:
             return None
-        client = client_address(request)
+        client = who.client
         self.limiter.check(client)
         scheme, _, token = header.partition(" ")
         snapshot = await self.snapshot()
@@ -220,16 +229,16 @@ class Access:
             self.limiter.failed(client)
             metrics.auth_failed("token")
             raise Unauthorized("invalid, expired or revoked token")
-        request.state.token_id = found.token_id  # for the access line; never the token
+        who.noted(found.token_id)
         return found
 
-    async def require_read(self, request: Request, namespace: str, not_found: str) -> bool:
+    async def require_read(self, who: Credentials, namespace: str, not_found: str) -> bool:
         """Allow reading `namespace` or raise; returns whether the namespace is private."""
-        return await self.check_read(namespace, not_found, lambda: self.principal(request))
+        return await self.check_read(namespace, not_found, lambda: self.principal(who))
 
     async def check_read(self, namespace: str, not_found: str, who: PrincipalSource) -> bool:
-        """`require_read` for domain code, which has no HTTP request: `who` is
-        asked for the principal only when `namespace` is private."""
+        """`require_read` where the principal is known only on demand: `who` is
+        asked for it only when `namespace` is private."""
         snapshot = await self.snapshot()
         if not snapshot.is_private(namespace):
             return False
@@ -240,45 +249,45 @@ class Access:
             raise NotFound(not_found)
         return True
 
-    async def authenticate(self, request: Request, scope: Scope) -> Principal:
+    async def authenticate(self, who: Credentials, scope: Scope) -> Principal:
         """A valid token of at least `scope` (namespaces checked later by the caller,
         once it knows them), else 401/403."""
-        principal = await self.principal(request)
+        principal = await self.principal(who)
         if principal is None:
             raise Unauthorized(f"this action needs a {scope.name} token (gitreg token create)")
         if principal.scope < scope:
             raise Forbidden(f"this action needs a {scope.name} token")
         return principal
 
-    async def require(self, request: Request, scope: Scope, namespace: str | None) -> Principal:
+    async def require(self, who: Credentials, scope: Scope, namespace: str | None) -> Principal:
         """Publishing and admin actions: a token with `scope` for `namespace`, else 401/403."""
-        principal = await self.authenticate(request, scope)
+        principal = await self.authenticate(who, scope)
         if not principal.allows(scope, namespace):
             where = f"namespace {namespace}" if namespace else "the whole registry"
             raise Forbidden(f"this token may not {scope.name} in {where}")
         return principal
 
-    async def check_blob(self, request: Request, sha256: str) -> bool:
+    async def check_blob(self, who: Credentials, sha256: str) -> bool:
         """Serve a private blob only with a current signed URL for this path (U2)
         or a read token for a namespace owning it, as the advertising routes
         decide; raise otherwise. Returns whether the blob is private."""
         owners = (await self.snapshot()).private_blobs.get(sha256)
         if owners is None:
             return False
-        if "signature" not in request.query_params and "authorization" in request.headers:
-            principal = await self.principal(request)
+        if "signature" not in who.query and who.authorization is not None:
+            principal = await self.principal(who)
             if principal and any(principal.allows(Scope.read, ns) for ns in owners):
                 return True
-        self.verify_signature(request)
+        self.verify_signature(who)
         return True
 
-    def verify_signature(self, request: Request) -> None:
+    def verify_signature(self, who: Credentials) -> None:
         """Raise Forbidden (counted as a failure) unless the URL carries a current
         signature for its own path (U2)."""
-        client = client_address(request)
+        client = who.client
         self.limiter.check(client)
         try:
-            self.signer.verify(request.url.path, request.query_params)
+            self.signer.verify(who.path, who.query)
         except Forbidden:
             self.limiter.failed(client)
             metrics.auth_failed("signature")

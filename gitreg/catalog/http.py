@@ -31,6 +31,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from gitreg.addresses import module_address
+from gitreg.api.credentials import credentials
 from gitreg.api.responses import CachedJson
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
@@ -59,7 +60,7 @@ async def _visible(request: Request) -> Callable[[str], bool]:
     snapshot = await svc.access.snapshot()
     if not snapshot.any_private():
         return lambda _ns: True
-    principal = await svc.access.principal(request)
+    principal = await svc.access.principal(credentials(request))
 
     def visible(namespace: str) -> bool:
         if not snapshot.is_private(namespace):
@@ -216,7 +217,7 @@ async def _module(request: Request, version: str | None) -> _Page:
     p = request.path_params
     where = f"module {p['namespace']}/{p['name']}/{p['system']}"
     not_found = f"{where} not found" if version is None else f"{where} {version} not found"
-    await svc.access.require_read(request, p["namespace"], not_found)
+    await svc.access.require_read(credentials(request), p["namespace"], not_found)
     key = ("browse-module", *(p[k].lower() for k in ("namespace", "name", "system")), version)
     body = await svc.cache.get(key, lambda: _module_body(svc, request, version))
     if body is None:
@@ -248,7 +249,7 @@ async def _provider(request: Request, version: str | None) -> Response:
     svc = services(request)
     p = request.path_params
     not_found = f"provider {p['namespace']}/{p['type']} not found"
-    await svc.access.require_read(request, p["namespace"], not_found)
+    await svc.access.require_read(credentials(request), p["namespace"], not_found)
     key = ("browse-provider", p["namespace"].lower(), p["type"].lower())
     found = await cached_provider_record(svc, p["namespace"], p["type"])
     if version is not None:
@@ -317,7 +318,7 @@ async def provider_doc_page(request: Request) -> Response:
     where = f"provider {p['namespace']}/{p['type']} {p['version']}"
     not_found = f"{where} has no documentation page {p['id'][:100]}"
     await svc.access.require_read(
-        request, p["namespace"], f"provider {p['namespace']}/{p['type']} not found"
+        credentials(request), p["namespace"], f"provider {p['namespace']}/{p['type']} not found"
     )
     key = ("browse-provider-doc", p["namespace"].lower(), p["type"].lower(), p["version"], p["id"])
     found = await svc.cache.get(key, lambda: _doc_answer(svc, p))

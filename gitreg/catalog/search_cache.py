@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
-from starlette.concurrency import run_in_threadpool
+from anyio.to_thread import run_sync
 
 from gitreg.cache import MetadataCache
 from gitreg.catalog.records import Listed
@@ -43,7 +43,7 @@ class SearchCache:
             self._entries.move_to_end(query)
             return found[1]
         generation = self._cache.generation
-        hits = await run_in_threadpool(build)
+        hits = await run_sync(build)
         if generation == self._cache.generation:  # nothing published meanwhile
             self._entries[query] = (generation, hits)
             self._entries.move_to_end(query)

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
@@ -52,7 +53,7 @@ def _int(value: str, what: str) -> int:
 
 async def _authorised(request: Request) -> Services:
     svc = services(request)
-    await svc.access.require(request, Scope.admin, None)
+    await svc.access.require(credentials(request), Scope.admin, None)
     return svc
 
 

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gitreg.api.credentials import credentials
 from gitreg.auth.tokens import Scope
 from gitreg.metrics import service as metrics
 from gitreg.services import services
@@ -24,7 +25,7 @@ from gitreg.settings import Settings
 
 
 async def metrics_page(request: Request) -> Response:
-    await services(request).access.require(request, Scope.admin, None)
+    await services(request).access.require(credentials(request), Scope.admin, None)
     # With several workers this reads every worker's files: off the event loop.
     body = await run_in_threadpool(generate_latest, metrics.registry())
     return Response(body, media_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})

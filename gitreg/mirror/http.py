@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from gitreg.addresses import ProviderAddress, provider_address
 from gitreg.api.blobs import blob_response
+from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
 from gitreg.errors import NotFound
 from gitreg.mirror.downloads import version_json
@@ -64,11 +65,11 @@ async def mirror_file(request: Request) -> Response:
     if name.endswith(".zip") and "signature" in request.query_params:
         # Terraform fetches zips without credentials: the signed URL that
         # VERSION.json handed out is the proof instead of a token (U2).
-        svc.access.verify_signature(request)
+        svc.access.verify_signature(credentials(request))
         private = True
     else:
         private = await svc.access.require_read(
-            request, address.namespace, f"provider {address} not found"
+            credentials(request), address.namespace, f"provider {address} not found"
         )
     if name == "index.json":
         return _json(request, await mirror.index_json(address))

@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import ModuleAddress, module_address
+from gitreg.api.credentials import credentials
 from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import base_url, header
 from gitreg.cache import MISSING
@@ -75,10 +76,10 @@ async def versions(request: Request) -> Response:
     body = svc.cache.peek(key)
     if body is MISSING:
         addr = _address(request)
-        await svc.access.require_read(request, addr.namespace, _not_found(request))
+        await svc.access.require_read(credentials(request), addr.namespace, _not_found(request))
         body = await svc.cache.get(key, lambda: _versions_body(svc.index, addr))
     elif not svc.access.known_public(namespace := request.path_params["namespace"]):
-        await svc.access.require_read(request, namespace, _not_found(request))
+        await svc.access.require_read(credentials(request), namespace, _not_found(request))
     if body is None:
         raise NotFound(_not_found(request))
     assert isinstance(body, CachedJson)
@@ -96,7 +97,7 @@ async def download(request: Request) -> Response:
     asked = (p["namespace"], p["name"], p["system"], p["version"])
     base = base_url(request, svc.settings)
     if svc.module_proxy.handles(p["namespace"]):
-        who = functools.partial(svc.access.principal, request)
+        who = functools.partial(svc.access.principal, credentials(request))
         proxied = await svc.module_proxy.location(
             _address(request), p["version"], base, svc.access, who
         )
@@ -104,7 +105,7 @@ async def download(request: Request) -> Response:
     downloads = ModuleDownloads(svc.index, svc.cache, svc.access)
     location = downloads.cached_location(*asked, base)
     if location is None:
-        who = functools.partial(svc.access.principal, request)
+        who = functools.partial(svc.access.principal, credentials(request))
         location = await downloads.location(*asked, base, who)
     count_module_download(request, svc)
     return _download_response(request, location)
@@ -136,7 +137,7 @@ async def _proxied_versions(request: Request) -> Response:
     versions come from the upstream registry, through gitreg/module_proxy."""
     svc = services(request)
     addr = _address(request)
-    await svc.access.require_read(request, addr.namespace, _not_found(request))
+    await svc.access.require_read(credentials(request), addr.namespace, _not_found(request))
     return json_response(await svc.module_proxy.versions_body(addr))
 
 

@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from gitreg.addresses import ProviderAddress, local_provider_address
 from gitreg.api.blobs import blob_response
+from gitreg.api.credentials import credentials
 from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
@@ -82,7 +83,9 @@ def _versions_body(store: ProviderIndex, address: ProviderAddress) -> CachedJson
 async def versions(request: Request) -> Response:
     address = _address(request)
     svc = services(request)
-    await svc.access.require_read(request, address.namespace, f"provider {address} not found")
+    await svc.access.require_read(
+        credentials(request), address.namespace, f"provider {address} not found"
+    )
     body = await svc.cache.get(
         ("provider-versions", address.key), lambda: _versions_body(svc.providers.store, address)
     )
@@ -106,7 +109,7 @@ async def download(request: Request) -> Response:
         p["os"],
         p["arch"],
         base_url(request, svc.settings),
-        lambda: svc.access.principal(request),
+        lambda: svc.access.principal(credentials(request)),
     )
     count_provider_download(request, svc)
     return json_response(body)
@@ -163,7 +166,7 @@ async def create_upload(request: Request) -> Response:
     address = _address(request)
     version = _version(request)
     svc = services(request)
-    principal = await svc.access.require(request, Scope.publish, address.namespace)
+    principal = await svc.access.require(credentials(request), Scope.publish, address.namespace)
     upload_id = await run_in_threadpool(_staging(svc).create, address, version, principal.token_id)
     base = base_url(request, svc.settings)
     location = f"{UPLOADS}/{address.namespace}/{address.type}/{version}/uploads/{upload_id}"
@@ -179,7 +182,7 @@ async def put_file(request: Request) -> Response:
     version = _version(request)
     filename = request.path_params["filename"]
     svc = services(request)
-    await svc.access.require(request, Scope.publish, address.namespace)
+    await svc.access.require(credentials(request), Scope.publish, address.namespace)
     if len(filename) > MAX_FILENAME:
         raise BadRequest("file name too long")
     staging = _staging(svc)
@@ -260,7 +263,7 @@ async def publish_upload(request: Request) -> Response:
     address = _address(request)
     version = _version(request)
     svc = services(request)
-    await svc.access.require(request, Scope.publish, address.namespace)
+    await svc.access.require(credentials(request), Scope.publish, address.namespace)
     sign = await _publish_options(request)
     published = await run_in_threadpool(
         _publish_upload,

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import time
 
-from starlette.concurrency import run_in_threadpool
+from anyio.to_thread import run_sync
 
 from gitreg.errors import GitregError, NotAVersion
 from gitreg.providers.store import ProviderIndex
@@ -76,13 +76,13 @@ class DownloadCounter:
     async def run(self, interval: float) -> None:
         """Flush every `interval` seconds until cancelled."""
         self._full = asyncio.Event()  # of this loop: an app may be started again
-        await run_in_threadpool(self.refresh)
+        await run_sync(self.refresh)
         while True:
             with contextlib.suppress(TimeoutError):  # the interval passed
                 await asyncio.wait_for(self._full.wait(), interval)
             batch = self.take()
             try:
-                await run_in_threadpool(self.write, batch)
+                await run_sync(self.write, batch)
             except Exception:  # the database is away: keep the counts for the next try
                 log.exception("cannot write %d download counts; retrying", len(batch))
                 for key, count in batch.items():
@@ -94,7 +94,7 @@ class DownloadCounter:
             # After an early flush, only once an interval: re-reading every
             # module's total (~20 ms at 10,000) per 500 downloads would cost more.
             if time.monotonic() - self._refreshed >= interval:
-                await run_in_threadpool(self.refresh)
+                await run_sync(self.refresh)
 
     def flush(self) -> None:
         """Write what is pending now (shutdown, with the loop no longer counting)."""

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
@@ -40,7 +41,7 @@ def _days(text: str | None) -> int:
 async def usage(request: Request) -> Response:
     svc = services(request)
     p = request.path_params
-    await svc.access.require(request, Scope.publish, p["namespace"])
+    await svc.access.require(credentials(request), Scope.publish, p["namespace"])
     versions = request.query_params.get("versions", "")
     days = _days(request.query_params.get("days"))
     names = (p["namespace"], p["name"], p["system"])

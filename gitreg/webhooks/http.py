@@ -29,6 +29,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.addresses import module_address
+from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.canonical_json import json_bytes
@@ -299,7 +300,7 @@ async def notify(request: Request) -> Response:
     svc = services(request)
     async with _counted("git"):
         # The token first: nothing of an unauthenticated body is read or parsed.
-        principal = await svc.access.authenticate(request, Scope.publish)
+        principal = await svc.access.authenticate(credentials(request), Scope.publish)
         _, payload = await read_json(request, svc.settings.webhook_max_bytes)
         outcome = await run_in_threadpool(accept_notification, svc, payload, principal)
         return await _answer(svc, outcome, "git")
