@@ -20,7 +20,7 @@ CLAIMER = """
 import json, sys, time
 from pathlib import Path
 from gitreg.storage.index import SQLiteIndex
-from gitreg.storage.jobs import JobStore
+from gitreg.jobs.store_sql import JobStore
 
 index = SQLiteIndex(Path(sys.argv[1]))
 store = JobStore(index)
