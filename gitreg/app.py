@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
@@ -42,6 +42,10 @@ from gitreg.webhooks import http as webhooks
 
 log = logging.getLogger("gitreg.app")
 
+# nginx's "client closed request": the status the access log and the metrics
+# record for a client that went away before its request body arrived whole.
+CLIENT_GONE = 499
+
 
 async def _gitreg_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GitregError)
@@ -64,6 +68,18 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return json_response(
         error_body(exc.detail), status=exc.status_code, headers=dict(exc.headers or {})
     )
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """Nothing failed here and nobody is left to answer: one info line, and a
+    499 that only the access log and the metrics see (the server sends nothing
+    on a closed connection)."""
+    log.info(
+        "%s %s: the client went away before sending its whole request body",
+        request.method,
+        request.url.path,
+    )
+    return Response(status_code=CLIENT_GONE)
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
@@ -170,6 +186,8 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         exception_handlers={
             GitregError: _gitreg_error,
             HTTPException: _http_error,
+            # Raised by any read of the request body, on every route that reads one.
+            ClientDisconnect: _client_gone,
             # Handled here rather than only by `Exception` (which Starlette
             # re-raises to the server after answering) so ENOSPC/SQLITE_FULL
             # reaching a route is answered cleanly and not logged as a crash.

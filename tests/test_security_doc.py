@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "security.md"
 ITEMS = [
     *(f"W{n}" for n in range(1, 10)),
+    "W10",
     *(f"G{n}" for n in range(1, 6)),
     *(f"A{n}" for n in range(1, 7)),
     *(f"P{n}" for n in range(1, 5)),
@@ -19,6 +20,7 @@ ITEMS = [
     *(f"H{n}" for n in range(1, 4)),
     # Reliability under abuse (issue 10).
     *(f"R{n}" for n in range(1, 14)),
+    "R15",
 ]
 
 

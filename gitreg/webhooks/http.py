@@ -3,13 +3,14 @@
 Order of checks, for every forge: the body is read up to a cap (413 beyond,
 W7), must be a JSON object (400, W7), names a repository that is looked up
 by its configured forge name (W8), and must carry that repository's secret,
-or the global default (401 otherwise; no secret at all refuses everything,
-W2). Only then is the event interpreted: ping and unused events get 200 and
-change nothing (W4); tag events become a job, stored before the 202 (W5):
-the jobs go to the group commit (`JobQueue.submit_grouped`), and the request
-awaits the commit holding them without holding a thread; a failed commit
-answers 503 with Retry-After. The database work runs off the event loop; no
-git work happens here.
+or the global default (401 otherwise, the same answer whether the name is
+registered or not; no secret at all refuses everything, W2). Only then is
+the event interpreted: ping and unused events get 200 and change nothing
+(W4); tag events become a job, stored before the 202 (W5): the jobs go to
+the group commit (`JobQueue.submit_grouped`), and the request awaits the
+commit holding them without holding a thread; a failed commit answers 503
+with Retry-After. The database work runs off the event loop; no git work
+happens here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import contextlib
 import json
 import logging
 import re
+import secrets
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -117,29 +119,52 @@ def _authenticate(
     svc: Services, forge: Forge, headers: Mapping[str, str], body: bytes, name: str | None
 ) -> list[RepoRecord]:
     """The registered repositories this delivery proves it is for; [] when it
-    is verified against the default secret but names no registered repository."""
+    is verified against the default secret but names no registered repository.
+
+    Short of that proof, every refusal that could depend on the name is the
+    same 401 as a wrong signature, so no answer tells which names are
+    registered; why it was refused goes to the log."""
     repos = svc.index.repos_by_forge_name(name) if name else []
-    if repos:
-        verified = [r for r in repos if forge.verify(headers, body, _secret(r, svc))]
+    if name and repos:
+        keys = [_secret(r, svc) for r in repos]
+        verified = [
+            r for r, key in zip(repos, keys, strict=True) if _proves(forge, headers, body, key)
+        ]
         if verified:
             return verified
-        if not any(_secret(r, svc) for r in repos):
-            raise Unauthorized(
-                f"no webhook secret is configured for {name}: refusing every delivery"
-                " (gitreg repo add --webhook-secret, or webhook_secret)"
+        if not any(keys):
+            log.warning(
+                "%s delivery refused: no webhook secret is configured for %r"
+                " (gitreg repo add --webhook-secret, or webhook_secret)",
+                forge.name,
+                name[:200],
             )
-        raise Unauthorized(f"{forge.name} signature or token does not match")
+        raise _wrong_signature(forge)
     default = _secret(None, svc)
-    if not default:
-        if name:
-            raise NotFound(
-                f"repository {name[:200]!r} is not registered with gitreg"
-                " (gitreg repo add URL --module NS/NAME/SYSTEM --forge-repo OWNER/REPO)"
-            )
+    if not default and not name:
         raise Unauthorized("no webhook secret is configured: refusing every delivery")
-    if not forge.verify(headers, body, default):
-        raise Unauthorized(f"{forge.name} signature or token does not match")
+    if not _proves(forge, headers, body, default):
+        if name:
+            log.info(
+                "%s delivery refused: repository %r is not registered with gitreg"
+                " (gitreg repo add URL --module NS/NAME/SYSTEM --forge-repo OWNER/REPO)%s",
+                forge.name,
+                name[:200],
+                ", and the delivery is not signed with webhook_secret" if default else "",
+            )
+        raise _wrong_signature(forge)
     return []
+
+
+def _proves(forge: Forge, headers: Mapping[str, str], body: bytes, secret: str) -> bool:
+    """Whether the delivery carries the proof of `secret`. Without a secret the
+    check still runs, against one nobody knows: it fails either way, and costs
+    what the check of a real secret does, so its time does not tell either."""
+    return forge.verify(headers, body, secret or secrets.token_hex(32))
+
+
+def _wrong_signature(forge: Forge) -> Unauthorized:
+    return Unauthorized(f"{forge.name} signature or token does not match")
 
 
 def _auto_register(svc: Services, name: str) -> RepoRecord:

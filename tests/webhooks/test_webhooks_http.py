@@ -7,6 +7,7 @@ stored, then run the queue themselves with `JobRunner.drain()`.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,13 +185,22 @@ def test_forge_headers_on_the_wrong_route_are_refused(
     assert registry.jobs() == []
 
 
-def test_repository_without_secret_refuses_everything(registry: Registry) -> None:
-    """W2: fail closed, even for a delivery 'signed' with the empty secret."""
+def test_repository_without_secret_refuses_everything(
+    registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """W2: fail closed, even for a delivery 'signed' with the empty secret. The
+    answer is a wrong signature's (W10: a registered name is not told apart);
+    the log says why."""
     registry.repo(secret="")
+    registry.repo("other", forge_repo="acme/other")
     prepared = delivery("github", "push-tag-created")
     prepared.headers["X-Hub-Signature-256"] = "sha256=" + hmac_hex("", prepared.body)
-    message = assert_error(registry.post(prepared), 401)
-    assert "no webhook secret" in message
+    with caplog.at_level(logging.WARNING, logger="gitreg.webhooks"):
+        refused = registry.post(prepared)
+    assert "no webhook secret is configured for 'acme/terraform-null-hello'" in caplog.text
+    wrong = registry.post(delivery("github", "push-tag-created", repo="acme/other", secret="x"))
+    assert_error(refused, 401)
+    assert_same_answer(refused, wrong)
     assert_error(registry.post(delivery("github", "ping", secret="")), 401)
     assert registry.jobs() == []
 
@@ -333,12 +343,56 @@ def test_bitbucket_test_connection_needs_the_default_secret(
         assert_error(registry.post(delivery("bitbucket", "dc-diagnostics-ping", secret="x")), 401)
 
 
-def test_unknown_repository_is_a_clear_404(registry: Registry) -> None:
-    message = assert_error(
-        registry.post(delivery("github", "push-tag-created", repo="acme/unknown", secret=SECRET)),
-        404,
-    )
-    assert "acme/unknown" in message and "not registered" in message
+FIXTURES = {
+    "github": "push-tag-created",
+    "gitlab": "tag-push-created",
+    "gitea": "push-tag-created",
+    "bitbucket": "cloud-push-tag-created",
+}
+
+
+def assert_same_answer(first: Any, second: Any) -> None:
+    """Status, body and headers alike (the request id aside, drawn per request)."""
+
+    def seen(answer: Any) -> tuple[int, bytes, dict[str, str]]:
+        headers = {k: v for k, v in answer.headers.items() if k != "x-request-id"}
+        return answer.status_code, answer.content, headers
+
+    assert seen(first) == seen(second)
+
+
+@pytest.mark.parametrize("default", ["", "global-secret"], ids=["no-default", "default"])
+@pytest.mark.parametrize("forge", sorted(FIXTURES))
+def test_an_unregistered_repository_is_answered_as_a_wrong_signature(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo], forge: str, default: str
+) -> None:
+    """W10: no answer tells which repository names are registered, whatever the
+    delivery is signed with, short of the default secret itself. A name that
+    auto-registration would take is no exception."""
+    settings = {
+        "webhook_secret": default,
+        "auto_register_owners": "acme",
+        "auto_register_remote": str(tmp_path / "forge" / "{forge_repo}"),
+    }
+    for registry in _registry(tmp_path, make_repo, **settings):
+        registry.repo()
+        wrong = registry.post(delivery(forge, FIXTURES[forge], secret="guess"))
+        assert_error(wrong, 401)
+        for name in ("acme/unknown", "acme/terraform-null-unknown", "mallory/x"):
+            for secret in ("guess", SECRET, None):
+                prepared = delivery(forge, FIXTURES[forge], repo=name, secret=secret)
+                assert_same_answer(registry.post(prepared), wrong)
+        assert registry.jobs() == []
+
+
+def test_an_unregistered_repository_is_logged_for_the_operator(
+    registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The 401 no longer says why: the log does, for the one who set the hook up."""
+    with caplog.at_level(logging.INFO, logger="gitreg.webhooks"):
+        registry.post(delivery("github", "push-tag-created", repo="acme/unknown", secret=SECRET))
+    assert "repository 'acme/unknown' is not registered with gitreg" in caplog.text
+    assert "gitreg repo add" in caplog.text
 
 
 def test_unknown_repository_with_a_default_secret_still_needs_a_valid_signature(
