@@ -38,9 +38,10 @@ from gitreg.catalog.records import (
     Listed,
     all_listed,
     full_record,
-    listed_versions,
+    latest_listed,
     provider_doc,
     provider_record,
+    provider_release,
 )
 from gitreg.catalog.search_cache import SEARCH_CANDIDATES, Listing
 from gitreg.errors import BadRequest, NotFound
@@ -199,11 +200,12 @@ def _module_body(svc: Services, request: Request, version: str | None) -> _Page 
     module = svc.index.find_module(addr.namespace, addr.name, addr.system)
     if module is None:
         return None
-    versions = listed_versions(svc.index, module)
-    chosen = versions[0] if version is None and versions else None
-    if version is not None:
+    versions = svc.index.versions(module.id)
+    if version is None:
+        chosen = latest_listed(versions)
+    else:
         # Exact version, yanked ones included: they stay downloadable (issue 15).
-        chosen = next((v for v in svc.index.versions(module.id) if v.version == version), None)
+        chosen = next((v for v in versions if v.version == version), None)
     if chosen is None:
         return None
     page = _Page("module", module.id, full_record(svc.index, svc.catalog, module, chosen))
@@ -287,12 +289,7 @@ def _provider_page(svc: Services, key: tuple[str, str, str], version: str | None
         found = _provider_record(svc, key)
     if found is None:
         return None
-    releases = found["releases"]
-    if version is None:
-        chosen = next((r for r in releases if not r["yanked"]), None)
-    else:
-        # Exact version, yanked ones included: they stay served (issue 15).
-        chosen = next((r for r in releases if r["version"] == version), None)
+    chosen = provider_release(found, version)
     if chosen is None:
         return None
     body = {**chosen, "namespace": found["namespace"], "name": found["name"]}

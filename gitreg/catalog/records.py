@@ -21,7 +21,7 @@ from gitreg.catalog.hcl import empty_module
 from gitreg.storage.catalog_protocols import CatalogIndex, ProviderDocsIndex
 from gitreg.storage.protocols import ModuleIndex, ProviderIndex
 from gitreg.storage.records import ModuleRecord, VersionRecord
-from gitreg.versions import parse_version, sort_key
+from gitreg.versions import latest, parse_version, sort_key
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,11 @@ def listed_versions(index: ModuleIndex, module: ModuleRecord) -> list[VersionRec
     """Unyanked versions, newest first (a yanked version leaves every list)."""
     found = [v for v in index.versions(module.id) if not v.yanked]
     return sorted(found, key=lambda v: sort_key(v.version), reverse=True)
+
+
+def latest_listed(versions: list[VersionRecord]) -> VersionRecord | None:
+    """The version offered as the module's latest (`gitreg.versions.latest`)."""
+    return latest(versions, lambda v: v.version, lambda v: v.yanked)
 
 
 def _document(catalog: CatalogIndex, module: ModuleRecord, key: str) -> dict[str, Any]:
@@ -108,12 +113,10 @@ def all_listed(index: ModuleIndex, catalog: CatalogIndex) -> list[Listed]:
     ordered by namespace, name, system."""
     found = []
     for module in index.modules():
-        versions = listed_versions(index, module)
-        if versions:
-            doc = _document(catalog, module, version_key(versions[0]))
-            found.append(
-                Listed(module.id, module.namespace, short_record(module, versions[0], doc))
-            )
+        chosen = latest_listed(index.versions(module.id))
+        if chosen is not None:
+            doc = _document(catalog, module, version_key(chosen))
+            found.append(Listed(module.id, module.namespace, short_record(module, chosen, doc)))
     found.sort(key=lambda m: (m.namespace.lower(), m.record["name"], m.record["provider"]))
     return found
 
@@ -132,7 +135,8 @@ def provider_record(
     """A provider's record for `/v1/providers/NS/TYPE[/VERSION]`: versions,
     platforms, protocols and the signing key ids of each listed version, and
     with `docs` its documentation pages (`docs`, in the public registry's
-    shape, and `problems`: pages left out)."""
+    shape, and `problems`: pages left out). `latest` is the version offered
+    as the latest (`gitreg.versions.latest`), or None."""
     provider = providers.find_provider(f"{namespace}/{type_}".lower())
     if provider is None:
         return None
@@ -162,8 +166,16 @@ def provider_record(
         "namespace": provider.namespace,
         "name": provider.type,
         "versions": [e["version"] for e in entries if not e["yanked"]],
+        "latest": latest([e["version"] for e in entries if not e["yanked"]], str),
         "releases": entries,
     }
+
+
+def provider_release(record: dict[str, Any], version: str | None) -> dict[str, Any] | None:
+    """One release of a `provider_record`: the latest for None, else that
+    exact version, yanked ones included (they stay served, issue 15)."""
+    wanted = record["latest"] if version is None else version
+    return next((r for r in record["releases"] if r["version"] == wanted), None)
 
 
 def provider_doc(

@@ -99,7 +99,8 @@ _PUT_DOC = (
 
 @dataclass(frozen=True)
 class SearchEntry:
-    """What search indexes for one module (its latest version's words)."""
+    """What search indexes for one module (its latest version's words), and
+    that version's key ("" when not known)."""
 
     module_id: int
     namespace: str
@@ -107,6 +108,7 @@ class SearchEntry:
     system: str
     description: str
     body: str
+    version_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -192,8 +194,8 @@ class CatalogStore(IndexBackedStore):
         conn.execute("DELETE FROM module_search WHERE module_id = ?", (entry.module_id,))
         conn.execute(
             "INSERT INTO module_search (module_id, namespace, name, system, description,"
-            " body) VALUES (?, ?, ?, ?, ?, ?)",
-            values,
+            " body, version_key) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (*values, entry.version_key),
         )
         if self._dialect == "sqlite":
             conn.execute("DELETE FROM module_search_fts WHERE rowid = ?", (entry.module_id,))
@@ -246,7 +248,14 @@ class CatalogStore(IndexBackedStore):
 
     def searchable_modules(self) -> set[int]:
         """Ids of modules that have a search row."""
-        return {int(r[0]) for r in self._rows("SELECT module_id FROM module_search")}
+        return set(self.search_version_keys())
+
+    def search_version_keys(self) -> dict[int, str]:
+        """The key of the version each module's search row was made from, by
+        module id: "" for a row stored before rows recorded it (migration
+        0023), or by a replica still on the previous schema."""
+        rows = self._rows("SELECT module_id, version_key FROM module_search")
+        return {int(r[0]): str(r[1] or "") for r in rows}
 
     def search(
         self, query: str, limit: int, hidden: frozenset[str] = frozenset()

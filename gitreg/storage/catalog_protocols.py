@@ -53,6 +53,11 @@ class CatalogIndex(Protocol):
         """Ids of modules that have a search row."""
         ...
 
+    def search_version_keys(self) -> dict[int, str]:
+        """By module id, the key of the version its search row was made from
+        ("" when the row does not record it)."""
+        ...
+
 
 class ProviderDocsIndex(Protocol):
     """Provider documentation pages (issue 13; SQL in storage/provider_docs.py)."""

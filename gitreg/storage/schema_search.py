@@ -19,6 +19,12 @@ SQLite's FTS5 tables are narrow already (module_search_head); there, search
 finds the modules of namespaces hidden from the reader through an index of
 lower(namespace), to leave them out inside its queries (storage/catalog.py).
 The function body is dollar-quoted (migrations.statements keeps it whole).
+
+0023: a search row records the key of the version whose words it holds, the
+module's latest (`gitreg.versions.latest`). Rows stored before are NULL, and
+so are rows made from a prerelease while a release existed, as releases before
+this one did: `gitreg reindex` rebuilds every row whose key is not the
+module's latest.
 """
 
 from __future__ import annotations
@@ -53,6 +59,12 @@ SEARCH_MIGRATIONS: list[tuple[str, str]] = [
         AFTER INSERT OR UPDATE ON module_search
         FOR EACH ROW EXECUTE FUNCTION module_search_words_put();
     /*sqlite*/ CREATE INDEX module_search_namespace ON module_search (lower(namespace));
+    """,
+    ),
+    (
+        "0023-search-version-key",
+        """
+    ALTER TABLE module_search ADD COLUMN version_key TEXT;
     """,
     ),
 ]
