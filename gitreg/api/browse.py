@@ -44,9 +44,11 @@ from gitreg.catalog.records import (
     provider_release,
 )
 from gitreg.catalog.search_cache import SEARCH_CANDIDATES, Listing
-from gitreg.errors import BadRequest, NotFound
+from gitreg.errors import BadRequest, NotAVersion, NotFound
 from gitreg.numbers import plain_int
+from gitreg.providers.names import check_version
 from gitreg.services import Services, services
+from gitreg.versions import parse_tag_version
 
 PREFIX = "/v1/modules"
 DEFAULT_LIMIT = 15  # the public registry's default page size
@@ -217,6 +219,8 @@ async def _module(request: Request, version: str | None) -> _Page:
     svc = services(request)
     p = request.path_params
     where = f"module {p['namespace']}/{p['name']}/{p['system']}"
+    if version is not None:
+        _check_version(version)
     not_found = f"{where} not found" if version is None else f"{where} {version} not found"
     await svc.access.require_read(request, p["namespace"], not_found)
     key = ("browse-module", *(p[k].lower() for k in ("namespace", "name", "system")), version)
@@ -225,6 +229,15 @@ async def _module(request: Request, version: str | None) -> _Page:
         raise NotFound(not_found)
     assert isinstance(body, _Page)
     return body
+
+
+def _check_version(version: str) -> None:
+    """400 for a path part that is no version, before the access check, as
+    the `/VERSION/download` endpoints answer it."""
+    try:
+        parse_tag_version(version)
+    except NotAVersion as exc:
+        raise BadRequest(str(exc)) from exc
 
 
 async def latest(request: Request) -> Response:
@@ -250,6 +263,8 @@ async def _provider(request: Request, version: str | None) -> Response:
     svc = services(request)
     p = request.path_params
     not_found = f"provider {p['namespace']}/{p['type']} not found"
+    if version is not None:
+        version = check_version(version)
     await svc.access.require_read(request, p["namespace"], not_found)
     key = ("browse-provider", p["namespace"].lower(), p["type"].lower())
     found = await cached_provider_record(svc, p["namespace"], p["type"])
