@@ -280,7 +280,7 @@ async def _provider(request: Request, version: str | None) -> Response:
 
 
 def _provider_record(svc: Services, key: tuple[str, str, str]) -> dict[str, Any] | None:
-    return provider_record(svc.providers.store, key[1], key[2], svc.provider_docs)
+    return provider_record(svc.providers.store, svc.index, key[1], key[2], svc.provider_docs)
 
 
 async def cached_provider_record(

@@ -18,8 +18,11 @@ from typing import Any
 
 from gitreg.catalog.extract import description
 from gitreg.catalog.hcl import empty_module
+from gitreg.catalog.readme import web_url
+from gitreg.errors import NotFound
 from gitreg.storage.catalog_protocols import CatalogIndex, ProviderDocsIndex
 from gitreg.storage.protocols import ModuleIndex, ProviderIndex
+from gitreg.storage.providers import ProviderRecord
 from gitreg.storage.records import ModuleRecord, VersionRecord
 from gitreg.versions import latest, parse_version, sort_key
 
@@ -126,8 +129,20 @@ def _listings(docs: ProviderDocsIndex | None, provider_id: int) -> dict[int, dic
     return {version_id: json.loads(listing) for version_id, listing in stored.items()}
 
 
+def _repository(repos: ModuleIndex, provider: ProviderRecord) -> str:
+    """The browsable address of the provider's repository, "" when it has
+    none (uploads only, a repository removed, a local path)."""
+    if provider.repo_id is None:
+        return ""
+    try:
+        return web_url(repos.repo(provider.repo_id).url)
+    except NotFound:
+        return ""
+
+
 def provider_record(
     providers: ProviderIndex,
+    repos: ModuleIndex,
     namespace: str,
     type_: str,
     docs: ProviderDocsIndex | None = None,
@@ -135,11 +150,14 @@ def provider_record(
     """A provider's record for `/v1/providers/NS/TYPE[/VERSION]`: versions,
     platforms, protocols and the signing key ids of each listed version, and
     with `docs` its documentation pages (`docs`, in the public registry's
-    shape, and `problems`: pages left out). `latest` is the version offered
-    as the latest (`gitreg.versions.latest`), or None."""
+    shape, and `problems`: pages left out). Each release's `source` is the
+    repository's web address, as on the public registry, and is left out when
+    none is known: clients such as Dependabot read it as a URL. `latest` is
+    the version offered as the latest (`gitreg.versions.latest`), or None."""
     provider = providers.find_provider(f"{namespace}/{type_}".lower())
     if provider is None:
         return None
+    repository = _repository(repos, provider)
     listings = _listings(docs, provider.id)
     # Yanked versions are kept for exact-version lookups but leave `versions` (issue 15).
     versions = list(providers.provider_versions(provider.id))
@@ -153,7 +171,7 @@ def provider_record(
             "protocols": list(v.protocols),
             "platforms": [{"os": p.os, "arch": p.arch} for p in packages.get(v.id, [])],
             "signing_key_ids": [keys[v.key_row]] if v.key_row in keys else [],
-            "source": v.source,
+            **({"source": repository} if repository else {}),
             "published_at": v.published_at,
             "docs": listings.get(v.id, {}).get("docs", []),
             "problems": listings.get(v.id, {}).get("problems", []),
