@@ -191,7 +191,7 @@ def provider_record(
 
 def provider_release(record: dict[str, Any], version: str | None) -> dict[str, Any] | None:
     """One release of a `provider_record`: the latest for None, else that
-    exact version, yanked ones included (they stay served, issue 15)."""
+    exact version, yanked ones included (they stay served by exact version)."""
     wanted = record["latest"] if version is None else version
     return next((r for r in record["releases"] if r["version"] == wanted), None)
 
