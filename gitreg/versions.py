@@ -37,9 +37,10 @@ so none of those packages owns it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import total_ordering
+from typing import TypeVar
 
 from gitreg.errors import ConstraintError, NotAVersion
 
@@ -49,6 +50,7 @@ MAX_TAG_LENGTH = 255
 MAX_VERSION_LENGTH = 256
 MAX_CONSTRAINT_LENGTH = 1024
 _MAX_NUMBER = 2**63
+_T = TypeVar("_T")
 
 
 @total_ordering
@@ -136,6 +138,42 @@ def parse_tag_version(text: str) -> Version:
 def sort_key(version: str) -> Version:
     """Sorts version strings by semver precedence."""
     return parse_version(version)
+
+
+def _never(_item: object) -> bool:
+    return False
+
+
+def latest(
+    items: Iterable[_T],
+    version: Callable[[_T], str],
+    yanked: Callable[[_T], bool] = _never,
+) -> _T | None:
+    """The item whose version gitreg offers as "latest", wherever it names one
+    (browse API and its `/download` redirect, web UI and its snippets, search,
+    CLI listings): the highest by semver precedence that is neither a
+    prerelease nor yanked; when no release is left, the highest prerelease that
+    is not yanked; None when every version is yanked (they leave every list)
+    or there is none. As Terraform, which never selects a prerelease unless it
+    is named exactly, a release is preferred to any prerelease, even a higher
+    one. A version that does not parse (stored under older, looser rules) is
+    never the latest."""
+    best: tuple[Version, _T] | None = None
+    best_pre: tuple[Version, _T] | None = None
+    for item in items:
+        if yanked(item):
+            continue
+        try:
+            parsed = parse_version(version(item))
+        except NotAVersion:
+            continue
+        if not parsed.is_prerelease:
+            if best is None or best[0] < parsed:
+                best = (parsed, item)
+        elif best_pre is None or best_pre[0] < parsed:
+            best_pre = (parsed, item)
+    chosen = best or best_pre
+    return chosen[1] if chosen is not None else None
 
 
 # -- tags ----------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ is made, and the work list is "versions without a current document", so an
 interrupted run resumes where it stopped when started again. On a terminal a
 progress bar is redrawn in place, as `gitreg mirror sync` does; otherwise one
 line per version. It also rebuilds the search rows modules lack, which
-`gitreg migrate-storage` does not copy (storage/copy.py, DERIVED_TABLES).
+`gitreg migrate-storage` does not copy (storage/copy.py, DERIVED_TABLES),
+and those not made from the module's latest version.
 """
 
 from __future__ import annotations
@@ -63,8 +64,7 @@ def reindex(svc: Services, out: TextIO | None = None, quiet: bool = False) -> in
         label = f"{module.address if module else item.module_id} {item.version_key}"
         bar.step(done, label, ok)
     failed += _providers(svc, out, quiet)
-    searchable = svc.catalog.searchable_modules()
-    rebuilt = sum(svc.docs.refresh_search(m) for m in modules.values() if m.id not in searchable)
+    rebuilt = svc.docs.refresh_stale_search(modules.values())
     if rebuilt:
         svc.cache.invalidate()
     print(

@@ -39,14 +39,17 @@ from gitreg.catalog.records import (
     Listed,
     all_listed,
     full_record,
-    listed_versions,
+    latest_listed,
     provider_doc,
     provider_record,
+    provider_release,
 )
 from gitreg.catalog.search_cache import SEARCH_CANDIDATES, Listing
-from gitreg.errors import BadRequest, NotFound
+from gitreg.errors import BadRequest, NotAVersion, NotFound
 from gitreg.numbers import plain_int
+from gitreg.providers.names import check_version
 from gitreg.services import Services, services
+from gitreg.versions import parse_tag_version
 
 PREFIX = "/v1/modules"
 DEFAULT_LIMIT = 15  # the public registry's default page size
@@ -200,11 +203,12 @@ def _module_body(svc: Services, request: Request, version: str | None) -> _Page 
     module = svc.index.find_module(addr.namespace, addr.name, addr.system)
     if module is None:
         return None
-    versions = listed_versions(svc.index, module)
-    chosen = versions[0] if version is None and versions else None
-    if version is not None:
+    versions = svc.index.versions(module.id)
+    if version is None:
+        chosen = latest_listed(versions)
+    else:
         # Exact version, yanked ones included: they stay downloadable (issue 15).
-        chosen = next((v for v in svc.index.versions(module.id) if v.version == version), None)
+        chosen = next((v for v in versions if v.version == version), None)
     if chosen is None:
         return None
     page = _Page("module", module.id, full_record(svc.index, svc.catalog, module, chosen))
@@ -216,6 +220,8 @@ async def _module(request: Request, version: str | None) -> _Page:
     svc = services(request)
     p = request.path_params
     where = f"module {p['namespace']}/{p['name']}/{p['system']}"
+    if version is not None:
+        _check_version(version)
     not_found = f"{where} not found" if version is None else f"{where} {version} not found"
     await svc.access.require_read(credentials(request), p["namespace"], not_found)
     key = ("browse-module", *(p[k].lower() for k in ("namespace", "name", "system")), version)
@@ -224,6 +230,15 @@ async def _module(request: Request, version: str | None) -> _Page:
         raise NotFound(not_found)
     assert isinstance(body, _Page)
     return body
+
+
+def _check_version(version: str) -> None:
+    """400 for a path part that is no version, before the access check, as
+    the `/VERSION/download` endpoints answer it."""
+    try:
+        parse_tag_version(version)
+    except NotAVersion as exc:
+        raise BadRequest(str(exc)) from exc
 
 
 async def latest(request: Request) -> Response:
@@ -249,6 +264,8 @@ async def _provider(request: Request, version: str | None) -> Response:
     svc = services(request)
     p = request.path_params
     not_found = f"provider {p['namespace']}/{p['type']} not found"
+    if version is not None:
+        version = check_version(version)
     await svc.access.require_read(credentials(request), p["namespace"], not_found)
     key = ("browse-provider", p["namespace"].lower(), p["type"].lower())
     found = await cached_provider_record(svc, p["namespace"], p["type"])
@@ -264,7 +281,7 @@ async def _provider(request: Request, version: str | None) -> Response:
 
 
 def _provider_record(svc: Services, key: tuple[str, str, str]) -> dict[str, Any] | None:
-    return provider_record(svc.providers.store, key[1], key[2], svc.provider_docs)
+    return provider_record(svc.providers.store, svc.index, key[1], key[2], svc.provider_docs)
 
 
 async def cached_provider_record(
@@ -288,12 +305,7 @@ def _provider_page(svc: Services, key: tuple[str, str, str], version: str | None
         found = _provider_record(svc, key)
     if found is None:
         return None
-    releases = found["releases"]
-    if version is None:
-        chosen = next((r for r in releases if not r["yanked"]), None)
-    else:
-        # Exact version, yanked ones included: they stay served (issue 15).
-        chosen = next((r for r in releases if r["version"] == version), None)
+    chosen = provider_release(found, version)
     if chosen is None:
         return None
     body = {**chosen, "namespace": found["namespace"], "name": found["name"]}

@@ -17,7 +17,7 @@ from gitreg.catalog.http import cached_provider_record, listing
 from gitreg.catalog.records import (
     Listed,
     full_record,
-    listed_versions,
+    latest_listed,
     provider_doc,
 )
 from gitreg.catalog.search_cache import SEARCH_CANDIDATES
@@ -67,12 +67,12 @@ def _load_module(
     module = svc.index.find_module(addr.namespace, addr.name, addr.system)
     if module is None:
         return None
+    versions = svc.index.versions(module.id)
     if version is None:
-        versions = listed_versions(svc.index, module)
-        chosen = versions[0] if versions else None
+        chosen = latest_listed(versions)
     else:
         # Exact version, yanked ones included: they stay downloadable (issue 15).
-        chosen = next((v for v in svc.index.versions(module.id) if v.version == version), None)
+        chosen = next((v for v in versions if v.version == version), None)
     if chosen is None:
         return None
     moved = tuple(

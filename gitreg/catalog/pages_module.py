@@ -21,6 +21,7 @@ from gitreg.services import services
 from gitreg.ui.pages import Page, not_found_page, render, ui_state
 from gitreg.ui.viewer import current_viewer
 from gitreg.usage.pages import may_see_usage, usage_path
+from gitreg.versions import latest
 
 TABS = (
     ("readme", "README"),
@@ -92,7 +93,7 @@ def _context(found: data.ModuleData, tab: str, host: str) -> dict[str, Any]:
         "yanked": found.yanked,
         "moved": found.moved,
         "snippet": module_snippet(host, record),
-        "is_latest": bool(record["versions"]) and record["versions"][0] == record["version"],
+        "latest": latest(record["versions"], str),
         "commit_url": _commit_url(record),
     }
 

@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from gitreg.api.urls import base_url
 from gitreg.catalog import page_data as data
+from gitreg.catalog.records import provider_release
 from gitreg.catalog.snippets import host_of, provider_snippet
 from gitreg.services import services
 from gitreg.ui.pages import Page, not_found_page, render, ui_state
@@ -39,11 +40,7 @@ async def provider_page(request: Request) -> Response:
     if (cached := state.pages.get(key, generation)) is not None:
         return cached.response()
     found = await data.provider(svc, p["namespace"], p["type"])
-    releases = found["releases"] if found else []
-    if version is None:
-        chosen = next((r for r in releases if not r["yanked"]), None)
-    else:
-        chosen = next((r for r in releases if r["version"] == version), None)
+    chosen = provider_release(found, version) if found is not None else None
     if found is None or chosen is None:
         return not_found_page(request, viewer)
     page = Page(render(request, viewer, "provider.html", _context(found, chosen, host_of(base))))
@@ -95,5 +92,5 @@ def _context(found: dict[str, Any], chosen: dict[str, Any], host: str) -> dict[s
         "docs": docs,
         "snippet": provider_snippet(host, ns, type_, version),
         "version_path": lambda v: provider_path(ns, type_, v),
-        "is_latest": bool(found["versions"]) and found["versions"][0] == version,
+        "latest": found["latest"],
     }

@@ -18,11 +18,13 @@ from typing import Any
 
 from gitreg.catalog.extract import description
 from gitreg.catalog.hcl import empty_module
+from gitreg.catalog.readme import web_url
 from gitreg.catalog.store import CatalogIndex, ProviderDocsIndex
-from gitreg.providers.store import ProviderIndex
+from gitreg.errors import NotFound
+from gitreg.providers.store import ProviderIndex, ProviderRecord
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, VersionRecord
-from gitreg.versions import parse_version, sort_key
+from gitreg.versions import latest, parse_version, sort_key
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,11 @@ def listed_versions(index: ModuleIndex, module: ModuleRecord) -> list[VersionRec
     """Unyanked versions, newest first (a yanked version leaves every list)."""
     found = [v for v in index.versions(module.id) if not v.yanked]
     return sorted(found, key=lambda v: sort_key(v.version), reverse=True)
+
+
+def latest_listed(versions: list[VersionRecord]) -> VersionRecord | None:
+    """The version offered as the module's latest (`gitreg.versions.latest`)."""
+    return latest(versions, lambda v: v.version, lambda v: v.yanked)
 
 
 def _document(catalog: CatalogIndex, module: ModuleRecord, key: str) -> dict[str, Any]:
@@ -109,12 +116,10 @@ def all_listed(index: ModuleIndex, catalog: CatalogIndex) -> list[Listed]:
     ordered by namespace, name, system."""
     found = []
     for module in index.modules():
-        versions = listed_versions(index, module)
-        if versions:
-            doc = _document(catalog, module, version_key(versions[0]))
-            found.append(
-                Listed(module.id, module.namespace, short_record(module, versions[0], doc))
-            )
+        chosen = latest_listed(index.versions(module.id))
+        if chosen is not None:
+            doc = _document(catalog, module, version_key(chosen))
+            found.append(Listed(module.id, module.namespace, short_record(module, chosen, doc)))
     found.sort(key=lambda m: (m.namespace.lower(), m.record["name"], m.record["provider"]))
     return found
 
@@ -124,8 +129,20 @@ def _listings(docs: ProviderDocsIndex | None, provider_id: int) -> dict[int, dic
     return {version_id: json.loads(listing) for version_id, listing in stored.items()}
 
 
+def _repository(repos: ModuleIndex, provider: ProviderRecord) -> str:
+    """The browsable address of the provider's repository, "" when it has
+    none (uploads only, a repository removed, a local path)."""
+    if provider.repo_id is None:
+        return ""
+    try:
+        return web_url(repos.repo(provider.repo_id).url)
+    except NotFound:
+        return ""
+
+
 def provider_record(
     providers: ProviderIndex,
+    repos: ModuleIndex,
     namespace: str,
     type_: str,
     docs: ProviderDocsIndex | None = None,
@@ -133,10 +150,14 @@ def provider_record(
     """A provider's record for `/v1/providers/NS/TYPE[/VERSION]`: versions,
     platforms, protocols and the signing key ids of each listed version, and
     with `docs` its documentation pages (`docs`, in the public registry's
-    shape, and `problems`: pages left out)."""
+    shape, and `problems`: pages left out). Each release's `source` is the
+    repository's web address, as on the public registry, and is left out when
+    none is known: clients such as Dependabot read it as a URL. `latest` is
+    the version offered as the latest (`gitreg.versions.latest`), or None."""
     provider = providers.find_provider(f"{namespace}/{type_}".lower())
     if provider is None:
         return None
+    repository = _repository(repos, provider)
     listings = _listings(docs, provider.id)
     # Yanked versions are kept for exact-version lookups but leave `versions` (issue 15).
     versions = list(providers.provider_versions(provider.id))
@@ -150,7 +171,7 @@ def provider_record(
             "protocols": list(v.protocols),
             "platforms": [{"os": p.os, "arch": p.arch} for p in packages.get(v.id, [])],
             "signing_key_ids": [keys[v.key_row]] if v.key_row in keys else [],
-            "source": v.source,
+            **({"source": repository} if repository else {}),
             "published_at": v.published_at,
             "docs": listings.get(v.id, {}).get("docs", []),
             "problems": listings.get(v.id, {}).get("problems", []),
@@ -163,8 +184,16 @@ def provider_record(
         "namespace": provider.namespace,
         "name": provider.type,
         "versions": [e["version"] for e in entries if not e["yanked"]],
+        "latest": latest([e["version"] for e in entries if not e["yanked"]], str),
         "releases": entries,
     }
+
+
+def provider_release(record: dict[str, Any], version: str | None) -> dict[str, Any] | None:
+    """One release of a `provider_record`: the latest for None, else that
+    exact version, yanked ones included (they stay served by exact version)."""
+    wanted = record["latest"] if version is None else version
+    return next((r for r in record["releases"] if r["version"] == wanted), None)
 
 
 def provider_doc(

@@ -13,19 +13,19 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, search_text
+from gitreg.catalog.records import latest_listed, version_key
 from gitreg.catalog.reuse import Documents
 from gitreg.catalog.store import CatalogIndex, SearchEntry
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, RepoRecord
-from gitreg.versions import parse_version, sort_key
 
 log = logging.getLogger("gitreg.catalog")
 
@@ -104,7 +104,7 @@ class Documenter:
         text = self.build_json(mirror, repo, module, version)
         stored = self._catalog.put_docs(module.id, version.version_key, DOCS_FORMAT, text)
         if self._is_latest(module, version.version_key):
-            self._put_search(module, json.loads(text))
+            self._put_search(module, json.loads(text), version.version_key)
         if stored:
             self._on_change()
         return stored
@@ -129,8 +129,8 @@ class Documenter:
         with self._git.objects(mirror) as store:
             return self._documents.document(store, tree, origin)
 
-    def _put_search(self, module: ModuleRecord, doc: dict[str, Any]) -> None:
-        self._catalog.put_search(_search_entry(module, doc))
+    def _put_search(self, module: ModuleRecord, doc: dict[str, Any], key: str) -> None:
+        self._catalog.put_search(_search_entry(module, doc, key))
 
     def _pending(self) -> list[_Deferred]:
         if not hasattr(self._deferred, "items"):
@@ -164,7 +164,7 @@ class Documenter:
             log.warning("search row of %s not updated: %s", module.address, exc)
 
     def _store(self, module: ModuleRecord, pending: list[tuple[int, str, int, str]]) -> bool:
-        """Store deferred documents and, when the newest version's is one of
+        """Store deferred documents and, when the latest version's is one of
         them, the search row made from it in the same transaction: one commit
         (one fsync) per sync, not two. False when the row was not replaced (an
         older version, or a document stored before): `refresh_search` then."""
@@ -172,7 +172,7 @@ class Documenter:
         # By module too: documents deferred by a sync that failed before its
         # update_search are stored by the thread's next one, for another module.
         text = next((t for m, k, _, t in pending if m == module.id and k == key), None)
-        entry = None if text is None else _search_entry(module, json.loads(text))
+        entry = None if text is None else _search_entry(module, json.loads(text), key or "")
         stored, replaced = self._catalog.put_docs_and_search(pending, entry, key or "")
         if stored:
             self._on_change()
@@ -184,25 +184,31 @@ class Documenter:
         it has no documented listed version."""
         key = self._latest_key(module)
         stored = self._catalog.docs(module.id, key) if key is not None else None
-        if stored is None:
+        if stored is None or key is None:
             return False
-        self._put_search(module, json.loads(stored))
+        self._put_search(module, json.loads(stored), key)
         return True
+
+    def refresh_stale_search(self, modules: Iterable[ModuleRecord]) -> int:
+        """For `gitreg reindex`: rebuild the search rows of `modules` that are
+        missing (`gitreg migrate-storage` does not copy them) or not made from
+        the module's latest version (rows stored before they recorded it);
+        returns how many were rebuilt."""
+        stored = self._catalog.search_version_keys()
+        stale = [m for m in modules if stored.get(m.id) != self._latest_key(m)]
+        return sum(self.refresh_search(m) for m in stale)
 
     def _is_latest(self, module: ModuleRecord, version_key: str) -> bool:
         return self._latest_key(module) == version_key
 
     def _latest_key(self, module: ModuleRecord) -> str | None:
-        """The key of the module's newest listed version; None when it has none."""
-        keys = [
-            str(parse_version(v.version).without_build())
-            for v in self._index.versions(module.id)
-            if not v.yanked
-        ]
-        return max(keys, key=sort_key) if keys else None
+        """The key of the module's latest version (`latest_listed`), whose
+        words the search row holds; None when it has none."""
+        chosen = latest_listed(self._index.versions(module.id))
+        return version_key(chosen) if chosen is not None else None
 
 
-def _search_entry(module: ModuleRecord, doc: dict[str, Any]) -> SearchEntry:
+def _search_entry(module: ModuleRecord, doc: dict[str, Any], key: str) -> SearchEntry:
     return SearchEntry(
         module.id,
         module.namespace,
@@ -210,4 +216,5 @@ def _search_entry(module: ModuleRecord, doc: dict[str, Any]) -> SearchEntry:
         module.system,
         description(doc),
         search_text(doc),
+        key,
     )

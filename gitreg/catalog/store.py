@@ -50,6 +50,11 @@ class CatalogIndex(Protocol):
         """Ids of modules that have a search row."""
         ...
 
+    def search_version_keys(self) -> dict[int, str]:
+        """By module id, the key of the version its search row was made from
+        ("" when the row does not record it)."""
+        ...
+
 
 class ProviderDocsIndex(Protocol):
     """Provider documentation pages (issue 13; SQL in storage/provider_docs.py)."""
@@ -73,7 +78,8 @@ class ProviderDocsIndex(Protocol):
 
 @dataclass(frozen=True)
 class SearchEntry:
-    """What search indexes for one module (its latest version's words)."""
+    """What search indexes for one module (its latest version's words), and
+    that version's key ("" when not known)."""
 
     module_id: int
     namespace: str
@@ -81,6 +87,7 @@ class SearchEntry:
     system: str
     description: str
     body: str
+    version_key: str = ""
 
 
 @dataclass(frozen=True)

@@ -171,8 +171,8 @@ class CatalogStore(IndexBackedStore):
         conn.execute("DELETE FROM module_search WHERE module_id = ?", (entry.module_id,))
         conn.execute(
             "INSERT INTO module_search (module_id, namespace, name, system, description,"
-            " body) VALUES (?, ?, ?, ?, ?, ?)",
-            values,
+            " body, version_key) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (*values, entry.version_key),
         )
         if self._dialect == "sqlite":
             conn.execute("DELETE FROM module_search_fts WHERE rowid = ?", (entry.module_id,))
@@ -225,7 +225,14 @@ class CatalogStore(IndexBackedStore):
 
     def searchable_modules(self) -> set[int]:
         """Ids of modules that have a search row."""
-        return {int(r[0]) for r in self._rows("SELECT module_id FROM module_search")}
+        return set(self.search_version_keys())
+
+    def search_version_keys(self) -> dict[int, str]:
+        """The key of the version each module's search row was made from, by
+        module id: "" for a row stored before rows recorded it (migration
+        0023), or by a replica still on the previous schema."""
+        rows = self._rows("SELECT module_id, version_key FROM module_search")
+        return {int(r[0]): str(r[1] or "") for r in rows}
 
     def search(
         self, query: str, limit: int, hidden: frozenset[str] = frozenset()

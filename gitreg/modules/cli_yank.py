@@ -46,6 +46,7 @@ def module_yank(svc: Services, address: str, version: str, yanked: bool) -> int:
     changed = found.yanked != yanked
     if changed:
         svc.index.set_yanked(module.id, key, yanked)
+        svc.docs.refresh_search(module)  # the latest may have changed: search holds its words
         svc.cache.invalidate()
     _report(f"module {module.address}", found.version, yanked, changed)
     return 0

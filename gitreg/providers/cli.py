@@ -19,11 +19,12 @@ from gitreg.providers.forges import default_forge, forge_config
 from gitreg.providers.keys import ALGORITHMS
 from gitreg.providers.names import check_version
 from gitreg.providers.outcomes import ProviderSyncResult
+from gitreg.providers.store import ProviderVersionRecord
 from gitreg.repositories.service import RepoSource, check_remote, register_repo
 from gitreg.repositories.store import ProviderLink
 from gitreg.services import Services
 from gitreg.settings import Settings
-from gitreg.versions import sort_key
+from gitreg.versions import latest, sort_key
 
 if TYPE_CHECKING:  # imported by the upload: every command's parser, `serve`'s
     # too, loads this module (httpx: 2.3 MiB in a serving worker; issue 16)
@@ -196,6 +197,7 @@ def _provider_rows(svc: Services) -> list[dict[str, Any]]:
                 "forge": provider.forge,
                 "forge_repo": repo.forge_repo if repo else None,
                 "sign_releases": provider.sign_releases,
+                "latest": chosen.version if (chosen := _latest(versions)) else None,
                 "versions": [
                     {
                         "version": v.version,
@@ -224,6 +226,10 @@ def _provider_rows(svc: Services) -> list[dict[str, Any]]:
     return rows
 
 
+def _latest(versions: list[ProviderVersionRecord]) -> ProviderVersionRecord | None:
+    return latest(versions, lambda v: v.version, lambda v: v.yanked)
+
+
 def providers_list(svc: Services, args: argparse.Namespace) -> int:
     rows = _provider_rows(svc)
     if args.json:
@@ -237,8 +243,9 @@ def providers_list(svc: Services, args: argparse.Namespace) -> int:
         print(f"{row['provider']}  ({source})")
         for v in row["versions"]:
             platforms = ", ".join(p["platform"] for p in v["packages"])
-            yanked = " (yanked)" if v["yanked"] else ""
-            print(f"  {v['version']}{yanked}  [{platforms}]  key {v['key_id']} ({v['signed_by']})")
+            marks = ["latest"] * (v["version"] == row["latest"]) + ["yanked"] * v["yanked"]
+            shown = f" ({', '.join(marks)})" if marks else ""
+            print(f"  {v['version']}{shown}  [{platforms}]  key {v['key_id']} ({v['signed_by']})")
             for p in v["packages"]:
                 print(f"    {p['platform']:<16} {p['hashes'][0]}  {p['hashes'][1]}")
         if args.verbose:

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from gitreg.addresses import parse_module_address
-from gitreg.catalog.records import deprecation
+from gitreg.catalog.records import deprecation, latest_listed
 from gitreg.errors import BadRequest, GitError, NotFound
 from gitreg.modules.service import SyncResult, sync_status
 from gitreg.providers.cli import add_repo_options, repo_add_provider
@@ -156,6 +156,7 @@ def _module_rows(svc: Services) -> list[dict[str, Any]]:
                 "repository": repo.url,
                 "subdir": module.subdir,
                 "tag_prefix": module.tag_prefix,
+                "latest": chosen.version if (chosen := latest_listed(versions)) else None,
                 "versions": [
                     {
                         "version": v.version,
@@ -179,8 +180,9 @@ def _module_rows(svc: Services) -> list[dict[str, Any]]:
     return rows
 
 
-def _marks(version: dict[str, Any]) -> str:
-    marks = ["yanked"] * bool(version["yanked"]) + ["deprecated"] * bool(version["deprecation"])
+def _marks(version: dict[str, Any], latest: str | None) -> str:
+    marks = ["latest"] * (version["version"] == latest)
+    marks += ["yanked"] * bool(version["yanked"]) + ["deprecated"] * bool(version["deprecation"])
     return f" ({', '.join(marks)})" if marks else ""
 
 
@@ -197,7 +199,7 @@ def modules(svc: Services, as_json: bool, verbose: bool) -> int:
     width = max(len(r["address"]) for r in rows)
     print(f"{'MODULE':<{width}}  VERSIONS")
     for row in rows:
-        listed = ", ".join(v["version"] + _marks(v) for v in row["versions"])
+        listed = ", ".join(v["version"] + _marks(v, row["latest"]) for v in row["versions"])
         print(f"{row['address']:<{width}}  {listed or '-'}")
         if row["conflicts"]:
             print(f"{'':<{width}}  {len(row['conflicts'])} conflict(s); see --verbose")

@@ -38,11 +38,14 @@ def names() -> list[str]:
 
 
 def statements(sql: str) -> list[str]:
-    """`sql` cut at each `;` outside dollar quotes (a PL/pgSQL function's body,
-    `AS $$ ... $$`, is one statement with its own semicolons inside), without
-    the pieces that hold only comments."""
+    """`sql` without its comment lines, cut at each `;` outside dollar quotes
+    (a PL/pgSQL function's body, `AS $$ ... $$`, is one statement with its own
+    semicolons inside)."""
+    code = "".join(
+        line for line in sql.splitlines(keepends=True) if not line.lstrip().startswith("--")
+    )
     found, current = [], ""
-    for number, part in enumerate(sql.split("$$")):
+    for number, part in enumerate(code.split("$$")):
         if number % 2:  # inside $$ ... $$
             current += "$$" + part + "$$"
             continue
@@ -52,14 +55,7 @@ def statements(sql: str) -> list[str]:
             found.append(current)
             current = piece
     found.append(current)
-    kept = []
-    for statement in found:
-        code = "\n".join(
-            line for line in statement.splitlines() if not line.lstrip().startswith("--")
-        )
-        if code.strip():
-            kept.append(statement.strip())
-    return kept
+    return [statement.strip() for statement in found if statement.strip()]
 
 
 def check_known(applied: set[str], where: str) -> None:

@@ -152,6 +152,27 @@ def test_download_redirects_to_the_latest_version(app_client: tuple[TestClient, 
     assert client.get("/v1/modules/acme/none/aws/download").status_code == 404
 
 
+@pytest.mark.parametrize(
+    "route",
+    [
+        "/v1/modules/acme/vpc/aws/not-a-version",
+        "/v1/modules/acme/vpc/aws/not-a-version/download",
+        "/v1/modules/secret/vpc/aws/not-a-version",  # before the access check, as downloads
+        "/v1/modules/secret/vpc/aws/not-a-version/download",
+        "/v1/providers/acme/nothing/not-a-version",
+        "/v1/providers/acme/nothing/not-a-version/download/linux/amd64",
+    ],
+)
+def test_a_path_part_that_is_no_version_is_400_on_every_route(
+    app_client: tuple[TestClient, Services], route: str
+) -> None:
+    client, _ = app_client
+    answer = client.get(route)
+    assert answer.status_code == 400, answer.text
+    (error,) = answer.json()["errors"]
+    assert "'not-a-version' is not a" in error
+
+
 def test_search_ranks_the_exact_name_first(app_client: tuple[TestClient, Services]) -> None:
     client, _ = app_client
     found = client.get("/v1/modules/search?q=vpc").json()["modules"]

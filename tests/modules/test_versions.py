@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gitreg.errors import NotAVersion
-from gitreg.versions import parse_version, sort_key, unsafe_ref_reason, version_from_tag
+from gitreg.versions import latest, parse_version, sort_key, unsafe_ref_reason, version_from_tag
 
 
 @pytest.mark.parametrize(
@@ -70,3 +70,21 @@ def test_strict_versions_are_ascii_with_nothing_after_them(text: str) -> None:
 def test_versions_sort_by_semver_precedence() -> None:
     ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0", "1.10.0"]
     assert sorted(reversed(ordered), key=sort_key) == ordered
+
+
+@pytest.mark.parametrize(
+    ("versions", "yanked", "expected"),
+    [
+        (["1.2.0", "2.0.0-rc1", "1.3.0", "1.10.0-beta"], set(), "1.3.0"),
+        (["1.2.0", "1.3.0", "2.0.0-rc1"], {"1.3.0"}, "1.2.0"),
+        (["0.1.0-alpha", "0.1.0-beta.2", "0.1.0-beta.11"], set(), "0.1.0-beta.11"),
+        (["1.0.0", "2.0.0-rc1", "2.0.0-rc2"], {"1.0.0", "2.0.0-rc2"}, "2.0.0-rc1"),
+        (["1.0.0", "1.1.0-rc1"], {"1.0.0", "1.1.0-rc1"}, None),
+        (["1.0.0+build.1", "1.0.1", "v2.0.0"], set(), "1.0.1"),  # one that does not parse
+        ([], set(), None),
+    ],
+)
+def test_the_latest_is_the_highest_release_else_the_highest_prerelease(
+    versions: list[str], yanked: set[str], expected: str | None
+) -> None:
+    assert latest(versions, str, lambda v: v in yanked) == expected

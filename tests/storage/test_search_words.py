@@ -98,3 +98,9 @@ def test_both_engines_have_the_same_migrations_in_the_same_order() -> None:
 
 def test_a_comment_only_migration_has_no_statements() -> None:
     assert statements("-- nothing for this engine\n") == []
+
+
+def test_comment_lines_are_dropped_before_the_cut() -> None:
+    assert statements("-- a note; with a semicolon\nALTER TABLE a ADD COLUMN b TEXT;\n") == [
+        "ALTER TABLE a ADD COLUMN b TEXT"
+    ]

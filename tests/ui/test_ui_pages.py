@@ -132,7 +132,7 @@ def test_namespace_provider_mirror_and_token_pages(ui: Ui) -> None:
 def test_provider_docs_entries_link_to_their_pages() -> None:
     from gitreg.catalog.pages_provider import _context
 
-    found = {"namespace": "acme", "name": "dns", "versions": ["1.0.0"]}
+    found = {"namespace": "acme", "name": "dns", "versions": ["1.0.0"], "latest": "1.0.0"}
     release = {
         "version": "1.0.0",
         "docs": [
