@@ -16,9 +16,9 @@ from gitreg.auth.signed_urls import UrlSigner
 from gitreg.auth.store import AuthIndex
 from gitreg.auth.store_sql import AuthStore
 from gitreg.cache import MetadataCache
+from gitreg.catalog.documenter import Documenter
 from gitreg.catalog.provider_docs import ProviderDocumenter
 from gitreg.catalog.search_cache import SearchCache
-from gitreg.catalog.service import Documenter
 from gitreg.catalog.store import CatalogIndex, ProviderDocsIndex
 from gitreg.catalog.store_sql import CatalogStore
 from gitreg.catalog.store_sql_provider_docs import ProviderDocsStore

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from gitreg.catalog.documenter import Published
 from gitreg.catalog.extract import DOCS_FORMAT
 from gitreg.catalog.provider_docs import PROVIDER_DOCS_FORMAT, tag_of
-from gitreg.catalog.service import Published
 from gitreg.services import Services
 
 _ALL = 1 << 62  # ids only: even a large registry's work list is small
