@@ -324,7 +324,7 @@ class DocsClock:
     two whole syncs."""
 
     def __init__(self) -> None:
-        from gitreg.catalog.service import Documenter
+        from gitreg.catalog.documenter import Documenter
 
         self.seconds = 0.0
         self.saved = {n: getattr(Documenter, n) for n in ("document", "update_search")}
@@ -342,7 +342,7 @@ class DocsClock:
         return timed
 
     def close(self) -> float:
-        from gitreg.catalog.service import Documenter
+        from gitreg.catalog.documenter import Documenter
 
         for name, method in self.saved.items():
             setattr(Documenter, name, method)

@@ -16,9 +16,11 @@ from gitreg.auth.signed_urls import UrlSigner
 from gitreg.auth.store import AuthIndex
 from gitreg.auth.store_sql import AuthStore
 from gitreg.cache import MetadataCache
+from gitreg.catalog.documenter import Documenter
 from gitreg.catalog.provider_docs import ProviderDocumenter
+from gitreg.catalog.reindex import Reindexer
 from gitreg.catalog.search_cache import SearchCache
-from gitreg.catalog.service import Documenter
+from gitreg.catalog.service import Catalog
 from gitreg.catalog.store import CatalogIndex, ProviderDocsIndex
 from gitreg.catalog.store_sql import CatalogStore
 from gitreg.catalog.store_sql_provider_docs import ProviderDocsStore
@@ -75,6 +77,7 @@ class Services:
     provider_docs: ProviderDocsIndex  # provider documentation pages (issue 13)
     downloads: DownloadCounter  # download counts, flushed in batches (issues 13, 14)
     searches: SearchCache  # search answers, in an LRU of their own (issue 13)
+    catalog_service: Catalog  # listing, search, records and documentation of the catalog
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -115,12 +118,35 @@ def build_services(settings: Settings) -> Services:
     access.add_blob_owners(providers.store.blob_owners)
     access.add_blob_owners(mirror_store.blob_owners)
     provider_docs: ProviderDocsIndex = ProviderDocsStore(shared)
-    providers.documenter = ProviderDocumenter(
+    provider_documenter = ProviderDocumenter(
         provider_store, provider_docs, git, publisher.fetch_mirror, cache.invalidate
     )
+    providers.documenter = provider_documenter
     counts: DownloadCountIndex = DownloadCountStore(shared)
     proxy_store: ModuleProxyIndex = ModuleProxyStore(shared)
     access.add_blob_owners(proxy_store.blob_owners)
+    searches = SearchCache(cache)
+    reindexer = Reindexer(
+        index=index,
+        catalog=catalog,
+        provider_docs=provider_docs,
+        providers=provider_store,
+        documenter=docs,
+        provider_documenter=provider_documenter,
+        mirror_path=publisher.mirror_path,
+        on_change=cache.invalidate,
+    )
+    catalog_service = Catalog(
+        index=index,
+        catalog=catalog,
+        provider_docs=provider_docs,
+        providers=provider_store,
+        mirror=mirror_store,
+        proxied=proxy_store,
+        cache=cache,
+        searches=searches,
+        reindexer=reindexer,
+    )
     return Services(
         settings,
         index,
@@ -143,7 +169,8 @@ def build_services(settings: Settings) -> Services:
         docs,
         provider_docs,
         DownloadCounter(counts, index, provider_store),
-        SearchCache(cache),
+        searches,
+        catalog_service=catalog_service,
     )
 
 

@@ -1,4 +1,4 @@
-"""The registry's browse and search API, in the public registry's v1 shape (issue 13).
+"""The registry's browse and search API, in the public registry's v1 shape.
 
     GET /v1/modules                         ?offset&limit&provider&verified&q
     GET /v1/modules/search                  ?q&offset&limit&provider&verified
@@ -11,10 +11,9 @@
     GET /v1/providers/:namespace/:type/:version/docs/:id   one documentation page
 
 Lists carry `meta` (`limit`, `current_offset`, `next_offset`, `next_url`,
-`prev_offset`) as registry.terraform.io does. Data comes from the metadata
-cache (invalidated on publish) unfiltered, and each request then drops what
-its caller may not read: a private namespace never appears in a list, a
-search or a count for a caller without a read token for it, and its routes
+`prev_offset`) as registry.terraform.io does. Data comes from the catalog
+service, told what the caller may read: a private namespace never appears in
+a list, a search or a count for a caller without a read token for it, and its routes
 answer as the `versions` endpoint does (401 anonymously, 404 with a token
 for other namespaces), with messages naming only what was asked.
 """
@@ -30,21 +29,11 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from gitreg.addresses import module_address
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import CachedJson
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
-from gitreg.catalog.records import (
-    Listed,
-    all_listed,
-    full_record,
-    latest_listed,
-    provider_doc,
-    provider_record,
-    provider_release,
-)
-from gitreg.catalog.search_cache import SEARCH_CANDIDATES, Listing
+from gitreg.catalog.records import Listed
 from gitreg.errors import BadRequest, NotAVersion, NotFound
 from gitreg.numbers import plain_int
 from gitreg.providers.names import check_version
@@ -107,25 +96,11 @@ def _page(request: Request, svc: Services, found: list[Listed]) -> Response:
     return CachedJson.of(body).response(request)
 
 
-async def listing(svc: Services) -> Listing:
-    """Every listed module, for this API and the web UI: one snapshot."""
-    found = await svc.cache.snapshot(
-        ("listed",), lambda: Listing.of(all_listed(svc.index, svc.catalog))
-    )
-    assert isinstance(found, Listing)
-    return found
-
-
-async def _listed(svc: Services) -> list[Listed]:
-    return (await listing(svc)).modules
-
-
 async def list_modules(request: Request) -> Response:
     if request.query_params.get("q", "").strip():
         return await search(request)
     svc = services(request)
-    visible = await _visible(request)
-    return _page(request, svc, [m for m in await _listed(svc) if visible(m.namespace)])
+    return _page(request, svc, await svc.catalog_service.modules(await _visible(request)))
 
 
 async def search(request: Request) -> Response:
@@ -135,36 +110,25 @@ async def search(request: Request) -> Response:
         raise BadRequest("q is required: the words to search for")
     if len(query) > 200:
         raise BadRequest("q is longer than 200 characters")
-    visible = await _visible(request)
-    listed = await listing(svc)
-    hidden = listed.hidden(visible)
-    hits = await svc.searches.get(
-        (query.lower(), hidden), lambda: svc.catalog.search(query, SEARCH_CANDIDATES, hidden)
-    )
-    return _page(request, svc, listed.found(hits, visible))
+    found = await svc.catalog_service.search(query, await _visible(request))
+    return _page(request, svc, found)
 
 
 async def namespace_modules(request: Request) -> Response:
     svc = services(request)
-    namespace = request.path_params["namespace"].lower()
     visible = await _visible(request)
-    found = [m for m in await _listed(svc) if m.namespace.lower() == namespace]
     # An unreadable namespace lists as empty, exactly like one that does not exist.
-    return _page(request, svc, [m for m in found if visible(m.namespace)])
+    found = await svc.catalog_service.modules(visible, request.path_params["namespace"])
+    return _page(request, svc, found)
 
 
 async def module_systems(request: Request) -> Response:
     svc = services(request)
     p = request.path_params
     visible = await _visible(request)
-    found = [
-        m
-        for m in await _listed(svc)
-        if m.namespace.lower() == p["namespace"].lower()
-        and m.record["name"].lower() == p["name"].lower()
-        and visible(m.namespace)
-    ]
-    return _page(request, svc, found)
+    return _page(
+        request, svc, await svc.catalog_service.modules(visible, p["namespace"], p["name"])
+    )
 
 
 @dataclass
@@ -199,20 +163,12 @@ class _Page:
 
 def _module_body(svc: Services, request: Request, version: str | None) -> _Page | None:
     p = request.path_params
-    addr = module_address(p["namespace"], p["name"], p["system"])
-    module = svc.index.find_module(addr.namespace, addr.name, addr.system)
-    if module is None:
+    names = (p["namespace"], p["name"], p["system"])
+    found = svc.catalog_service.module_version(names, version)
+    if found is None:
         return None
-    versions = svc.index.versions(module.id)
-    if version is None:
-        chosen = latest_listed(versions)
-    else:
-        # Exact version, yanked ones included: they stay downloadable (issue 15).
-        chosen = next((v for v in versions if v.version == version), None)
-    if chosen is None:
-        return None
-    page = _Page("module", module.id, full_record(svc.index, svc.catalog, module, chosen))
-    page.answer_for(svc.downloads.total("module", module.id))  # serialised here, in the loader
+    page = _Page("module", found.module_id, found.record)
+    page.answer_for(svc.downloads.total("module", found.module_id))  # serialised in the loader
     return page
 
 
@@ -267,51 +223,27 @@ async def _provider(request: Request, version: str | None) -> Response:
     if version is not None:
         version = check_version(version)
     await svc.access.require_read(credentials(request), p["namespace"], not_found)
-    key = ("browse-provider", p["namespace"].lower(), p["type"].lower())
-    found = await cached_provider_record(svc, p["namespace"], p["type"])
+    found = await svc.catalog_service.provider(p["namespace"], p["type"])
     if version is not None:
         not_found = f"provider {p['namespace']}/{p['type']} {version} not found"
-    if not isinstance(found, dict):
+    if found is None:
         raise NotFound(not_found)
-    page = await svc.cache.get((*key, version), lambda: _provider_page(svc, key, version))
+    key = ("browse-provider", p["namespace"].lower(), p["type"].lower(), version)
+    page = await svc.cache.get(key, lambda: _provider_page(svc, p, version))
     if page is None:
         raise NotFound(not_found)
     assert isinstance(page, _Page)
     return page.response(svc, request)
 
 
-def _provider_record(svc: Services, key: tuple[str, str, str]) -> dict[str, Any] | None:
-    return provider_record(svc.providers.store, svc.index, key[1], key[2], svc.provider_docs)
-
-
-async def cached_provider_record(
-    svc: Services, namespace: str, type_: str
-) -> dict[str, Any] | None:
-    """A provider's whole record (`provider_record`), one metadata-cache entry
-    for this API and the web UI's provider pages alike: built and held once."""
-    key = ("browse-provider", namespace.lower(), type_.lower())
-    found = await svc.cache.get(key, lambda: _provider_record(svc, key))
-    assert found is None or isinstance(found, dict)
-    return found
-
-
-def _provider_page(svc: Services, key: tuple[str, str, str], version: str | None) -> _Page | None:
+def _provider_page(svc: Services, p: dict[str, Any], version: str | None) -> _Page | None:
     """One version's answer, serialised in the loader (not per request on the
-    event loop: a release lists all its doc pages). The record is the cached
-    one if it is still there: one of an older generation is never peeked, so
-    a page built in this generation is never built from a stale record."""
-    found = svc.cache.peek(key)
-    if not isinstance(found, dict):
-        found = _provider_record(svc, key)
+    event loop: a release lists all its doc pages)."""
+    found = svc.catalog_service.provider_release(p["namespace"], p["type"], version)
     if found is None:
         return None
-    chosen = provider_release(found, version)
-    if chosen is None:
-        return None
-    body = {**chosen, "namespace": found["namespace"], "name": found["name"]}
-    body["versions"] = found["versions"]
-    page = _Page("provider", found["provider_id"], body)
-    page.answer_for(svc.downloads.total("provider", page.object_id))
+    page = _Page("provider", found.provider_id, found.body)
+    page.answer_for(svc.downloads.total("provider", found.provider_id))
     return page
 
 
@@ -324,7 +256,7 @@ async def provider_version(request: Request) -> Response:
 
 
 async def provider_doc_page(request: Request) -> Response:
-    """One page of a provider version's docs, as rendered at ingest (issue 13)."""
+    """One page of a provider version's docs, as rendered at ingest."""
     svc = services(request)
     p = request.path_params
     where = f"provider {p['namespace']}/{p['type']} {p['version']}"
@@ -342,10 +274,8 @@ async def provider_doc_page(request: Request) -> Response:
 def _doc_answer(svc: Services, p: dict[str, Any]) -> CachedJson | None:
     """A doc page serialised once, in the loader: its HTML is not encoded
     again per request, and the cache's byte bound sees the page's size."""
-    found = provider_doc(
-        svc.providers.store, svc.provider_docs, p["namespace"], p["type"], p["version"], p["id"]
-    )
-    if not isinstance(found, dict):
+    found = svc.catalog_service.provider_doc(p["namespace"], p["type"], p["version"], p["id"])
+    if found is None:
         return None
     fields = ("id", "title", "path", "category", "slug", "subcategory")
     return CachedJson.of({k: found[k] for k in fields} | {"content_html": found["html"]})

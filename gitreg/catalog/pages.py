@@ -12,21 +12,15 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gitreg.catalog import page_data as data
-from gitreg.catalog.http import listing
 from gitreg.catalog.records import Listed
 from gitreg.numbers import plain_int
 from gitreg.services import services
 from gitreg.ui.pages import Page, not_found_page, render, ui_state
-from gitreg.ui.viewer import Viewer, current_viewer
+from gitreg.ui.viewer import current_viewer
 
 PAGE_SIZE = 20
 RECENT = 10
 MAX_QUERY = 200
-
-
-def _visible(found: list[Listed], viewer: Viewer) -> list[Listed]:
-    return [m for m in found if viewer.may_read(m.namespace)]
 
 
 async def home(request: Request) -> Response:
@@ -36,10 +30,10 @@ async def home(request: Request) -> Response:
     key = ("home", viewer.key)
     if (cached := state.pages.get(key, generation)) is not None:
         return cached.response()
-    modules = _visible(await data.listed(svc), viewer)
+    modules = await svc.catalog_service.modules(viewer.may_read)
     recent = sorted(modules, key=lambda m: m.record["published_at"], reverse=True)[:RECENT]
     counts = Counter(m.namespace for m in modules)
-    providers = [p for p in await data.providers(svc) if viewer.may_read(p[0])]
+    providers = await svc.catalog_service.providers(viewer.may_read)
     context = {
         "title": "Terraform registry",
         "recent": [m.record for m in recent],
@@ -75,10 +69,7 @@ async def search(request: Request) -> Response:
     query = " ".join(request.query_params.get("q", "").split())[:MAX_QUERY]
     found: list[Listed] = []
     if query:
-        listed = await listing(svc)
-        hidden = listed.hidden(viewer.may_read)
-        hits = await data.search_hits(svc, query, hidden)
-        found = listed.found(hits, viewer.may_read)
+        found = await svc.catalog_service.search(query, viewer.may_read)
     context = {"title": f"Search: {query}" if query else "Search", "q": query}
     context |= _paged(found, _page_number(request))
     return Page(render(request, viewer, "search.html", context)).response()
@@ -90,8 +81,8 @@ async def namespace(request: Request) -> Response:
     name = request.path_params["namespace"]
     if not viewer.may_read(name):
         return not_found_page(request, viewer)
-    found = [m for m in await data.listed(svc) if m.namespace.lower() == name.lower()]
-    providers = [p for p in await data.providers(svc) if p[0].lower() == name.lower()]
+    found = await svc.catalog_service.modules(viewer.may_read, name)
+    providers = await svc.catalog_service.providers(viewer.may_read, name)
     if not found and not providers:
         return not_found_page(request, viewer)
     context = {"title": name, "namespace": name, "providers": providers}
@@ -102,10 +93,6 @@ async def namespace(request: Request) -> Response:
 async def mirror(request: Request) -> Response:
     svc = services(request)
     viewer = await current_viewer(request)
-    providers, modules = await data.mirrored(svc)
-    context = {
-        "title": "Mirror",
-        "providers": [p for p in providers if viewer.may_read(p.namespace)],
-        "modules": [m for m in modules if viewer.may_read(m.namespace)],
-    }
+    providers, modules = await svc.catalog_service.mirrored(viewer.may_read)
+    context = {"title": "Mirror", "providers": providers, "modules": modules}
     return Page(render(request, viewer, "mirror.html", context)).response()

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from gitreg.api.urls import base_url
-from gitreg.catalog import page_data as data
+from gitreg.catalog.records import ModuleView
 from gitreg.catalog.snippets import host_of, module_snippet
 from gitreg.services import services
 from gitreg.ui.pages import Page, not_found_page, render, ui_state
@@ -65,7 +65,7 @@ async def module_page(request: Request) -> Response:
     state, generation = ui_state(request), svc.cache.generation
     if not picked and (cached := state.pages.get(key, generation)) is not None:
         return cached.response()
-    found = await data.module(svc, names, version)
+    found = await svc.catalog_service.module(names, version)
     if found is None:
         return not_found_page(request, viewer)
     if picked:
@@ -81,7 +81,7 @@ async def module_page(request: Request) -> Response:
     return page.response()
 
 
-def _context(found: data.ModuleData, tab: str, host: str) -> dict[str, Any]:
+def _context(found: ModuleView, tab: str, host: str) -> dict[str, Any]:
     record = found.record
     return {
         "title": f"{record['namespace']}/{record['name']}/{record['provider']}",

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from gitreg.api.urls import base_url
-from gitreg.catalog import page_data as data
-from gitreg.catalog.records import provider_release
+from gitreg.catalog.records import choose_release
 from gitreg.catalog.snippets import host_of, provider_snippet
 from gitreg.services import services
 from gitreg.ui.pages import Page, not_found_page, render, ui_state
@@ -39,8 +39,8 @@ async def provider_page(request: Request) -> Response:
     state, generation = ui_state(request), svc.cache.generation
     if (cached := state.pages.get(key, generation)) is not None:
         return cached.response()
-    found = await data.provider(svc, p["namespace"], p["type"])
-    chosen = provider_release(found, version) if found is not None else None
+    found = await svc.catalog_service.provider(p["namespace"], p["type"])
+    chosen = choose_release(found, version) if found is not None else None
     if found is None or chosen is None:
         return not_found_page(request, viewer)
     page = Page(render(request, viewer, "provider.html", _context(found, chosen, host_of(base))))
@@ -50,7 +50,7 @@ async def provider_page(request: Request) -> Response:
 
 async def provider_doc_page(request: Request) -> Response:
     """`/providers/NS/TYPE/VERSION/docs/ID`: one page of the release's docs/
-    folder, rendered and sanitised at ingest like a README (issue 13)."""
+    folder, rendered and sanitised at ingest like a README."""
     svc = services(request)
     viewer = await current_viewer(request)
     p = request.path_params
@@ -61,8 +61,10 @@ async def provider_doc_page(request: Request) -> Response:
     state, generation = ui_state(request), svc.cache.generation
     if (cached := state.pages.get(key, generation)) is not None:
         return cached.response()
-    found = await data.provider(svc, p["namespace"], p["type"])
-    doc = await data.provider_page_doc(svc, *names)
+    found = await svc.catalog_service.provider(p["namespace"], p["type"])
+    # Read per page, not kept in the metadata cache (a page may be megabytes):
+    # the rendered page is cached instead, like every other page.
+    doc = await run_in_threadpool(svc.catalog_service.provider_doc, *names)
     if found is None or doc is None:
         return not_found_page(request, viewer)
     ns, type_, version = found["namespace"], found["name"], p["version"]

@@ -1,4 +1,4 @@
-"""The browse API's records, in the public registry's v1 shape (issue 13).
+"""The browse API's records, in the public registry's v1 shape.
 
 Field names follow registry.terraform.io's `/v1/modules` answers: a short
 record per module in lists (`id`, `owner`, `namespace`, `name`, `version`,
@@ -7,7 +7,7 @@ record per module in lists (`id`, `owner`, `namespace`, `name`, `version`,
 `submodules`, `examples`, `providers` and `versions`. Everything here is
 built from the index and the stored documents only, so the web UI can render
 exactly what the API serves. Visibility is decided by the caller
-(api/browse.py): records carry their namespace for that.
+(gitreg/catalog/service.py): records carry their namespace for that.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from gitreg.addresses import module_address
 from gitreg.catalog.extract import description
 from gitreg.catalog.hcl import empty_module
 from gitreg.catalog.readme import web_url
@@ -34,6 +35,17 @@ class Listed:
     module_id: int
     namespace: str
     record: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModuleView:
+    """One version of a module as the catalog shows it: its full record,
+    whether it is yanked, and the commits its tag was later seen at."""
+
+    module_id: int
+    record: dict[str, Any]
+    yanked: bool
+    moved: tuple[str, ...]
 
 
 def version_key(version: VersionRecord) -> str:
@@ -74,7 +86,7 @@ def short_record(
         "tag": version.tag,
         "published_at": version.published_at,
         # The module's total over every version: set when answering, from the
-        # download counter's totals (gitreg/usage/counter.py, api/browse.py).
+        # download counter's totals (gitreg/usage/counter.py, gitreg/catalog/http.py).
         "downloads": 0,
         "verified": False,  # no verification programme in a private registry
         "deprecation": deprecation(version),
@@ -82,7 +94,7 @@ def short_record(
 
 
 def deprecation(version: VersionRecord) -> dict[str, str] | None:
-    """`gitreg module deprecate` (issue 14): the same `{reason, link}` the
+    """`gitreg module deprecate`: the same `{reason, link}` the
     version list carries, or None."""
     if version.deprecation_reason is None:
         return None
@@ -109,6 +121,33 @@ def full_record(
         }
     )
     return record
+
+
+def module_view(
+    index: ModuleIndex, catalog: CatalogIndex, names: tuple[str, str, str], version: str | None
+) -> ModuleView | None:
+    """`version` of the module `names` (namespace, name, system), or its latest
+    (`latest_listed`) when `version` is None; None when there is no such module
+    or version. An exact version may be a yanked one: it stays downloadable.
+    Raises BadRequest when `names` is not a module address."""
+    addr = module_address(*names)
+    module = index.find_module(addr.namespace, addr.name, addr.system)
+    if module is None:
+        return None
+    versions = index.versions(module.id)
+    if version is None:
+        chosen = latest_listed(versions)
+    else:
+        chosen = next((v for v in versions if v.version == version), None)
+    if chosen is None:
+        return None
+    moved = tuple(
+        c.seen_commit
+        for c in index.conflicts(module.id)
+        if c.version == chosen.version or c.tag == chosen.tag
+    )
+    record = full_record(index, catalog, module, chosen)
+    return ModuleView(module.id, record, chosen.yanked, moved)
 
 
 def all_listed(index: ModuleIndex, catalog: CatalogIndex) -> list[Listed]:
@@ -159,7 +198,7 @@ def provider_record(
         return None
     repository = _repository(repos, provider)
     listings = _listings(docs, provider.id)
-    # Yanked versions are kept for exact-version lookups but leave `versions` (issue 15).
+    # Yanked versions are kept for exact-version lookups but leave `versions`.
     versions = list(providers.provider_versions(provider.id))
     versions.sort(key=lambda v: sort_key(v.version), reverse=True)
     packages = providers.packages_by_version(provider.id)
@@ -189,11 +228,23 @@ def provider_record(
     }
 
 
-def provider_release(record: dict[str, Any], version: str | None) -> dict[str, Any] | None:
+def choose_release(record: dict[str, Any], version: str | None) -> dict[str, Any] | None:
     """One release of a `provider_record`: the latest for None, else that
     exact version, yanked ones included (they stay served by exact version)."""
     wanted = record["latest"] if version is None else version
-    return next((r for r in record["releases"] if r["version"] == wanted), None)
+    releases: list[dict[str, Any]] = record["releases"]
+    return next((r for r in releases if r["version"] == wanted), None)
+
+
+def hosted_providers(providers: ProviderIndex) -> list[tuple[str, str]]:
+    """(namespace, type) of every hosted provider with a listed version,
+    ordered by namespace and type, case aside."""
+    found = [
+        (p.namespace, p.type)
+        for p in providers.providers()
+        if any(not v.yanked for v in providers.provider_versions(p.id))
+    ]
+    return sorted(found, key=lambda p: (p[0].lower(), p[1].lower()))
 
 
 def provider_doc(

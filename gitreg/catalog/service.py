@@ -1,220 +1,203 @@
-"""Documenting published module versions: at publish, and by `gitreg reindex`.
+"""The catalog: what the browse API, the web UI and `gitreg reindex` ask of
+module and provider documentation and search.
 
-The publisher calls `Documenter.document` right after recording a version,
-on the mirror it just archived from, and `update_search` at the end of the
-module's sync: the versions' documents are made there, one after another, and
-stored in one transaction with the search row (bench/catalog.py measures the
-overhead). A failure here is logged and leaves the version without a document:
-publishing never waits on documentation, and `gitreg reindex` fills the gap later.
+Lists, search answers and provider records are built from the stores and
+kept in the metadata cache (invalidated on publish): one entry serves the API
+and the UI alike. Values are unfiltered except where a method takes
+`visible`, the reader's "may I read this namespace" (built by the HTTP layer
+from the request's credentials): a private namespace the reader may not see
+is then left out before anything is counted or paged.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, search_text
-from gitreg.catalog.records import latest_listed, version_key
-from gitreg.catalog.reuse import Documents
-from gitreg.catalog.store import CatalogIndex, SearchEntry
-from gitreg.errors import GitError, GitregError
-from gitreg.git.backend import GitBackend
+from gitreg.cache import MetadataCache
+from gitreg.catalog.mirrored import Mirrored, mirrored_providers, proxied_modules
+from gitreg.catalog.records import (
+    Listed,
+    ModuleView,
+    all_listed,
+    choose_release,
+    hosted_providers,
+    module_view,
+    provider_doc,
+    provider_record,
+)
+from gitreg.catalog.reindex import Progress, Reindexed, Reindexer
+from gitreg.catalog.search_cache import SEARCH_CANDIDATES, Listing, SearchCache
+from gitreg.catalog.store import CatalogIndex, ProviderDocsIndex
+from gitreg.errors import BadRequest
+from gitreg.mirror.store import MirrorIndex
+from gitreg.module_proxy.store import ModuleProxyIndex
+from gitreg.providers.store import ProviderIndex
 from gitreg.storage.protocols import ModuleIndex
-from gitreg.storage.records import ModuleRecord, RepoRecord
 
-log = logging.getLogger("gitreg.catalog")
-
-
-@dataclass(frozen=True)
-class Published:
-    """The parts of a version documentation needs."""
-
-    version: str
-    version_key: str
-    commit_sha: str
-    tree_sha: str
+Visible = Callable[[str], bool]
 
 
 @dataclass(frozen=True)
-class _Deferred:
-    """A version published in this sync, documented by `update_search`."""
+class ProviderRelease:
+    """One release of a hosted provider as the browse API answers for it."""
 
-    mirror: Path
-    repo: RepoRecord
-    module: ModuleRecord
-    version: Published
+    provider_id: int  # whose download total the answer shows
+    body: dict[str, Any]  # the release entry with `namespace`, `name` and `versions`
 
 
-class Documenter:
+class Catalog:
     def __init__(
         self,
+        *,
         index: ModuleIndex,
         catalog: CatalogIndex,
-        git: GitBackend,
-        on_change: Callable[[], None] = lambda: None,
+        provider_docs: ProviderDocsIndex,
+        providers: ProviderIndex,
+        mirror: MirrorIndex,
+        proxied: ModuleProxyIndex,
+        cache: MetadataCache[object],
+        searches: SearchCache,
+        reindexer: Reindexer,
     ) -> None:
         self._index = index
         self._catalog = catalog
-        self._git = git
-        self._on_change = on_change
-        # Versions published with `search=False`, per publishing thread, made
-        # and stored together by `update_search` (one transaction per sync).
-        self._deferred = threading.local()
-        # Documents by content: later versions with the same files reuse them.
-        self._documents = Documents()
+        self._provider_docs = provider_docs
+        self._providers = providers
+        self._mirror = mirror
+        self._proxied = proxied
+        self._cache = cache
+        self._searches = searches
+        self._reindexer = reindexer
 
-    def document(
-        self,
-        mirror: Path,
-        repo: RepoRecord,
-        module: ModuleRecord,
-        version: Published,
-        search: bool = True,
-    ) -> bool:
-        """Extract and store one version's document; False if it could not be
-        made now (logged: `gitreg reindex` retries) or was already stored.
-        With `search` False the version is noted (True) and its document made
-        by the caller's `update_search`, called once after publishing several
-        versions: it makes and stores them all and refreshes the module's
-        search row. Made in a row, after the sync's archives and index writes,
-        the reads of one version find the objects, index pages and code of the
-        previous one still in the CPU's caches: a quarter less CPU for the
-        bench's 40 tags (docs/performance.md, "Extraction at publish")."""
-        if not search:
-            self._pending().append(_Deferred(mirror, repo, module, version))
-            return True
-        try:
-            return self._document(mirror, repo, module, version)
-        except (GitError, GitregError, OSError, KeyError, ValueError) as exc:
-            log.warning("no documentation for %s %s: %s", module.address, version.version, exc)
-            return False
-
-    def _document(
-        self,
-        mirror: Path,
-        repo: RepoRecord,
-        module: ModuleRecord,
-        version: Published,
-    ) -> bool:
-        text = self.build_json(mirror, repo, module, version)
-        stored = self._catalog.put_docs(module.id, version.version_key, DOCS_FORMAT, text)
-        if self._is_latest(module, version.version_key):
-            self._put_search(module, json.loads(text), version.version_key)
-        if stored:
-            self._on_change()
-        return stored
-
-    def build(
-        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
-    ) -> dict[str, Any]:
-        found: dict[str, Any] = json.loads(self.build_json(mirror, repo, module, version))
+    async def listing(self) -> Listing:
+        """Every listed module, unfiltered: one snapshot per publish."""
+        found = await self._cache.snapshot(
+            ("listed",), lambda: Listing.of(all_listed(self._index, self._catalog))
+        )
+        assert isinstance(found, Listing)
         return found
 
-    def build_json(
-        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: Published
-    ) -> str:
-        """The version's document as stored (json.dumps with sort_keys)."""
-        tree = version.tree_sha
-        if module.subdir:
-            found = self._git.subtree(mirror, tree, module.subdir)
-            if found is None:
-                raise ValueError(f"subdirectory {module.subdir!r} is missing at this commit")
-            tree = found
-        origin = Origin(repo.url, version.commit_sha, module.subdir, version.version)
-        with self._git.objects(mirror) as store:
-            return self._documents.document(store, tree, origin)
+    async def modules(
+        self, visible: Visible, namespace: str | None = None, name: str | None = None
+    ) -> list[Listed]:
+        """The listed modules the reader may see, ordered by namespace, name
+        and system; only those of `namespace` and `name` (case aside) when given."""
+        found = (await self.listing()).modules
+        if namespace is not None:
+            found = [m for m in found if m.namespace.lower() == namespace.lower()]
+        if name is not None:
+            found = [m for m in found if m.record["name"].lower() == name.lower()]
+        return [m for m in found if visible(m.namespace)]
 
-    def _put_search(self, module: ModuleRecord, doc: dict[str, Any], key: str) -> None:
-        self._catalog.put_search(_search_entry(module, doc, key))
+    async def search(self, query: str, visible: Visible) -> list[Listed]:
+        """The listed modules matching `query` that the reader may see, best
+        first, at most SEARCH_CANDIDATES. Answers are kept per query and per
+        set of hidden namespaces in a cache of their own: in the metadata
+        cache, a stream of made-up queries would push out every cached
+        `versions` and `download` answer (gitreg/catalog/search_cache.py)."""
+        listed = await self.listing()
+        hidden = listed.hidden(visible)
+        hits = await self._searches.get(
+            (query.lower(), hidden),
+            lambda: self._catalog.search(query, SEARCH_CANDIDATES, hidden),
+        )
+        return listed.found(hits, visible)
 
-    def _pending(self) -> list[_Deferred]:
-        if not hasattr(self._deferred, "items"):
-            self._deferred.items = []
-        found: list[_Deferred] = self._deferred.items
+    def module_version(self, names: tuple[str, str, str], version: str | None) -> ModuleView | None:
+        """`version` of the module `names` (namespace, name, system), or its
+        newest listed one when `version` is None, read now from the stores (for
+        a caller that caches what it makes of it); None when there is no such
+        module or version. Raises BadRequest when `names` is not a module address."""
+        return module_view(self._index, self._catalog, names, version)
+
+    async def module(self, names: tuple[str, str, str], version: str | None) -> ModuleView | None:
+        """`module_version`, kept in the metadata cache; None also when `names`
+        is not a module address, as for a module that does not exist."""
+        key = ("ui-module", *(n.lower() for n in names), version)
+        found = await self._cache.get(key, lambda: self._module_or_none(names, version))
+        assert found is None or isinstance(found, ModuleView)
         return found
 
-    def _made(self, deferred: list[_Deferred]) -> list[tuple[int, str, int, str]]:
-        """(module_id, version_key, format, document) of each deferred version
-        whose document could be made; the others are logged, as `document`."""
-        made: list[tuple[int, str, int, str]] = []
-        for item in deferred:
-            module, version = item.module, item.version
-            try:
-                text = self.build_json(item.mirror, item.repo, module, version)
-            except (GitError, GitregError, OSError, KeyError, ValueError) as exc:
-                log.warning("no documentation for %s %s: %s", module.address, version.version, exc)
-                continue
-            made.append((module.id, version.version_key, DOCS_FORMAT, text))
-        return made
-
-    def update_search(self, module: ModuleRecord) -> None:
-        """For the publisher, after a sync: make and store the documents it
-        deferred, then `refresh_search`; a failure is logged, never raised."""
-        deferred, self._deferred.items = self._pending(), []
-        pending = self._made(deferred)
+    def _module_or_none(
+        self, names: tuple[str, str, str], version: str | None
+    ) -> ModuleView | None:
         try:
-            if not (pending and self._store(module, pending)):
-                self.refresh_search(module)
-        except (GitregError, OSError, KeyError, ValueError) as exc:
-            log.warning("search row of %s not updated: %s", module.address, exc)
+            return self.module_version(names, version)
+        except BadRequest:
+            return None
 
-    def _store(self, module: ModuleRecord, pending: list[tuple[int, str, int, str]]) -> bool:
-        """Store deferred documents and, when the latest version's is one of
-        them, the search row made from it in the same transaction: one commit
-        (one fsync) per sync, not two. False when the row was not replaced (an
-        older version, or a document stored before): `refresh_search` then."""
-        key = self._latest_key(module)
-        # By module too: documents deferred by a sync that failed before its
-        # update_search are stored by the thread's next one, for another module.
-        text = next((t for m, k, _, t in pending if m == module.id and k == key), None)
-        entry = None if text is None else _search_entry(module, json.loads(text), key or "")
-        stored, replaced = self._catalog.put_docs_and_search(pending, entry, key or "")
-        if stored:
-            self._on_change()
-        return replaced
+    async def provider(self, namespace: str, type_: str) -> dict[str, Any] | None:
+        """A hosted provider's whole record (`provider_record`, with every
+        release and its documentation listing); None when there is none."""
+        key = _provider_key(namespace, type_)
+        found = await self._cache.get(key, lambda: self._provider_record(key))
+        assert found is None or isinstance(found, dict)
+        return found
 
-    def refresh_search(self, module: ModuleRecord) -> bool:
-        """Rebuild a module's search row from its latest stored document (after
-        `gitreg migrate-storage`, which does not copy search rows); False when
-        it has no documented listed version."""
-        key = self._latest_key(module)
-        stored = self._catalog.docs(module.id, key) if key is not None else None
-        if stored is None or key is None:
-            return False
-        self._put_search(module, json.loads(stored), key)
-        return True
+    def provider_release(
+        self, namespace: str, type_: str, version: str | None
+    ) -> ProviderRelease | None:
+        """`version` of a hosted provider (a yanked one too), or its newest
+        unyanked one when `version` is None; None when there is none. Made from
+        the record `provider` holds if it is still cached: one of an older
+        generation is never read, so a release made now is never stale."""
+        key = _provider_key(namespace, type_)
+        found = self._cache.peek(key)
+        if not isinstance(found, dict):
+            found = self._provider_record(key)
+        if found is None:
+            return None
+        chosen = choose_release(found, version)
+        if chosen is None:
+            return None
+        body = {**chosen, "namespace": found["namespace"], "name": found["name"]}
+        body["versions"] = found["versions"]
+        return ProviderRelease(found["provider_id"], body)
 
-    def refresh_stale_search(self, modules: Iterable[ModuleRecord]) -> int:
-        """For `gitreg reindex`: rebuild the search rows of `modules` that are
-        missing (`gitreg migrate-storage` does not copy them) or not made from
-        the module's latest version (rows stored before they recorded it);
-        returns how many were rebuilt."""
-        stored = self._catalog.search_version_keys()
-        stale = [m for m in modules if stored.get(m.id) != self._latest_key(m)]
-        return sum(self.refresh_search(m) for m in stale)
+    def _provider_record(self, key: tuple[str, str, str]) -> dict[str, Any] | None:
+        return provider_record(self._providers, self._index, key[1], key[2], self._provider_docs)
 
-    def _is_latest(self, module: ModuleRecord, version_key: str) -> bool:
-        return self._latest_key(module) == version_key
+    def provider_doc(
+        self, namespace: str, type_: str, version: str, doc_id: str
+    ) -> dict[str, Any] | None:
+        """One documentation page of a provider version: its listing entry and
+        `html` (sanitised at ingest); None when there is no such provider,
+        version or page. Read now, not cached: a page may be megabytes."""
+        return provider_doc(self._providers, self._provider_docs, namespace, type_, version, doc_id)
 
-    def _latest_key(self, module: ModuleRecord) -> str | None:
-        """The key of the module's latest version (`latest_listed`), whose
-        words the search row holds; None when it has none."""
-        chosen = latest_listed(self._index.versions(module.id))
-        return version_key(chosen) if chosen is not None else None
+    async def providers(
+        self, visible: Visible, namespace: str | None = None
+    ) -> list[tuple[str, str]]:
+        """(namespace, type) of every hosted provider with a listed version
+        that the reader may see; only those of `namespace` (case aside) when given."""
+        found = await self._cache.get(("ui-providers",), lambda: hosted_providers(self._providers))
+        assert isinstance(found, list)
+        if namespace is not None:
+            found = [p for p in found if p[0].lower() == namespace.lower()]
+        return [p for p in found if visible(p[0])]
+
+    async def mirrored(self, visible: Visible) -> tuple[list[Mirrored], list[Mirrored]]:
+        """What the provider network mirror and the module proxy hold, of the
+        upstream namespaces the reader may see: (providers, modules)."""
+        found = await self._cache.get(("ui-mirror",), self._mirrored)
+        assert isinstance(found, tuple)
+        providers, modules = found
+        return (
+            [p for p in providers if visible(p.namespace)],
+            [m for m in modules if visible(m.namespace)],
+        )
+
+    def _mirrored(self) -> tuple[list[Mirrored], list[Mirrored]]:
+        return mirrored_providers(self._mirror), proxied_modules(self._proxied)
+
+    def reindex(self, progress: Progress) -> Reindexed:
+        """Document the module and provider versions published before
+        documentation existed (or under an older format), resumably, and rebuild
+        the search rows modules lack (gitreg/catalog/reindex.py)."""
+        return self._reindexer.run(progress)
 
 
-def _search_entry(module: ModuleRecord, doc: dict[str, Any], key: str) -> SearchEntry:
-    return SearchEntry(
-        module.id,
-        module.namespace,
-        module.name,
-        module.system,
-        description(doc),
-        search_text(doc),
-        key,
-    )
+def _provider_key(namespace: str, type_: str) -> tuple[str, str, str]:
+    return ("browse-provider", namespace.lower(), type_.lower())

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gitreg.archives.build import ArchiveLimits
 from gitreg.archives.format import fast_builder
-from gitreg.catalog.service import Documenter, Published
+from gitreg.catalog.documenter import Documenter, Published
 from gitreg.errors import ArchiveTooLarge, GitError, MirrorLocked, NotAVersion, NotFound
 from gitreg.git.backend import GitBackend, TagProblem, TagRef
 from gitreg.locks import file_lock

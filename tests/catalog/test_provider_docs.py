@@ -6,6 +6,7 @@ of the other provider routes."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 from pathlib import Path
 
@@ -245,3 +246,24 @@ def test_reindex_back_fills_provider_docs(svc: Services, tmp_path: Path) -> None
     assert svc.provider_docs.provider_doc_page(version.id, "guides-start") is not None
     out = io.StringIO()
     assert reindex(svc, out) == 0 and "provider" not in out.getvalue()  # nothing left
+
+
+def test_a_provider_release_is_chosen_by_version_yanked_ones_by_exact_version_only(
+    svc: Services, tmp_path: Path
+) -> None:
+    _ingest(svc, tmp_path)
+    catalog = svc.catalog_service
+    latest = catalog.provider_release("ACME", "Null", None)
+    assert latest is not None and latest.body["version"] == "1.0.0"
+    assert latest.body["namespace"] == "acme" and latest.body["versions"] == ["1.0.0"]
+    assert "provider_id" not in latest.body and latest.body["docs"]
+    assert catalog.provider_release("acme", "null", "2.0.0") is None
+    assert asyncio.run(catalog.providers(lambda _ns: True, "ACME")) == [("acme", "null")]
+    assert asyncio.run(catalog.providers(lambda ns: ns != "acme")) == []
+
+    svc.providers.store.set_provider_yanked(latest.provider_id, "1.0.0", True)
+    svc.cache.invalidate()
+    assert catalog.provider_release("acme", "null", None) is None
+    exact = catalog.provider_release("acme", "null", "1.0.0")
+    assert exact is not None and exact.body["yanked"] and exact.body["versions"] == []
+    assert asyncio.run(catalog.providers(lambda _ns: True)) == []

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from gitreg.catalog import tree
+from gitreg.catalog.documenter import Published
 from gitreg.catalog.extract import DOCS_FORMAT
-from gitreg.catalog.service import Published
 from gitreg.cli import main
 from gitreg.git.backend import DulwichBackend
 from gitreg.modules.service import Publisher

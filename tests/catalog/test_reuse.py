@@ -13,8 +13,8 @@ import pytest
 
 from gitreg.catalog import extract as extract_module
 from gitreg.catalog import reuse
+from gitreg.catalog.documenter import Published
 from gitreg.catalog.extract import Origin, extract
-from gitreg.catalog.service import Published
 from gitreg.catalog.tree import read_doc_files
 from gitreg.git.backend import DulwichBackend
 from gitreg.services import Services
