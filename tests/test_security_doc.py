@@ -12,6 +12,7 @@ ITEMS = [
     *(f"W{n}" for n in range(1, 10)),
     *(f"G{n}" for n in range(1, 6)),
     *(f"A{n}" for n in range(1, 7)),
+    "A7",
     *(f"P{n}" for n in range(1, 5)),
     *(f"M{n}" for n in range(1, 5)),
     *(f"S{n}" for n in range(1, 5)),

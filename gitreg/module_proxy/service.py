@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from gitreg.addresses import ModuleAddress
+from gitreg.archive_entries import left_out_line
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
 from gitreg.downloads import archive_path
@@ -171,8 +172,10 @@ class ModuleProxyService:
             raise NotFound(f"module {address} has no version {version} upstream") from exc
         source = parse_source(location)
         fetched = await self._fetch(source)
-        for line in fetched.skipped:
-            log.warning("%s %s: archive leaves out %s", key, version, line)
+        if fetched.skipped:
+            log.warning(
+                "%s %s: archive leaves out %s", key, version, left_out_line(fetched.skipped)
+            )
         record = ProxiedVersion(
             module_key=key,
             version=version,
