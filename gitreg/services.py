@@ -50,6 +50,7 @@ from gitreg.storage.providers import ProviderStore
 from gitreg.storage.registration import RegistrationStore
 from gitreg.storage.secrets import open_secret_store
 from gitreg.storage.select import open_blob_store, open_upload_store
+from gitreg.storage.staged_bytes import StagedBytesIndex, StagedBytesStore
 from gitreg.storage.staging import UploadStore
 from gitreg.sync import SyncService
 
@@ -76,6 +77,7 @@ class Services:
     provider_docs: ProviderDocsIndex  # provider documentation pages (issue 13)
     downloads: DownloadCounter  # download counts, flushed in batches (issues 13, 14)
     searches: SearchCache  # search answers, in an LRU of their own (issue 13)
+    staged_bytes: StagedBytesIndex  # what staged uploads hold, for the quotas
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -145,6 +147,7 @@ def build_services(settings: Settings) -> Services:
         provider_docs,
         DownloadCounter(counts, index, provider_store),
         SearchCache(cache),
+        StagedBytesStore(shared),
     )
 
 

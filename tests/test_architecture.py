@@ -43,6 +43,7 @@ CONCRETE_STORAGE = (
     "S3UploadStore",
     "ProviderDocsStore",
     "DownloadCountStore",
+    "StagedBytesStore",
 )
 STORAGE_BUILDERS = ("gitreg.services",)
 
