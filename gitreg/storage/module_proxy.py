@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Protocol
 
+from gitreg.storage.blob_refs import BLOB_COLUMNS, REFERENCED
 from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, from_row
 
@@ -68,6 +69,10 @@ class ModuleProxyIndex(Protocol):
     def moves(self) -> list[ProxiedMove]: ...
 
     def blob_owners(self) -> list[tuple[str, str]]: ...
+
+    def blob_referenced(self, sha256: str) -> bool:
+        """Whether any row of the index names this blob (gitreg/storage/blob_refs.py)."""
+        ...
 
 
 class ModuleProxyStore(IndexBackedStore):
@@ -161,6 +166,9 @@ class ModuleProxyStore(IndexBackedStore):
         visibility rules as own ones, so their archives do too."""
         rows = self._rows("SELECT DISTINCT namespace, archive_sha256 FROM module_proxy_versions")
         return [(str(r[0]).lower(), str(r[1])) for r in rows]
+
+    def blob_referenced(self, sha256: str) -> bool:
+        return bool(self._rows(REFERENCED, (sha256,) * len(BLOB_COLUMNS)))
 
 
 def _version(row: Row) -> ProxiedVersion:
