@@ -81,10 +81,10 @@ def too_many(limit: int) -> str:
 
 
 def left_out_line(skipped: Sequence[str]) -> str:
-    """The reasons entries were left out, as one log line: a count and the first few."""
-    shown = "; ".join(skipped[:_SHOWN])
+    """`"path: reason"` lines of entries left out, as one log line: the first few
+    and how many more."""
     more = len(skipped) - _SHOWN
-    return f"{len(skipped)} left out: {shown}" + (f"; and {more} more" if more > 0 else "")
+    return "; ".join(skipped[:_SHOWN]) + (f"; and {more} more" if more > 0 else "")
 
 
 def open_zip(path: Path, limit: int) -> zipfile.ZipFile:

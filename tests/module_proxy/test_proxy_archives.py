@@ -117,14 +117,19 @@ def test_the_temp_directory_is_made_and_removed_off_the_event_loop(
     assert not list(service.workdir.glob("proxy-*"))
 
 
-def _special_entries(count: int, kind: bytes) -> bytes:
-    """A tar.gz of `count` entries of tar type `kind` (FIFOs, devices) and one file."""
+def _special_entries(count: int, kind: bytes, escaping: int = 0) -> bytes:
+    """A tar.gz of `count` entries of tar type `kind` (FIFOs, devices), `escaping`
+    symlinks out of the tree, and one file."""
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz") as tar:
         for n in range(count):
             info = tarfile.TarInfo(f"dev/entry{n}")
             info.type = kind
             tar.addfile(info)
+        for n in range(escaping):
+            link = tarfile.TarInfo(f"link{n}")
+            link.type, link.linkname = tarfile.SYMTYPE, "../../etc/passwd"
+            tar.addfile(link)
         readme = tarfile.TarInfo("main.tf")
         tar.addfile(readme, io.BytesIO(b""))
     return out.getvalue()
@@ -168,8 +173,10 @@ def test_a_zip_of_directories_counts_toward_the_file_limit(
 def test_entries_left_out_are_logged_in_one_line(
     tmp_path: Path, upstream: Upstream, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """FIFOs are tallied while reading, escaping symlinks are refused by the
+    archive builder: all of it is one warning."""
     service = make_service(tmp_path, upstream.registry_url, max_archive_files=100)
-    _serve(upstream, "fifos.tar.gz", _special_entries(40, tarfile.FIFOTYPE))
+    _serve(upstream, "fifos.tar.gz", _special_entries(40, tarfile.FIFOTYPE, escaping=6))
     with caplog.at_level(logging.INFO, "gitreg.module_proxy"):
         record = asyncio.run(service.cached(ADDRESS, "3.0.0"))
     assert _names(service, record.archive_sha256) == ["main.tf"]
@@ -177,6 +184,8 @@ def test_entries_left_out_are_logged_in_one_line(
     assert len(left_out) == 1
     assert "40 entries that are not files, directories or symlinks (40 FIFO)" in left_out[0]
     assert "'dev/entry0'" in left_out[0]
+    assert "link0: symlink to '../../etc/passwd' left out" in left_out[0]
+    assert left_out[0].endswith("; and 4 more")
 
 
 def test_a_zip_symlink_is_not_unpacked_past_the_file_size_limit(
