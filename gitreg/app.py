@@ -110,7 +110,8 @@ async def _clean_staging_forever(svc: Services) -> None:
 
 
 def _clean_staging(svc: Services, ttl: float) -> None:
-    uploads = UploadStaging.for_settings(svc.uploads, svc.settings).remove_stale(ttl)
+    staging = UploadStaging.for_settings(svc.uploads, svc.staged_bytes, svc.settings)
+    uploads = staging.remove_stale(ttl)
     temps = svc.blobs.remove_stale_temp_files(older_than=ttl)
     if uploads or temps:
         log.info("removed %d expired staged upload(s), %d blob temp file(s)", uploads, temps)

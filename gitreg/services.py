@@ -49,6 +49,7 @@ from gitreg.storage.index import open_index
 from gitreg.storage.protocols import ModuleIndex, SecretStore
 from gitreg.storage.secrets import open_secret_store
 from gitreg.storage.select import open_blob_store, open_upload_store
+from gitreg.storage.staged_bytes import StagedBytesIndex, StagedBytesStore
 from gitreg.storage.staging import UploadStore
 from gitreg.usage.counter import DownloadCounter
 from gitreg.usage.store import DownloadCountIndex
@@ -78,6 +79,7 @@ class Services:
     downloads: DownloadCounter  # download counts, flushed in batches (issues 13, 14)
     searches: SearchCache  # search answers, in an LRU of their own (issue 13)
     catalog_service: Catalog  # listing, search, records and documentation of the catalog
+    staged_bytes: StagedBytesIndex  # what staged uploads hold, for the quotas
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -171,6 +173,7 @@ def build_services(settings: Settings) -> Services:
         DownloadCounter(counts, index, provider_store),
         searches,
         catalog_service=catalog_service,
+        staged_bytes=StagedBytesStore(shared),
     )
 
 

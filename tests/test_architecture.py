@@ -58,6 +58,7 @@ CONCRETE_STORAGE = (
     "DownloadCountStore",
     "CatalogStore",
     "ModuleProxyStore",
+    "StagedBytesStore",
 )
 STORAGE_BUILDERS = ("gitreg.services", "gitreg.storage.copy")
 

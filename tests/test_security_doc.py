@@ -13,6 +13,7 @@ ITEMS = [
     "W10",
     *(f"G{n}" for n in range(1, 6)),
     *(f"A{n}" for n in range(1, 7)),
+    "A7",
     *(f"P{n}" for n in range(1, 5)),
     *(f"M{n}" for n in range(1, 5)),
     *(f"S{n}" for n in range(1, 5)),

@@ -5,9 +5,11 @@ git objects in a temporary bare repository, and the tree is archived by
 `build_archive`, the builder of gitreg's own modules (A1-A6). So the same
 rules hold as for a git source: no `.git`, no symlink leaving the tree, no
 entry names like `../x`, capped size and file count, deterministic bytes.
-Entries that are neither files, directories nor symlinks (hard links,
-devices) are left out. Sizes are checked against the archive limits while
-unpacking, before any content is read, so a zip bomb stops early.
+Every entry counts toward `max_archive_files`, directories and entries that
+are left out (hard links, devices, FIFOs) included, and those left out are
+reported in one line (gitreg/archives/entries.py). Sizes are checked
+against the archive limits while unpacking, before any content is read, so a
+zip bomb stops early.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dulwich.objects import Blob, ObjectID, Tree
 from dulwich.repo import Repo
 
 from gitreg.archives.build import build_archive
+from gitreg.archives.entries import EntryCounter, open_zip
 from gitreg.errors import ArchiveTooLarge, UpstreamError
 from gitreg.module_proxy.fetch import FetchedArchive, FetchLimits
 from gitreg.storage.blobs import BlobStore
@@ -38,46 +41,54 @@ class _Dir:
     dirs: dict[bytes, _Dir] = field(default_factory=dict)
 
 
-def _members(path: Path, kind: str) -> Iterator[tuple[str, int, int, IO[bytes] | bytes | None]]:
-    """(name, git mode, size, content) of each entry; content None to leave it out."""
+_KINDS = {
+    tarfile.LNKTYPE: "hard link",
+    tarfile.CHRTYPE: "character device",
+    tarfile.BLKTYPE: "block device",
+    tarfile.FIFOTYPE: "FIFO",
+}
+
+
+def _members(
+    path: Path, kind: str, entries: EntryCounter
+) -> Iterator[tuple[str, int, int, IO[bytes] | bytes]]:
+    """(name, git mode, size, content) of each file and symlink. Every entry is
+    counted first, whatever its kind; what is left out is tallied there."""
     if kind == "zip":
-        with zipfile.ZipFile(path) as archive:
+        with open_zip(path, entries.limit) as archive:
             for info in archive.infolist():
-                mode = info.external_attr >> 16
+                entries.count()
                 if info.is_dir():
                     continue
-                if stat.S_ISLNK(mode):
-                    yield info.filename, _LINK, info.file_size, archive.read(info)
-                else:
-                    git_mode = _EXEC if mode & 0o111 else _FILE
-                    yield info.filename, git_mode, info.file_size, archive.open(info)
+                mode = info.external_attr >> 16
+                git_mode = _LINK if stat.S_ISLNK(mode) else _EXEC if mode & 0o111 else _FILE
+                # Opened, not read: sizes are checked before a byte is unpacked.
+                yield info.filename, git_mode, info.file_size, archive.open(info)
         return
     with tarfile.open(path, mode="r:*") as archive:
         for member in archive:
+            entries.count()
             if member.isdir():
                 continue
             if member.issym():
                 yield member.name, _LINK, len(member.linkname), member.linkname.encode()
             elif member.isfile():
                 git_mode = _EXEC if member.mode & 0o111 else _FILE
-                yield member.name, git_mode, member.size, archive.extractfile(member)
+                content = archive.extractfile(member)
+                assert content is not None  # a regular file always has content
+                yield member.name, git_mode, member.size, content
             else:
-                yield member.name, 0, 0, None
+                entries.leave_out(member.name, _KINDS.get(member.type, f"type {member.type!r}"))
 
 
-def _tree(repo: Repo, path: Path, kind: str, limits: FetchLimits, notes: list[str]) -> bytes:
+def _tree(repo: Repo, path: Path, kind: str, limits: FetchLimits, entries: EntryCounter) -> bytes:
     root = _Dir()
-    files = total = 0
-    for name, mode, size, content in _members(path, kind):
-        if content is None:
-            notes.append(f"{name[:200]}: not a file, directory or symlink")
-            continue
-        files += 1
+    total = 0
+    for name, mode, size, content in _members(path, kind, entries):
         total += size
-        if files > limits.archive.max_files or total > limits.archive.max_total_bytes:
+        if total > limits.archive.max_total_bytes:
             raise ArchiveTooLarge(
-                f"the archive unpacks to more than {limits.archive.max_files} files"
-                f" or {limits.archive.max_total_bytes} bytes"
+                f"the archive unpacks to more than {limits.archive.max_total_bytes} bytes"
             )
         if size > limits.archive.max_file_bytes:
             raise ArchiveTooLarge(f"{name[:200]} is over {limits.archive.max_file_bytes} bytes")
@@ -117,11 +128,11 @@ def archive_from_download(
     with downloaded.open("rb") as raw:
         while chunk := raw.read(1024 * 1024):
             digest.update(chunk)
-    notes: list[str] = []
+    entries = EntryCounter(limits.archive.max_files)
     repo = Repo.init_bare(str(repo_dir), mkdir=True)
     try:
         try:
-            tree = _tree(repo, downloaded, kind, limits, notes)
+            tree = _tree(repo, downloaded, kind, limits, entries)
         except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
             raise UpstreamError(f"the archive cannot be read: {exc}") from exc
         except ArchiveTooLarge as exc:
@@ -137,7 +148,8 @@ def archive_from_download(
     finally:
         repo.close()
     assert sink.result is not None
-    skipped = tuple(notes) + tuple(report.skipped)
+    summary = entries.summary()
+    skipped = ((summary,) if summary else ()) + tuple(report.skipped)
     return FetchedArchive(
         f"sha256:{digest.hexdigest()}", sink.result.sha256, sink.result.size, skipped
     )

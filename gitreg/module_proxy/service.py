@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from gitreg.addresses import ModuleAddress
+from gitreg.archives.entries import left_out_line
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import NotAVersion, NotFound, UpstreamError, UpstreamNotFound
+from gitreg.errors import GitregError, NotAVersion, NotFound, UpstreamError, UpstreamNotFound
 from gitreg.mirror.singleflight import SingleFlight
 from gitreg.module_proxy.archive_source import archive_from_download
 from gitreg.module_proxy.config import ProxyOptions, ProxyUpstream
@@ -171,8 +172,10 @@ class ModuleProxyService:
             raise NotFound(f"module {address} has no version {version} upstream") from exc
         source = parse_source(location)
         fetched = await self._fetch(source)
-        for line in fetched.skipped:
-            log.warning("%s %s: archive leaves out %s", key, version, line)
+        if fetched.skipped:
+            log.warning(
+                "%s %s: archive leaves out %s", key, version, left_out_line(fetched.skipped)
+            )
         record = ProxiedVersion(
             module_key=key,
             version=version,
@@ -191,8 +194,24 @@ class ModuleProxyService:
         )
         stored = await anyio.to_thread.run_sync(self.store.add_version, record)
         self.cache.invalidate()  # the access snapshot learns the new blob's owner
+        if stored.archive_sha256 != fetched.sha256:
+            await anyio.to_thread.run_sync(self._drop_lost_archive, stored, fetched.sha256)
+            return stored
         log.info("cached %s %s from %s at %s", key, version, source.url, fetched.commit_sha[:12])
         return stored
+
+    def _drop_lost_archive(self, stored: ProxiedVersion, sha256: str) -> None:
+        """Another process recorded the version first, from other upstream bytes:
+        the archive this fill stored is removed unless a row names it (the same
+        bytes may be another version's). Identical bytes are one blob, the
+        winner's, and are never removed here."""
+        where = f"{stored.module_key} {stored.version}"
+        log.info("%s: another fetch recorded it first; this fetch's archive is not used", where)
+        try:
+            if not self.store.blob_referenced(sha256) and self.blobs.delete(sha256):
+                log.info("%s: removed the unused archive %s", where, sha256)
+        except GitregError as exc:
+            log.warning("%s: cannot remove the unused archive %s: %s", where, sha256, exc)
 
     async def _fetch(self, source: GitSource | ArchiveSource) -> FetchedArchive:
         limits = FetchLimits(

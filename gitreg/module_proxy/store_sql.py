@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from gitreg.module_proxy.store import ProxiedIndex, ProxiedMove, ProxiedVersion
+from gitreg.storage.blob_refs import BLOB_COLUMNS, REFERENCED
 from gitreg.storage.database import Row
 from gitreg.storage.index import IndexBackedStore, from_row
 
@@ -107,6 +108,9 @@ class ModuleProxyStore(IndexBackedStore):
         visibility rules as own ones, so their archives do too."""
         rows = self._rows("SELECT DISTINCT namespace, archive_sha256 FROM module_proxy_versions")
         return [(str(r[0]).lower(), str(r[1])) for r in rows]
+
+    def blob_referenced(self, sha256: str) -> bool:
+        return bool(self._rows(REFERENCED, (sha256,) * len(BLOB_COLUMNS)))
 
 
 def _version(row: Row) -> ProxiedVersion:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 
+import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -159,7 +160,7 @@ async def file(request: Request) -> Response:
 
 
 def _staging(svc: Services) -> UploadStaging:
-    return UploadStaging.for_settings(svc.uploads, svc.settings)
+    return UploadStaging.for_settings(svc.uploads, svc.staged_bytes, svc.settings)
 
 
 async def create_upload(request: Request) -> Response:
@@ -200,25 +201,23 @@ async def put_file(request: Request) -> Response:
     declared = declared_length(request.headers.get("content-length", ""))
     if declared is not None and declared > cap:
         raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
-    # Staging quotas: refused before a byte is read when Content-Length says so,
-    # counted while streaming so a client that lies is cut off, and checked
-    # once more before the file is stored (other replicas may have staged meanwhile).
-    room = await run_in_threadpool(staging.room, upload)
-    if declared is not None:
-        room.check(declared)
-    incoming = await run_in_threadpool(staging.receive, upload, filename)
+    # Staging quotas: the declared bytes are reserved before a byte is read, and
+    # more as they arrive, so a client that lies is cut off at the quota.
+    reservation = await run_in_threadpool(staging.reserve, upload, filename, declared or 0, cap)
+    incoming = None
     size = 0
     try:
+        incoming = await run_in_threadpool(staging.receive, upload, filename)
         async for chunk in request.stream():
             size += len(chunk)
             if size > cap:
                 raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
-            room.check(size)
-            await run_in_threadpool(incoming.write, chunk)
+            await run_in_threadpool(staging.write, incoming, reservation, chunk, size)
     except BaseException:
-        await run_in_threadpool(incoming.abort)
+        with anyio.CancelScope(shield=True):  # a client gone still releases its bytes
+            await run_in_threadpool(staging.abort, incoming, reservation)
         raise
-    await run_in_threadpool(staging.commit, upload, incoming)
+    await run_in_threadpool(staging.commit, incoming, reservation, size)
     return json_response(json_bytes({"filename": filename, "size": size}), status=201)
 
 

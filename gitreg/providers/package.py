@@ -10,7 +10,9 @@ restores modes from there, and an executable without one cannot be started.
 Hashes: `zh:` is the hex sha256 of the zip; `h1:` is the base64 sha256 of one
 line `"<sha256 hex>  <path>\\n"` per file, sorted by path (Terraform's dirhash
 `Hash1`). Computing `h1:` means unpacking, so it runs under limits on entries,
-declared and actually read bytes (checklist P4: a zip bomb aborts it).
+declared and actually read bytes (checklist P4: a zip bomb aborts it). Entries
+are counted before zipfile reads the central directory
+(gitreg/archives/entries.py), whatever their kind.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitreg.errors import PackageError
+from gitreg.archives.entries import open_zip
+from gitreg.errors import ArchiveTooLarge, PackageError
 from gitreg.providers.zipstream import StreamedMembers
 
 CHUNK = 1024 * 1024
@@ -180,7 +183,7 @@ def inspect_package(
     if sha256 is None:
         sha256, size = sha256_file(path)
     try:
-        with zipfile.ZipFile(path) as archive:
+        with open_zip(path, limits.max_files) as archive:
             infos = archive.infolist()
             _check_entries(infos, limits)
             executable = _find_executable(infos, type_, os_)
@@ -189,6 +192,8 @@ def inspect_package(
             h1 = _h1(archive, names, limits) if digests is None else _h1_of(digests)
     except PackageError:
         raise
+    except ArchiveTooLarge as exc:
+        raise PackageError(str(exc)) from exc
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, ValueError) as exc:
         raise PackageError(f"{path.name} is not a readable zip: {exc}") from exc
     except (NotImplementedError, RuntimeError) as exc:

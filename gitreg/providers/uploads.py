@@ -13,16 +13,20 @@ This module decides which files an upload may hold and how many bytes.
 
 Staged bytes are limited per token and in total (`max_staged_bytes_per_token`,
 `max_staged_bytes`): one publish token once staged 2.4 GB in 27 s (issue 10).
-They are checked before a PUT reads a byte, while its bytes arrive, and again
-right before the file is stored, when bytes other replicas committed
-meanwhile count too. Uploads idle for `staging_ttl` are removed by the
-server's cleaner.
+Each file's bytes are reserved in the shared index before they are received
+(gitreg/storage/staged_bytes.py): all of a declared Content-Length at once,
+else in growing steps as they arrive. The check and the reservation are one
+step for every replica, so concurrent PUTs to several replicas cannot each
+use the same room. A failed PUT releases its reservation; a stored file
+counts until its upload is published, removed, or idle for `staging_ttl`
+and removed by the server's cleaner.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,21 +36,22 @@ from gitreg.providers.checksums import MAX_SHASUMS_BYTES
 from gitreg.providers.names import FileKind, classify
 from gitreg.providers.signing import MAX_SIGNATURE_BYTES
 from gitreg.settings import Settings
+from gitreg.storage.staged_bytes import Over, StagedBytesIndex, StagedFile, StagingQuota
 from gitreg.storage.staging import IncomingFile, UploadStore, token_of
 
 MAX_FILES = 200
+STEP = 1024 * 1024  # the smallest reservation made ahead for a body of unknown size
 
 
-@dataclass(frozen=True)
-class Room:
-    """How many more bytes an upload may stage, and the limit that says so."""
+@dataclass
+class Reservation:
+    """The bytes reserved for one file being received."""
 
-    left: int
-    limit: str
-
-    def check(self, size: int) -> None:
-        if size > self.left:
-            raise PayloadTooLarge(f"staged uploads are over {self.limit}; publish or wait")
+    id: int
+    file: StagedFile
+    cap: int  # the most bytes the file may have
+    bytes: int
+    touched: float  # when its row was last written
 
 
 @dataclass(frozen=True)
@@ -58,16 +63,28 @@ class Upload:
 
 
 class UploadStaging:
-    def __init__(self, store: UploadStore, per_token: int, total: int, ttl: float = 3600.0) -> None:
+    def __init__(
+        self,
+        store: UploadStore,
+        ledger: StagedBytesIndex,
+        per_token: int,
+        total: int,
+        ttl: float = 3600.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.store = store
-        self.per_token = per_token
-        self.total = total
+        self.ledger = ledger
+        self.quota = StagingQuota(per_token, total)
         self.ttl = ttl
+        self._clock = clock
 
     @classmethod
-    def for_settings(cls, store: UploadStore, settings: Settings) -> UploadStaging:
+    def for_settings(
+        cls, store: UploadStore, ledger: StagedBytesIndex, settings: Settings
+    ) -> UploadStaging:
         return cls(
             store,
+            ledger,
             settings.max_staged_bytes_per_token,
             settings.max_staged_bytes,
             settings.staging_ttl,
@@ -78,7 +95,7 @@ class UploadStaging:
         meta: dict[str, object] = {
             "provider": address.key,
             "version": version,
-            "created": time.time(),
+            "created": self._clock(),
             "token": token_id,
         }
         return self.store.create(meta)
@@ -110,37 +127,87 @@ class UploadStaging:
         }
         return caps.get(kind, max_package)
 
-    def room(self, upload: Upload) -> Room:
-        """Bytes `upload` may still stage under both quotas. Files being received
-        count, so parallel PUTs cannot each use the whole quota."""
-        mine = everyone = 0
-        for staged in self.store.uploads():
-            everyone += staged.size
-            if upload.token is not None and staged.token == upload.token:
-                mine += staged.size
-        per_token = Room(self.per_token - mine, f"max_staged_bytes_per_token ({self.per_token})")
-        total = Room(self.total - everyone, f"max_staged_bytes ({self.total})")
-        return min(per_token, total, key=lambda room: room.left)
+    def reserve(self, upload: Upload, filename: str, size: int, cap: int) -> Reservation:
+        """Reserve `size` bytes (a declared Content-Length, else 0) for a file of
+        at most `cap` bytes about to be received; PayloadTooLarge, naming the
+        quota, if they do not fit."""
+        file = StagedFile(upload.upload_id, filename, upload.token)
+        now = self._clock()
+        got = self.ledger.reserve(file, size, self.quota, now)
+        if isinstance(got, str):
+            raise self._too_large(got)
+        return Reservation(got, file, cap, size, now)
+
+    def write(
+        self, incoming: IncomingFile, reservation: Reservation, chunk: bytes, size: int
+    ) -> None:
+        """Write the next `chunk`, which brings the file to `size` bytes, once
+        they are reserved."""
+        self.grow(reservation, size)
+        incoming.write(chunk)
+
+    def grow(self, reservation: Reservation, size: int) -> None:
+        """`size` bytes of the file have arrived: reserve ahead when they are over
+        the reservation (doubling, up to the file's cap), falling back to just
+        `size` when that does not fit; PayloadTooLarge when `size` does not. A
+        reservation still in use is written again every quarter `staging_ttl`,
+        so the cleaner never takes it for a dead process's."""
+        now = self._clock()
+        if size <= reservation.bytes and now - reservation.touched < self.ttl / 4:
+            return
+        needed = max(size, reservation.bytes)
+        ahead = max(size, min(max(2 * needed, STEP), reservation.cap))
+        wanted = needed if size <= reservation.bytes else ahead
+        over = self.ledger.resize(reservation.id, reservation.file, wanted, self.quota, now)
+        if over is not None and wanted > needed:
+            wanted = needed
+            over = self.ledger.resize(reservation.id, reservation.file, wanted, self.quota, now)
+        if over is not None:
+            raise self._too_large(over)
+        reservation.bytes, reservation.touched = wanted, now
+
+    def _too_large(self, over: Over) -> PayloadTooLarge:
+        limit = (
+            f"max_staged_bytes_per_token ({self.quota.per_token})"
+            if over == "per_token"
+            else f"max_staged_bytes ({self.quota.total})"
+        )
+        return PayloadTooLarge(f"staged uploads are over {limit}; publish or wait")
 
     def receive(self, upload: Upload, filename: str) -> IncomingFile:
         return self.store.receive(upload.upload_id, filename)
 
-    def commit(self, upload: Upload, incoming: IncomingFile) -> None:
-        """Store a received file unless the quotas are exceeded now: with its own
-        bytes counted, the room must not be below zero."""
+    def commit(self, incoming: IncomingFile, reservation: Reservation, size: int) -> None:
+        """Store a received file; from now on it counts with its real size."""
         try:
-            self.room(upload).check(0)
+            incoming.commit()
         except BaseException:
-            incoming.abort()
+            self.ledger.release(reservation.id)
             raise
-        incoming.commit()
+        self.ledger.settle(reservation.id, reservation.file, size, self._clock())
+
+    def abort(self, incoming: IncomingFile | None, reservation: Reservation) -> None:
+        """The file was not received whole: nothing is stored, nothing reserved."""
+        try:
+            if incoming is not None:
+                incoming.abort()
+        finally:
+            self.ledger.release(reservation.id)
 
     def local_files(self, upload: Upload) -> contextlib.AbstractContextManager[list[Path]]:
         return self.store.local_files(upload.upload_id)
 
     def remove(self, upload: Upload) -> None:
         self.store.remove(upload.upload_id)
+        self.ledger.forget_upload(upload.upload_id)
 
     def remove_stale(self, ttl: float) -> int:
-        """Remove uploads nothing was written to for `ttl` seconds; returns how many."""
-        return self.store.remove_stale(ttl)
+        """Remove uploads nothing was written to for `ttl` seconds, and the bytes
+        counted for uploads that are gone; returns how many uploads went."""
+        started = self._clock()
+        removed = self.store.remove_stale(ttl)
+        live = [staged.upload_id for staged in self.store.uploads()]
+        # Rows written in the last minute stay: their upload may have been
+        # created after the listing, or by a replica whose clock is behind.
+        self.ledger.forget(live, started - 60.0, started - ttl)
+        return removed

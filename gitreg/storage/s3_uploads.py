@@ -12,11 +12,10 @@ upload makes the object appear whole or not at all, so a cut connection never
 leaves a half object under the final name. Publishing downloads the files into
 a local scratch dir and hands that to the usual publish code.
 
-The quotas count what the bucket holds (a listing of `uploads/`) plus the files
-this process is receiving. Files other replicas are still receiving are not
-visible until committed; the domain checks the quotas again right before each
-commit (gitreg/providers/uploads.py), so what is committed stays within them,
-bar two commits on two replicas in the same instant.
+The sizes `uploads()` reports count what the bucket holds (a listing of
+`uploads/`) plus the files this process is receiving; the quotas are not
+counted from them but from the reservations in the shared index
+(gitreg/storage/staged_bytes.py), which every replica sees at once.
 """
 
 from __future__ import annotations

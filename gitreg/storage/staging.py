@@ -47,7 +47,7 @@ def token_of(meta: object) -> int | None:
 
 @dataclass(frozen=True)
 class StagedUpload:
-    """One upload as the quotas and the cleaner see it."""
+    """One upload as the cleaner sees it."""
 
     upload_id: str
     token: int | None
@@ -88,7 +88,7 @@ class UploadStore(Protocol):
         ...
 
     def uploads(self) -> list[StagedUpload]:
-        """Every upload, for the quotas and the cleaner."""
+        """Every upload, for the cleaner."""
         ...
 
     def receive(self, upload_id: str, filename: str) -> IncomingFile:
@@ -138,7 +138,8 @@ class LocalIncomingFile:
 
 class LocalUploadStore:
     """`<root>/<id>/` per upload (root is `DATA_DIR/uploads`): the single-machine
-    default. Partial files sit beside the complete ones, so the quotas count them."""
+    default. Partial files sit beside the complete ones, so a live upload's size
+    counts them."""
 
     def __init__(self, root: Path) -> None:
         self.root = root

@@ -29,7 +29,7 @@ from gitreg.mirror.service import MirrorService
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from tests.support.fake_upstream import FakeUpstream, ServedUpstream, serve_tls
-from tests.support.provider_dist import key_id
+from tests.support.provider_dist import count_zip_entries_read, key_id, zip_of_directories
 
 NULL = provider_address("registry.terraform.io", "hashicorp", "null")
 
@@ -493,3 +493,35 @@ def test_a_cold_version_json_whose_zip_fails_is_logged_once(
     assert len(warned) == 1, warned
     assert "hashicorp/null 2.1.2 linux_amd64" in warned[0]
     assert reason in warned[0]
+
+
+def test_a_zip_with_more_entries_than_the_limit_is_refused(
+    make_mirror: MakeMirror,
+    upstream: FakeUpstream,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Directory entries count like files, before zipfile reads the central directory."""
+    svc = make_mirror(mirror_platforms="linux_amd64", max_provider_files=5)
+    address = provider_address("registry.terraform.io", "hashicorp", "entries")
+    upstream.add("hashicorp", "entries", ["1.0.0"])
+    release = upstream.providers[("hashicorp", "entries")]["1.0.0"]
+    release.zips["linux_amd64"] = zip_of_directories("entries", "1.0.0", 200)
+    read = count_zip_entries_read(monkeypatch)
+    caplog.set_level(logging.INFO, "gitreg")
+
+    async def go() -> None:
+        try:
+            await svc.mirror.ensure_package(address, "1.0.0", "linux_amd64")
+        finally:
+            await svc.mirror.upstream.aclose()
+
+    try:
+        with pytest.raises(UpstreamError, match="more than 5 entries"):
+            run(go())
+    finally:
+        del upstream.providers[("hashicorp", "entries")]
+    assert read == []
+    assert svc.mirror.store.packages(address.key) == []
+    assert blob_files(svc) == []
+    assert not [r for r in caplog.records if "d1/" in r.getMessage()]

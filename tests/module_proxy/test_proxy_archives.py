@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import shutil
 import tarfile
 import threading
@@ -114,3 +115,100 @@ def test_the_temp_directory_is_made_and_removed_off_the_event_loop(
     asyncio.run(service.cached(ADDRESS, "3.0.0"))
     assert removed_on == [False]
     assert not list(service.workdir.glob("proxy-*"))
+
+
+def _special_entries(count: int, kind: bytes, escaping: int = 0) -> bytes:
+    """A tar.gz of `count` entries of tar type `kind` (FIFOs, devices), `escaping`
+    symlinks out of the tree, and one file."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for n in range(count):
+            info = tarfile.TarInfo(f"dev/entry{n}")
+            info.type = kind
+            tar.addfile(info)
+        for n in range(escaping):
+            link = tarfile.TarInfo(f"link{n}")
+            link.type, link.linkname = tarfile.SYMTYPE, "../../etc/passwd"
+            tar.addfile(link)
+        readme = tarfile.TarInfo("main.tf")
+        tar.addfile(readme, io.BytesIO(b""))
+    return out.getvalue()
+
+
+def _proxy_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "gitreg.module_proxy"]
+
+
+@pytest.mark.parametrize(
+    "kind", [tarfile.FIFOTYPE, tarfile.CHRTYPE, tarfile.DIRTYPE], ids=["fifo", "device", "dir"]
+)
+def test_entries_that_are_not_files_count_toward_the_file_limit(
+    tmp_path: Path, upstream: Upstream, caplog: pytest.LogCaptureFixture, kind: bytes
+) -> None:
+    """A few hundred thousand FIFOs once cost 15.7 s and a log line each: every
+    entry counts, so the archive stops at the limit, with nothing cached."""
+    service = make_service(tmp_path, upstream.registry_url, max_archive_files=10)
+    _serve(upstream, "fifos.tar.gz", _special_entries(50, kind))
+    with pytest.raises(UpstreamError, match="more than 10 entries"):
+        asyncio.run(service.cached(ADDRESS, "3.0.0"))
+    assert service.store.versions() == []
+    assert not [m for m in _proxy_warnings(caplog) if "dev/" in m]
+
+
+def test_a_zip_of_directories_counts_toward_the_file_limit(
+    tmp_path: Path, upstream: Upstream
+) -> None:
+    service = make_service(tmp_path, upstream.registry_url, max_archive_files=10)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for n in range(50):
+            archive.writestr(f"d{n}/", "")
+        archive.writestr("main.tf", "")
+    _serve(upstream, "dirs", out.getvalue(), "?archive=zip")
+    with pytest.raises(UpstreamError, match="more than 10 entries"):
+        asyncio.run(service.cached(ADDRESS, "3.0.0"))
+    assert service.store.versions() == []
+
+
+def test_entries_left_out_are_logged_in_one_line(
+    tmp_path: Path, upstream: Upstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    """FIFOs are tallied while reading, escaping symlinks are refused by the
+    archive builder: all of it is one warning."""
+    service = make_service(tmp_path, upstream.registry_url, max_archive_files=100)
+    _serve(upstream, "fifos.tar.gz", _special_entries(40, tarfile.FIFOTYPE, escaping=6))
+    with caplog.at_level(logging.INFO, "gitreg.module_proxy"):
+        record = asyncio.run(service.cached(ADDRESS, "3.0.0"))
+    assert _names(service, record.archive_sha256) == ["main.tf"]
+    left_out = [m for m in _proxy_warnings(caplog) if "leaves out" in m]
+    assert len(left_out) == 1
+    assert "40 entries that are not files, directories or symlinks (40 FIFO)" in left_out[0]
+    assert "'dev/entry0'" in left_out[0]
+    assert "link0: symlink to '../../etc/passwd' left out" in left_out[0]
+    assert left_out[0].endswith("; and 4 more")
+
+
+def test_a_zip_symlink_is_not_unpacked_past_the_file_size_limit(
+    tmp_path: Path, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its size is checked before its bytes are read, as for a file: a symlink
+    entry of a few megabytes of zeros is refused without unpacking it."""
+    service = make_service(tmp_path, upstream.registry_url, max_file_bytes=1000)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        link = zipfile.ZipInfo("link")
+        link.external_attr = 0o120777 << 16
+        archive.writestr(link, bytes(5_000_000))
+    unpacked: list[int] = []
+    read = zipfile.ZipExtFile.read
+
+    def counting(self: zipfile.ZipExtFile, n: int | None = -1) -> bytes:
+        data = read(self, n)
+        unpacked.append(len(data))
+        return data
+
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", counting)
+    _serve(upstream, "link", out.getvalue(), "?archive=zip")
+    with pytest.raises(UpstreamError, match="over 1000 bytes"):
+        asyncio.run(service.cached(ADDRESS, "3.0.0"))
+    assert sum(unpacked) <= 1001

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -14,10 +15,14 @@ from gitreg.auth.tokens import new_token, token_hash
 from gitreg.services import Services
 from tests.support.provider_dist import (
     Dist,
+    count_zip_entries_read,
     key_id,
     make_dist,
+    make_services,
+    public_armor,
     publisher_key,
     reuse_generated_key,
+    zip_of_directories,
 )
 
 BINARY = b"\x7fELF fake provider" * 200
@@ -193,3 +198,21 @@ def test_private_namespace_hands_out_signed_file_urls(
     assert client.get(body["download_url"]).status_code == 200
     assert client.get(body["shasums_signature_url"]).status_code == 200
     assert client.get(body["download_url"].split("?")[0]).status_code == 403
+
+
+def test_an_upload_with_more_zip_entries_than_the_limit_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    svc = make_services(tmp_path / "data", max_provider_files=5)
+    svc.providers.keys.add("acme", public_armor(publisher_key()))
+    dist = make_dist("null", "1.2.0", PLATFORMS, BINARY)
+    dist.files[dist.zip_name("linux_amd64")] = zip_of_directories("null", "1.2.0", 200)
+    dist.reshasum(publisher_key())
+    read = count_zip_entries_read(monkeypatch)
+    with TestClient(create_app(svc.settings, svc), base_url=BASE) as client:
+        answer = _upload(client, _token(svc, "publish", ["acme"]), dist)
+    assert answer.status_code == 422, answer.text  # type: ignore[attr-defined]
+    assert "more than 5 entries" in answer.json()["errors"][0]  # type: ignore[attr-defined]
+    assert len(read) <= 5  # the other platform's zip only
+    assert not [r for r in caplog.records if "d1/" in r.getMessage()]
+    assert svc.providers.store.provider_version(1, "1.2.0") is None

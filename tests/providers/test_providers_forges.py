@@ -17,7 +17,15 @@ from gitreg.providers.service import ProviderPublisher
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.records import RepoRecord
-from tests.support.provider_dist import Dist, make_dist, make_services, public_armor, publisher_key
+from tests.support.provider_dist import (
+    Dist,
+    count_zip_entries_read,
+    make_dist,
+    make_services,
+    public_armor,
+    publisher_key,
+    zip_of_directories,
+)
 
 API = "https://ghe.example.com/api/v3"
 TOKEN = "ghp_secret"
@@ -90,17 +98,21 @@ def fake() -> FakeReleases:
     return FakeReleases()
 
 
-@pytest.fixture
-def svc(tmp_path: Path) -> Services:
+def _services(tmp_path: Path, settings: str = "") -> Services:
     data = tmp_path / "data"
     data.mkdir()
     (data / "gitreg.toml").write_text(
-        f'[forges.ghe]\nkind = "github"\napi_url = "{API}"\ntoken = "{TOKEN}"\n'
+        settings + f'[forges.ghe]\nkind = "github"\napi_url = "{API}"\ntoken = "{TOKEN}"\n'
         'hosts = ["ghe.example.com"]\n'
     )
     services = make_services(data)
     services.providers.keys.add("acme", public_armor(publisher_key()))
     return services
+
+
+@pytest.fixture
+def svc(tmp_path: Path) -> Services:
+    return _services(tmp_path)
 
 
 def _publisher(svc: Services, fake: FakeReleases) -> ProviderPublisher:
@@ -192,6 +204,22 @@ def test_refused_release_is_reported_not_retried(svc: Services, fake: FakeReleas
     ).files
     result = _publisher(svc, fake).sync_repo(repo)
     assert result.failed and "not registered" in result.failed[0]
+
+
+def test_a_release_zip_with_more_entries_than_the_limit_is_refused(
+    tmp_path: Path, fake: FakeReleases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = _services(tmp_path, "max_provider_files = 5\n")
+    repo = _register(svc)
+    dist = _dist()
+    dist.files[dist.zip_name("linux_amd64")] = zip_of_directories("null", "1.0.0", 200)
+    dist.reshasum(publisher_key())
+    fake.releases["v1.0.0"] = dist.files
+    read = count_zip_entries_read(monkeypatch)
+    result = _publisher(svc, fake).sync_repo(repo)
+    assert result.failed and "more than 5 entries" in result.failed[0]
+    assert len(read) <= 5  # the other platform's zip only
+    assert svc.providers.store.provider_version(1, "1.0.0") is None
 
 
 def test_unsigned_release_is_signed_when_registered_with_sign(

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gitreg.errors import PackageError
+from gitreg.archives.entries import check_zip_entries
+from gitreg.errors import ArchiveTooLarge, PackageError
 from gitreg.providers.package import PackageInfo, PackageLimits, inspect_package
-from tests.support.provider_dist import zip_bytes
+from tests.support.provider_dist import count_zip_entries_read, zip_bytes, zip_of_directories
 
 LIMITS = PackageLimits(max_package_bytes=10_000_000, max_unpacked_bytes=10_000_000, max_files=50)
 EXE = "terraform-provider-null_v2.1.2_x4"
@@ -137,3 +138,49 @@ def test_entry_count_and_package_size_limits(tmp_path: Path) -> None:
     tiny = PackageLimits(max_package_bytes=10, max_unpacked_bytes=10_000_000, max_files=5)
     with pytest.raises(PackageError, match="limit"):
         _inspect(tmp_path, zip_bytes({EXE: b"x"}), limits=tiny)
+
+
+def test_entries_are_counted_before_zipfile_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Directory entries count like files, and a zip over the limit is refused
+    from its central directory's headers, before zipfile makes an object of each."""
+    path = _write(tmp_path, zip_of_directories("null", "2.1.2", 200))
+    read = count_zip_entries_read(monkeypatch)
+    tight = PackageLimits(max_package_bytes=10_000_000, max_unpacked_bytes=10_000_000, max_files=5)
+    with pytest.raises(PackageError, match="more than 5 entries"):
+        inspect_package(path, "null", "linux", tight)
+    assert read == []
+
+
+def _layouts(monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    members = {EXE: b"x", "a/": b"", "b": b"y" * 100, "c/": b"", "d": b""}
+    plain = zip_bytes(members)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        archive.comment = b"c" * 60_000
+    with monkeypatch.context() as patched:
+        patched.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 2)  # zip64 end records for 5
+        zip64 = io.BytesIO()
+        with zipfile.ZipFile(zip64, "w") as archive:
+            for name, data in members.items():
+                archive.writestr(name, data)
+    return {
+        "plain": plain,
+        "commented": out.getvalue(),
+        "prepended": b"#!/bin/sh\nexit 0\n" * 100 + plain,
+        "zip64": zip64.getvalue(),
+    }
+
+
+@pytest.mark.parametrize("layout", ["plain", "commented", "prepended", "zip64"])
+def test_entries_are_counted_where_zipfile_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    data = _layouts(monkeypatch)[layout]
+    assert len(zipfile.ZipFile(io.BytesIO(data)).infolist()) == 5
+    check_zip_entries(io.BytesIO(data), 5)
+    with pytest.raises(ArchiveTooLarge, match="more than 4 entries"):
+        check_zip_entries(io.BytesIO(data), 4)

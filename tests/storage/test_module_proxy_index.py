@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from gitreg.module_proxy.store import ProxiedMove, ProxiedVersion
+from gitreg.storage.blob_refs import BLOB_COLUMNS
+from gitreg.storage.index import SQLiteIndex
 from tests.storage.conftest import Backend
 
 KEY = "registry.terraform.io/terraform-aws-modules/vpc/aws"
@@ -54,3 +57,25 @@ def test_a_moved_tag_is_recorded_once_per_commit(implementation: Backend) -> Non
     assert not store.record_move(replace(move, first_seen=4.0))
     assert store.record_move(replace(move, upstream_commit="3" * 40, first_seen=5.0))
     assert [m.upstream_commit for m in store.moves()] == ["2" * 40, "3" * 40]
+
+
+def test_a_blob_is_referenced_while_any_row_names_it(implementation: Backend) -> None:
+    store = implementation.module_proxy
+    assert not store.blob_referenced("a" * 64)
+    store.add_version(VERSION)
+    assert store.blob_referenced("a" * 64)
+    assert not store.blob_referenced("b" * 64)
+
+
+def test_every_column_that_names_a_blob_is_known(tmp_path: Path) -> None:
+    """gitreg/storage/blob_refs.py lists every `*sha256` column of the schema,
+    so a blob named by a new feature is never taken for an unused one."""
+    index = SQLiteIndex(tmp_path / "index.sqlite3")
+    found = {
+        (table, str(row[0]))
+        for table in index.table_names()
+        for row in index._rows("SELECT name FROM pragma_table_info(?)", (table,))
+        if str(row[0]).endswith("sha256")
+    }
+    index.close()
+    assert found == set(BLOB_COLUMNS)

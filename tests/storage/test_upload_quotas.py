@@ -9,18 +9,31 @@ removes idle uploads and leftover blob temp files while the server runs.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
+from starlette.testclient import TestClient
 
+from gitreg.app import create_app
+from gitreg.auth.tokens import new_token, token_hash
+from gitreg.services import Services, build_services
+from gitreg.settings import load_settings
+from gitreg.storage.s3_uploads import S3IncomingFile
+from gitreg.storage.sealing import generate_key_file
+from gitreg.storage.staging import LocalIncomingFile
 from tests.support.server import RunningServer, cli
 
 UPLOADS = "/api/v1/providers/acme/null/1.0.0/uploads"
 KIB = 1024
+PLATFORMS = ("linux_amd64", "darwin_arm64", "windows_amd64")
 
 Servers = Callable[..., RunningServer]
 
@@ -146,3 +159,85 @@ def test_idle_uploads_and_temp_files_are_removed_while_the_server_runs(
         assert live.exists(), "a temp file a writer holds locked was removed"
         gone = _put(client, token, upload, "darwin_amd64", 8 * KIB)
         assert gone.status_code == 404
+
+
+def _replicas(
+    request: pytest.FixtureRequest, tmp_path: Path, count: int
+) -> Iterator[list[Services]]:
+    """`count` replicas' services: separate data dirs sharing one PostgreSQL
+    database and one bucket, or one data dir (SQLite, local uploads) shared as
+    `serve --workers N` shares it."""
+    config: dict[str, object] = {"max_staged_bytes_per_token": 10 * KIB, "job_workers": 0}
+    environ = {"GITREG_S3_ADDRESSING": "path"}
+    if request.param == "postgresql+s3":
+        config["database_url"] = request.getfixturevalue("postgres_database").url
+        config["blob_store"] = request.getfixturevalue("s3").url
+        config["secret_key_file"] = tmp_path / "secret.key"
+        generate_key_file(tmp_path / "secret.key")
+        dirs = [tmp_path / f"replica-{n}" for n in range(count)]
+    else:
+        dirs = [tmp_path / "data"] * count
+    built = [
+        build_services(load_settings({**config, "data_dir": d}, environ=environ)) for d in dirs
+    ]
+    yield built
+    for svc in built:
+        svc.close()
+
+
+@pytest.fixture(params=["sqlite+local", "postgresql+s3"])
+def three_replicas(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[Services]]:
+    yield from _replicas(request, tmp_path, 3)
+
+
+def test_concurrent_uploads_to_three_replicas_stay_within_the_token_quota(
+    three_replicas: list[Services], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One token's three 6 KiB files PUT at once to three replicas against its
+    10 KiB quota: one is stored, two are refused. Each file that passes the
+    quota waits at its commit until every PUT got that far or was answered, so
+    all three are in flight together."""
+    token = new_token()
+    three_replicas[0].auth.add_token(token_hash(token), token[:12], "publish", ["acme"], "", None)
+    headers = {"Authorization": f"Bearer {token}"}
+    release = threading.Event()
+    waiting: list[object] = []
+    answers: list[Any] = []  # the test client's responses
+
+    def held(original: Callable[[Any], None]) -> Callable[[Any], None]:
+        def commit(self: Any) -> None:
+            waiting.append(self)
+            assert release.wait(60), "the other PUTs never arrived"
+            original(self)
+
+        return commit
+
+    monkeypatch.setattr(LocalIncomingFile, "commit", held(LocalIncomingFile.commit))
+    monkeypatch.setattr(S3IncomingFile, "commit", held(S3IncomingFile.commit))
+    with contextlib.ExitStack() as stack:
+        clients = [
+            stack.enter_context(TestClient(create_app(svc.settings, svc), "https://testserver"))
+            for svc in three_replicas
+        ]
+        url = clients[0].post(UPLOADS, headers=headers).json()["url"]
+
+        def put(client: TestClient, platform: str) -> None:
+            name = f"terraform-provider-null_1.0.0_{platform}.zip"
+            answers.append(client.put(f"{url}/{name}", headers=headers, content=b"z" * 6 * KIB))
+
+        threads = [
+            threading.Thread(target=put, args=(client, platform))
+            for client, platform in zip(clients, PLATFORMS, strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 60
+        while len(waiting) + len(answers) < 3:
+            assert time.monotonic() < deadline, "the PUTs never got as far as their commit"
+            time.sleep(0.01)
+        release.set()
+        for thread in threads:
+            thread.join()
+    assert sorted(a.status_code for a in answers) == [201, 413, 413]
+    refused = [a.json()["errors"][0] for a in answers if a.status_code == 413]
+    assert all("max_staged_bytes_per_token (10240)" in error for error in refused)

@@ -22,14 +22,18 @@ from gitreg.addresses import local_provider_address
 from gitreg.errors import NotFound, PayloadTooLarge
 from gitreg.providers.uploads import Upload, UploadStaging
 from gitreg.settings import load_settings
+from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.s3 import S3BlobStore
 from gitreg.storage.s3_uploads import S3UploadStore
 from gitreg.storage.select import open_blob_store, open_upload_store
-from gitreg.storage.staging import IncomingFile, UploadStore
+from gitreg.storage.staged_bytes import StagedBytesStore
+from gitreg.storage.staging import UploadStore
 from tests.support.s3 import S3Bucket
 
 KIB = 1024
 ZIP = "terraform-provider-null_1.0.0_linux_amd64.zip"
+OTHER_ZIP = "terraform-provider-null_1.0.0_darwin_arm64.zip"
+CAP = 1024 * KIB  # the largest file a test stages
 SUMS = "terraform-provider-null_1.0.0_SHA256SUMS"
 ADDRESS = local_provider_address("acme", "null")
 
@@ -133,49 +137,58 @@ def test_s3_uploads_live_under_prefix_uploads_and_are_shared_by_replicas(
     assert not list((tmp_path / "replica-1").rglob("upload-*"))  # no temp file left
 
 
-def _staging(store: UploadStore) -> UploadStaging:
-    return UploadStaging(store, per_token=100 * KIB, total=160 * KIB)
+def _staging(store: UploadStore, index: Path) -> UploadStaging:
+    """A replica's staging: its own store, and its own engine on the shared index."""
+    ledger = StagedBytesStore(SQLiteIndex(index))
+    return UploadStaging(store, ledger, per_token=100 * KIB, total=160 * KIB)
+
+
+def _put(staging: UploadStaging, upload: Upload, name: str, size: int) -> None:
+    reservation = staging.reserve(upload, name, size, CAP)
+    incoming = staging.receive(upload, name)
+    staging.write(incoming, reservation, b"b" * size, size)
+    staging.commit(incoming, reservation, size)
 
 
 def test_quotas_count_what_every_replica_staged(s3: S3Bucket, tmp_path: Path) -> None:
-    a, b = (_staging(_replica(tmp_path / f"replica-{n}", s3)) for n in range(2))
+    index = tmp_path / "index.sqlite3"
+    a, b = (_staging(_replica(tmp_path / f"replica-{n}", s3), index) for n in range(2))
     first = a.open(a.create(ADDRESS, "1.0.0", token_id=1), ADDRESS, "1.0.0")
-    _stage(b.store, first.upload_id, ZIP, b"z" * (64 * KIB))
+    _put(b, first, ZIP, 64 * KIB)
     # The same token's second upload, on the other replica, shares its quota.
     second = b.open(b.create(ADDRESS, "1.0.0", token_id=1), ADDRESS, "1.0.0")
     with pytest.raises(PayloadTooLarge, match="max_staged_bytes_per_token"):
-        a.room(second).check(64 * KIB)
+        a.reserve(second, ZIP, 64 * KIB, CAP)
     # Another token has its own quota, but everyone shares the total.
     other = a.open(a.create(ADDRESS, "1.0.0", token_id=2), ADDRESS, "1.0.0")
-    a.room(other).check(64 * KIB)
-    _stage(a.store, other.upload_id, ZIP, b"z" * (64 * KIB))
+    _put(a, other, ZIP, 64 * KIB)
     third = b.open(b.create(ADDRESS, "1.0.0", token_id=3), ADDRESS, "1.0.0")
     with pytest.raises(PayloadTooLarge, match="max_staged_bytes "):
-        b.room(third).check(64 * KIB)
+        b.reserve(third, ZIP, 64 * KIB, CAP)
+    # Publishing (or removing) an upload frees what it held.
+    a.remove(first)
+    _put(b, third, ZIP, 64 * KIB)
 
 
-def test_a_file_is_refused_at_commit_when_another_replica_used_the_room(
+def test_a_body_of_unknown_size_is_cut_off_when_another_replica_took_the_room(
     s3: S3Bucket, tmp_path: Path
 ) -> None:
-    a, b = (_staging(_replica(tmp_path / f"replica-{n}", s3)) for n in range(2))
+    index = tmp_path / "index.sqlite3"
+    a, b = (_staging(_replica(tmp_path / f"replica-{n}", s3), index) for n in range(2))
     upload = a.open(a.create(ADDRESS, "1.0.0", token_id=1), ADDRESS, "1.0.0")
-    # Replica a starts receiving 64 KiB with room for it; meanwhile replica b
-    # stores 64 KiB for the same token; a's file no longer fits when complete.
-    a.room(upload).check(64 * KIB)
+    # Replica a receives a file with no Content-Length; meanwhile replica b
+    # stores 64 KiB for the same token; a's next bytes no longer fit.
+    reservation = a.reserve(upload, ZIP, 0, CAP)
     incoming = a.receive(upload, ZIP)
-    incoming.write(b"a" * (64 * KIB))
-    b.commit(upload, _received(b, upload, SUMS, 64 * KIB))
+    a.write(incoming, reservation, b"a" * (16 * KIB), 16 * KIB)
+    _put(b, upload, OTHER_ZIP, 64 * KIB)
     with pytest.raises(PayloadTooLarge, match="max_staged_bytes_per_token"):
-        a.commit(upload, incoming)
+        a.write(incoming, reservation, b"a" * (32 * KIB), 48 * KIB)
+    a.abort(incoming, reservation)
     with b.local_files(upload) as paths:
-        assert [p.name for p in paths] == [SUMS]  # a's file was not stored
+        assert [p.name for p in paths] == [OTHER_ZIP]  # a's file was not stored
     assert not list((tmp_path / "replica-0").rglob("upload-*"))
-
-
-def _received(staging: UploadStaging, upload: Upload, name: str, size: int) -> IncomingFile:
-    incoming = staging.receive(upload, name)
-    incoming.write(b"b" * size)
-    return incoming
+    _put(b, upload, ZIP, 36 * KIB)  # what a held was released
 
 
 def test_stale_uploads_are_removed_by_any_replicas_cleaner(s3: S3Bucket, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pysequoia
 import pytest
@@ -45,6 +46,27 @@ def zip_bytes(
 
 def provider_zip(type_: str, version: str, binary: bytes) -> bytes:
     return zip_bytes({f"terraform-provider-{type_}_v{version}_x5": binary})
+
+
+def zip_of_directories(type_: str, version: str, count: int) -> bytes:
+    """A provider zip whose executable comes after `count` directory entries."""
+    members = {f"d{n}/": b"" for n in range(count)}
+    return zip_bytes({**members, f"terraform-provider-{type_}_v{version}_x5": b"x"})
+
+
+def count_zip_entries_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, the name of every central directory entry zipfile reads."""
+    read: list[str] = []
+
+    class Counted(zipfile.ZipInfo):
+        __slots__ = ()
+
+        def __init__(self, filename: str = "NoName", *args: Any) -> None:
+            super().__init__(filename, *args)
+            read.append(filename)
+
+    monkeypatch.setattr(zipfile, "ZipInfo", Counted)
+    return read
 
 
 @functools.cache
