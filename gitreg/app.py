@@ -21,6 +21,7 @@ from gitreg.api import admin, blobs, browse, discovery, health, login, mirror, m
 from gitreg.api import metrics as metrics_api
 from gitreg.api import usage as usage_api
 from gitreg.api.access_log import AccessLog
+from gitreg.api.body_deadline import BodyDeadline
 from gitreg.api.responses import error_body, json_response
 from gitreg.auth.signed_urls import RECHECK_EVERY
 from gitreg.download_counts import FLUSH_SECONDS
@@ -158,7 +159,13 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         routes=[*all_routes(settings), *metrics_api.routes(settings)],
         lifespan=lifespan,
         # Outermost of ours: every answer, errors included, gets a request id.
-        middleware=[Middleware(AccessLog, enabled=settings.access_log)],
+        middleware=[
+            Middleware(AccessLog, enabled=settings.access_log),
+            # Inside the access log, so that a 408 it raises is logged as one.
+            Middleware(
+                BodyDeadline, timeout=settings.header_timeout, min_rate=settings.min_body_rate
+            ),
+        ],
         exception_handlers={
             GitregError: _gitreg_error,
             HTTPException: _http_error,

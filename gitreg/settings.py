@@ -76,6 +76,9 @@ class Settings:
     # handshake and each request head; over the cap a connection gets a 503.
     max_connections: int = 0
     header_timeout: float = 15.0
+    # A request body gets `header_timeout` plus 1 s per `min_body_rate` bytes
+    # (gitreg/api/body_deadline.py).
+    min_body_rate: int = 16 * 1024
     # uvicorn's HTTP parser and event loop (issue 16): "httptools" (with uvloop),
     # "h11" (with asyncio), or "auto": httptools where it imports, else h11.
     http_impl: str = "auto"
@@ -312,8 +315,8 @@ def _validate(settings: Settings) -> None:
         raise ConfigError(f"port must be 1-65535, got {settings.port}")
     if settings.max_connections < 0:
         raise ConfigError("max_connections must be >= 0 (0: derived from the open-file limit)")
-    if not 0 < settings.header_timeout <= 3600:
-        raise ConfigError("header_timeout must be > 0 and at most 3600 seconds")
+    if not 0 < settings.header_timeout <= 3600 or settings.min_body_rate < 1:
+        raise ConfigError("header_timeout must be > 0 and at most 3600 s, min_body_rate >= 1")
     if settings.http_impl not in HTTP_IMPLS:
         raise ConfigError(
             f"http_impl must be one of {', '.join(HTTP_IMPLS)}, got {settings.http_impl!r}"
