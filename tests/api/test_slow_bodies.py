@@ -1,16 +1,20 @@
 """Slow request bodies cannot take the server down (docs/deployment.md, "Slow
-clients and open files").
+clients and open files"; checklist R14).
 
 A real `gitreg serve` over TLS. Clients declare a body and then send it a byte
 at a time: the server answers 408 and closes the connection, on the routes
 anyone may post to and on provider uploads; an upload that keeps up the
-minimum rate passes though it takes longer than `header_timeout`.
+minimum rate passes though it takes longer than `header_timeout`; and one
+client address gets only its share of the connection cap, so health checks
+from another address (127.0.0.2: Linux routes all of 127/8 to the loopback)
+keep answering while it holds its share.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import select
 import socket
 import ssl
 import time
@@ -20,7 +24,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.api.test_slow_clients import _read_response
+from gitreg.server_limits import client_key, client_share
+from tests.api.test_slow_clients import _assert_busy, _read_response
 from tests.support.server import RunningServer, cli
 
 HEADER_TIMEOUT = 2
@@ -168,3 +173,90 @@ def test_an_upload_at_an_ordinary_rate_passes_and_one_below_the_minimum_rate_is_
     slow = _tls(server, sockets)  # 8 KiB/s: an eighth of the minimum
     slow.sendall(_head("PUT", f"{_upload_url(server, token, sockets)}/{PACKAGE}", size, "x", token))
     _assert_timed_out(_send_paced(slow, b"z" * 4096, 0.5, size))
+
+
+def _held(server: RunningServer, sockets: list[socket.socket], count: int) -> list[ssl.SSLSocket]:
+    """`count` connections from 127.0.0.1, each with a webhook body begun."""
+    held = []
+    for _ in range(count):
+        sock = _tls(server, sockets)
+        sock.sendall(_head("POST", "/webhooks/github", 100_000, "application/json") + b"{")
+        held.append(sock)
+    return held
+
+
+def _health_from(server: RunningServer, sockets: list[socket.socket], source: str) -> int:
+    sock = _tls(server, sockets, source)
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    status, head, body = _read_response(sock)
+    if status == 503:
+        _assert_busy(head, body)
+    return status
+
+
+def _answered(socks: list[ssl.SSLSocket], count: int) -> dict[ssl.SSLSocket, bytes]:
+    """The sockets of `socks` with a complete answer, once `count` have one (or
+    WAIT has passed), and their answers. A readable TLS socket may only have
+    received a session ticket: a non-blocking read tells."""
+    buffers = dict.fromkeys(socks, b"")
+    done: dict[ssl.SSLSocket, bytes] = {}
+    deadline = time.monotonic() + WAIT
+    for sock in socks:
+        sock.setblocking(False)
+    while len(done) < count and time.monotonic() < deadline:
+        for sock in select.select([s for s in socks if s not in done], [], [], 1)[0]:
+            with contextlib.suppress(ssl.SSLWantReadError):
+                buffers[sock] += sock.recv(65536)
+            if _complete(buffers[sock]):
+                done[sock] = buffers[sock]
+    for sock in socks:
+        sock.settimeout(WAIT)
+    return done
+
+
+@pytest.mark.parametrize("impl", ["httptools", "h11"])
+def test_one_address_holds_only_its_share_while_another_is_still_served(
+    servers: Callable[..., RunningServer],
+    data_dir: Path,
+    sockets: list[socket.socket],
+    impl: str,
+) -> None:
+    # The bodies' deadline is long here, so that the share alone keeps room.
+    cap, share = 20, 5
+    env = {
+        "GITREG_MAX_CONNECTIONS": str(cap),
+        "GITREG_HEADER_TIMEOUT": "60",
+        "GITREG_HTTP_IMPL": impl,
+    }
+    server = servers(data_dir, env=env)
+    held = _held(server, sockets, cap + 5)
+    refused = _answered(held, cap)
+    for answer in refused.values():
+        head, _, body = answer.partition(b"\r\n\r\n")
+        _assert_busy(head.lower(), body)
+    held = [sock for sock in held if sock not in refused]
+    assert len(held) == share
+
+    for _ in range(5):
+        assert _health_from(server, sockets, "127.0.0.2") == 200
+        for sock in held:
+            sock.sendall(b" ")  # still trickling
+    assert _health_from(server, sockets, "127.0.0.1") == 503
+    for sock in held:  # still open, and not answered
+        sock.setblocking(False)
+        with pytest.raises(ssl.SSLWantReadError):
+            sock.recv(1)
+    assert "refusing connections from 127.0.0.1" in server.log()
+
+
+def test_the_share_defaults_to_a_quarter_of_the_cap_and_counts_ipv6_by_its_64() -> None:
+    assert client_share(0, 200, behind_proxy=False) == 50
+    assert client_share(0, 2, behind_proxy=False) == 1
+    assert client_share(0, 200, behind_proxy=True) == 200  # a proxy is one address
+    assert client_share(30, 200, behind_proxy=False) == 30
+    assert client_share(500, 200, behind_proxy=True) == 200
+    assert client_key(("203.0.113.7", 443)) == "203.0.113.7"
+    assert client_key(("2001:db8:1:2:aaaa::1", 443, 0, 0)) == "2001:db8:1:2::/64"
+    assert client_key(("2001:db8:1:2:bbbb::9", 443, 0, 0)) == "2001:db8:1:2::/64"
+    assert client_key(("::ffff:203.0.113.7", 443, 0, 0)) == "203.0.113.7"
+    assert client_key(None) == client_key("/run/gitreg.sock") == ""
