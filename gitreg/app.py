@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute
 
 from gitreg import logs
 from gitreg.api import blobs, discovery
+from gitreg.api.body_deadline import BodyDeadline
 from gitreg.api.responses import error_body, json_response
 from gitreg.auth import http as login
 from gitreg.auth.signed_urls import RECHECK_EVERY
@@ -183,7 +184,13 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         routes=[*all_routes(settings), *metrics_api.routes(settings)],
         lifespan=lifespan,
         # Outermost of ours: every answer, errors included, gets a request id.
-        middleware=[Middleware(AccessLog, enabled=settings.access_log)],
+        middleware=[
+            Middleware(AccessLog, enabled=settings.access_log),
+            # Inside the access log, so that a 408 it raises is logged as one.
+            Middleware(
+                BodyDeadline, timeout=settings.header_timeout, min_rate=settings.min_body_rate
+            ),
+        ],
         exception_handlers={
             GitregError: _gitreg_error,
             HTTPException: _http_error,

@@ -12,6 +12,7 @@ other (`gitreg.cli.main`). Nothing raised for bad input should ever reach a 500.
     │       └── NotAVersion (400)   a text that is not a semantic version
     ├── Unauthorized (401)          no or unknown credentials
     ├── Forbidden (403)             credentials without the needed scope
+    ├── RequestTimeout (408)        a request body that did not arrive in time
     ├── TooManyRequests (429)       too many failed authentications from one client
     ├── StorageFull (503)           the disk or the index is full (ENOSPC, SQLITE_FULL)
     ├── QueueUnavailable (503)      webhook deliveries could not be stored
@@ -79,6 +80,13 @@ class Forbidden(GitregError):
     """Credentials are valid but do not allow this action."""
 
     status = 403
+
+
+class RequestTimeout(GitregError):
+    """A client sent its request body too slowly (gitreg/api/body_deadline.py);
+    the connection is closed after the answer."""
+
+    status = 408
 
 
 class TooManyRequests(GitregError):

@@ -76,6 +76,12 @@ class Settings:
     # handshake and each request head; over the cap a connection gets a 503.
     max_connections: int = 0
     header_timeout: float = 15.0
+    # A request body gets `header_timeout` plus 1 s per `min_body_rate` bytes
+    # (gitreg/api/body_deadline.py). One client address holds at most
+    # `max_connections_per_client` of the cap (0: a quarter of it, or all of it
+    # with `trust_forwarded`, where every connection comes from the proxy).
+    min_body_rate: int = 16 * 1024
+    max_connections_per_client: int = 0
     # uvicorn's HTTP parser and event loop (issue 16): "httptools" (with uvloop),
     # "h11" (with asyncio), or "auto": httptools where it imports, else h11.
     http_impl: str = "auto"
@@ -310,10 +316,10 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("signed_url_ttl must be between 1 and 900 seconds (checklist U2)")
     if not 0 < settings.port < 65536:
         raise ConfigError(f"port must be 1-65535, got {settings.port}")
-    if settings.max_connections < 0:
-        raise ConfigError("max_connections must be >= 0 (0: derived from the open-file limit)")
-    if not 0 < settings.header_timeout <= 3600:
-        raise ConfigError("header_timeout must be > 0 and at most 3600 seconds")
+    if min(settings.max_connections, settings.max_connections_per_client) < 0:
+        raise ConfigError("max_connections and max_connections_per_client must be >= 0")
+    if not 0 < settings.header_timeout <= 3600 or settings.min_body_rate < 1:
+        raise ConfigError("header_timeout must be > 0 and at most 3600 s, min_body_rate >= 1")
     if settings.http_impl not in HTTP_IMPLS:
         raise ConfigError(
             f"http_impl must be one of {', '.join(HTTP_IMPLS)}, got {settings.http_impl!r}"

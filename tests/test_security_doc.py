@@ -21,6 +21,7 @@ ITEMS = [
     *(f"H{n}" for n in range(1, 4)),
     # Reliability under abuse (issue 10).
     *(f"R{n}" for n in range(1, 14)),
+    "R14",
     "R15",
 ]
 

@@ -78,7 +78,7 @@ def _export_settings(settings: Settings) -> None:
 
 
 def _connection_limits(settings: Settings) -> ConnectionLimits:
-    from gitreg.server.limits import ConnectionLimits, connection_cap, raise_fd_limit
+    from gitreg.server.limits import ConnectionLimits, client_share, connection_cap, raise_fd_limit
 
     """Raise the open-file limit, then fit the connection cap under it (issue 10)."""
     fd_limit = raise_fd_limit()
@@ -88,7 +88,8 @@ def _connection_limits(settings: Settings) -> ConnectionLimits:
         f"request heads and TLS handshakes must finish within {settings.header_timeout:g}s",
         flush=True,
     )
-    return ConnectionLimits(max_connections=cap, header_timeout=settings.header_timeout)
+    share = client_share(settings.max_connections_per_client, cap, settings.trust_forwarded)
+    return ConnectionLimits(cap, settings.header_timeout, max_per_client=share)
 
 
 def _multiprocess_metrics(settings: Settings) -> None:

@@ -7,9 +7,10 @@ handshake) keeps its file descriptor for good, and enough of them make
 only once a request head has arrived. Here:
 
 - `ConnectionLimitsMixin`, on uvicorn's httptools protocol (the default,
-  issue 16) and on its h11 one, refuses a connection over `max_connections` at
-  once with a complete 503, and closes one whose request head is not complete
-  within `header_timeout` seconds (after connecting, and after each response);
+  issue 16) and on its h11 one, refuses a connection over `max_connections`,
+  or over `max_per_client` from one client address, at once with a complete
+  503, and closes one whose request head is not complete within
+  `header_timeout` seconds (after connecting, and after each response);
 - `TlsDeadlinesMixin`, on uvloop's loop (the default) and on asyncio's, gives
   TLS handshakes and TLS shutdowns that same deadline (the defaults are 60 s
   and 30 s);
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import functools
+import ipaddress
 import json
 import logging
 import os
@@ -52,6 +54,9 @@ RETRY_AFTER_SECONDS = 1
 class ConnectionLimits:
     max_connections: int
     header_timeout: float
+    # Connections one client address may hold at once (`client_key`); 0: as
+    # many as the cap.
+    max_per_client: int = 0
 
 
 def _busy_response() -> bytes:
@@ -105,15 +110,46 @@ def connection_cap(configured: int, fd_limit: int) -> int:
     return configured
 
 
-_last_refusal_warning = [0.0]
+def client_share(configured: int, cap: int, behind_proxy: bool) -> int:
+    """Connections one client address may hold: `configured`, or 0 for a quarter
+    of `cap`; behind a proxy (`trust_forwarded`) every connection comes from the
+    proxy's address, so there the derived share is the whole cap."""
+    if configured == 0:
+        return cap if behind_proxy else max(1, cap // 4)
+    return min(configured, cap)
 
 
-def _warn_refused(open_connections: int) -> None:
-    """Log refusals at most every 10 s: a flood must not become a log flood."""
+def client_key(peername: Any) -> str:
+    """What a connection counts against in `max_per_client`: its IPv4 address,
+    or its IPv6 /64 (one host is commonly given a whole /64, so single IPv6
+    addresses would let it past the share); "" where there is none."""
+    if not isinstance(peername, tuple) or not peername or not isinstance(peername[0], str):
+        return ""
+    host = peername[0]
+    if ":" not in host:
+        return host
+    try:
+        address = ipaddress.IPv6Address(host.partition("%")[0])
+    except ValueError:
+        return host
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(ipaddress.IPv6Network((address, 64), strict=False))
+
+
+# Connections open per client address in this process, with the limits above.
+_per_client: dict[str, int] = {}
+_last_refusal_warning: dict[str, float] = {}
+
+
+def _warn_refused(open_connections: int, client: str | None) -> None:
+    """Log refusals at most every 10 s per limit: a flood must not become a log flood."""
     now = time.monotonic()
-    if now - _last_refusal_warning[0] >= 10:
-        _last_refusal_warning[0] = now
-        logger.warning("refusing connections: %d open (max_connections)", open_connections)
+    limit = "max_connections" if client is None else "max_connections_per_client"
+    if now - _last_refusal_warning.get(limit, -10.0) >= 10:
+        _last_refusal_warning[limit] = now
+        source = "" if client is None else f" from {client}"
+        logger.warning("refusing connections%s: %d open (%s)", source, open_connections, limit)
 
 
 if TYPE_CHECKING:
@@ -164,6 +200,8 @@ class ConnectionLimitsMixin(_ProtocolBase):
         super().__init__(*args, **kwargs)
         self.limits = limits
         self.refused = False
+        # The `client_key` this connection counts against, once it does.
+        self.counted_as: str | None = None
         self.head_timer: asyncio.TimerHandle | None = None
         # Loop time by which the request head must be complete; None: no
         # deadline. Moving it does not move the timer: the timer, when it
@@ -177,18 +215,25 @@ class ConnectionLimitsMixin(_ProtocolBase):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if len(self.connections) >= self.limits.max_connections:
-            self._refuse(transport)
+            self._refuse(transport, len(self.connections), None)
             return
+        client = client_key(transport.get_extra_info("peername"))
+        held = _per_client.get(client, 0)
+        if self.limits.max_per_client and held >= self.limits.max_per_client:
+            self._refuse(transport, held, client)
+            return
+        _per_client[client] = held + 1
+        self.counted_as = client
         super().connection_made(transport)
         if transport.get_extra_info("ssl_object") is not None:
             bound_tls_writes(transport)
         self._arm_head_deadline()
 
-    def _refuse(self, transport: asyncio.Transport) -> None:
+    def _refuse(self, transport: asyncio.Transport, held: int, client: str | None) -> None:
         """Answer 503 without reading anything or running the app."""
         self.refused = True
         self.transport = transport
-        _warn_refused(len(self.connections))
+        _warn_refused(held, client)
         transport.write(BUSY_RESPONSE)
         # Closing now, with the client's request unread, would send a reset
         # that can destroy the 503 in flight (and a TLS close_notify crossing
@@ -217,6 +262,13 @@ class ConnectionLimitsMixin(_ProtocolBase):
             self.head_timer.cancel()
             self.head_timer = None
         self.head_deadline = None
+        if self.counted_as is not None:
+            left = _per_client[self.counted_as] - 1
+            if left:
+                _per_client[self.counted_as] = left
+            else:
+                del _per_client[self.counted_as]
+            self.counted_as = None
         if not self.refused:
             super().connection_lost(exc)
 

@@ -39,7 +39,13 @@ from tests.support.server import RunningServer, cli, free_port
 
 CAP = 20
 HEADER_TIMEOUT = 3
-LIMIT_ENV = {"GITREG_MAX_CONNECTIONS": str(CAP), "GITREG_HEADER_TIMEOUT": str(HEADER_TIMEOUT)}
+# Every connection here comes from 127.0.0.1: its share is the whole cap, so
+# that the cap itself is what refuses (the share: tests/api/test_slow_bodies.py).
+LIMIT_ENV = {
+    "GITREG_MAX_CONNECTIONS": str(CAP),
+    "GITREG_MAX_CONNECTIONS_PER_CLIENT": str(CAP),
+    "GITREG_HEADER_TIMEOUT": str(HEADER_TIMEOUT),
+}
 # A bounded wait for anything the server should do within HEADER_TIMEOUT.
 WAIT = HEADER_TIMEOUT + 8
 HALF_HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # never finished
