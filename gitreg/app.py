@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sqlite3
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -163,10 +162,9 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             GitregError: _gitreg_error,
             HTTPException: _http_error,
             # Handled here rather than only by `Exception` (which Starlette
-            # re-raises to the server after answering) so ENOSPC/SQLITE_FULL
-            # reaching a route is answered cleanly and not logged as a crash.
+            # re-raises to the server after answering) so ENOSPC reaching a
+            # route is answered cleanly and not logged as a crash.
             OSError: _unexpected,
-            sqlite3.Error: _unexpected,
             Exception: _unexpected,
         },
     )

@@ -4,6 +4,8 @@ Domain code raises these; `gitreg.app` turns any of them into a JSON body
 `{"errors": ["..."]}` with the status below, and the CLI prints the message and
 exits 2 for a `BadRequest` (or a refused Terraform configuration), 1 for any
 other (`gitreg.cli.main`). Nothing raised for bad input should ever reach a 500.
+The storage engines' own errors (sqlite3, psycopg, the S3 client) become the
+storage errors below inside gitreg/storage/, and nowhere else.
 
     GitregError (500)
     ├── BadRequest (400)            malformed address, version, platform or body
@@ -13,7 +15,9 @@ other (`gitreg.cli.main`). Nothing raised for bad input should ever reach a 500.
     ├── Unauthorized (401)          no or unknown credentials
     ├── Forbidden (403)             credentials without the needed scope
     ├── TooManyRequests (429)       too many failed authentications from one client
-    ├── StorageFull (503)           the disk or the index is full (ENOSPC, SQLITE_FULL)
+    ├── StorageFull (503)           the disk, the index or the database is full
+    ├── DatabaseUnavailable (503)   the index (PostgreSQL, or the SQLite file) cannot
+    │                               be reached, opened or locked in time
     ├── QueueUnavailable (503)      webhook deliveries could not be stored
     ├── StorageUnavailable (503)    the blob store (S3) failed or could not be reached
     ├── NotFound (404)              unknown module, version, blob or route
@@ -40,7 +44,6 @@ other (`gitreg.cli.main`). Nothing raised for bad input should ever reach a 500.
 from __future__ import annotations
 
 import errno
-import sqlite3
 
 
 class GitregError(Exception):
@@ -104,8 +107,9 @@ class StorageFull(GitregError):
 
 
 class DatabaseUnavailable(GitregError):
-    """The shared index (PostgreSQL) cannot be reached or refused the
-    transaction. Nothing was committed, so the request can be retried; cached
+    """The index cannot be reached or refused the transaction: PostgreSQL down
+    or unreachable, or an SQLite file that cannot be opened, read or locked in
+    time. Nothing was committed, so the request can be retried; cached
     metadata keeps being served meanwhile (issue 12)."""
 
     status = 503
@@ -136,14 +140,9 @@ _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 def is_storage_full(exc: BaseException) -> bool:
-    """True for OSError ENOSPC/EDQUOT and SQLite's "database or disk is full"."""
-    if isinstance(exc, OSError):
-        return exc.errno in _FULL_ERRNOS
-    if isinstance(exc, sqlite3.Error):
-        return "database or disk is full" in str(exc) or (
-            getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-        )
-    return False
+    """True for OSError ENOSPC/EDQUOT: a full disk met by a file write (git
+    objects, a temp file). The index engines say so as `StorageFull` themselves."""
+    return isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS
 
 
 def storage_full(exc: BaseException, where: str) -> StorageFull | None:

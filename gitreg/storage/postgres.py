@@ -29,7 +29,7 @@ import psycopg_pool
 from psycopg.adapt import Dumper
 from psycopg.rows import tuple_row
 
-from gitreg.errors import ConfigError, DatabaseUnavailable
+from gitreg.errors import ConfigError, DatabaseUnavailable, StorageFull
 from gitreg.storage.database import Connection, Cursor, Dialect, Params, Row
 from gitreg.storage.migrations import check_known, pending
 
@@ -127,11 +127,15 @@ class _Connection:
 
 @contextlib.contextmanager
 def unavailable_is_503(url: str) -> Iterator[None]:
-    """A lost or unreachable server is a 503 with Retry-After, never a 500."""
+    """The one translation of psycopg's errors into gitreg's: a server out of
+    disk space is `StorageFull`; a lost, unreachable or overloaded one is
+    `DatabaseUnavailable`; both 503 with Retry-After, never a 500."""
     try:
         yield
     except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, psycopg.errors.DiskFull):
+            raise StorageFull(f"the database {redact(url)} ({detail})") from exc
         raise DatabaseUnavailable(f"{redact(url)}: {detail}") from exc
 
 
