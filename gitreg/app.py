@@ -16,7 +16,18 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from gitreg import logs, metrics
-from gitreg.api import admin, blobs, browse, discovery, health, login, mirror, modules, providers
+from gitreg.api import (
+    admin,
+    blobs,
+    browse,
+    discovery,
+    health,
+    login,
+    mirror,
+    modules,
+    providers,
+    startup,
+)
 from gitreg.api import metrics as metrics_api
 from gitreg.api import usage as usage_api
 from gitreg.api.access_log import AccessLog
@@ -26,7 +37,7 @@ from gitreg.download_counts import FLUSH_SECONDS
 from gitreg.errors import GitregError, ResponseCut, Unauthorized, storage_full
 from gitreg.providers.uploads import UploadStaging
 from gitreg.server_limits import limit_malloc_arenas
-from gitreg.services import Services, build_services
+from gitreg.services import Services
 from gitreg.settings import Settings, load_settings
 from gitreg.ui import routes as ui
 from gitreg.webhooks import routes as webhooks
@@ -125,12 +136,12 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
 
 
 def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
-    """Build the ASGI app; resources live for the app's lifespan."""
-    services = svc or build_services(settings)
+    """Build the ASGI app; resources live for the app's lifespan. Without a
+    database to open yet, the app starts and waits for it (gitreg/api/startup.py)."""
     metrics.enable(settings.metrics_per_module)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def background(services: Services) -> AsyncIterator[None]:
         watcher = asyncio.create_task(services.cache.watch(settings.refresh_interval))
         cleaner = asyncio.create_task(_clean_staging_forever(services))
         keys = asyncio.create_task(_reload_signing_keys_forever(services))
@@ -153,6 +164,15 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
                 services.close()
             metrics.process_exiting()
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if app.state.services is None:
+            async with startup.opened_later(app, settings, background):
+                yield
+        else:
+            async with background(app.state.services):
+                yield
+
     app = Starlette(
         routes=[*all_routes(settings), *metrics_api.routes(settings)],
         lifespan=lifespan,
@@ -168,7 +188,8 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             Exception: _unexpected,
         },
     )
-    app.state.services = services
+    app.state.services = svc or startup.open_services(settings)
+    app.state.readiness = health.Readiness()
     return app
 
 

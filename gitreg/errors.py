@@ -114,9 +114,17 @@ class DatabaseUnavailable(GitregError):
 
     status = 503
 
-    def __init__(self, detail: str, retry_after: int = 5) -> None:
+    def __init__(self, detail: str, retry_after: int = 5, reason: str = "") -> None:
         super().__init__(f"the database is unavailable ({detail}); retry shortly")
+        self.detail = detail
         self.retry_after = retry_after
+        # Why, in words naming no host or user: what /readyz, which needs no
+        # token, may say ("cannot connect"); empty when only `detail` says it.
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[DatabaseUnavailable], tuple[str, int, str]]:
+        # From `serve`'s start-up check, which runs in a child process.
+        return type(self), (self.detail, self.retry_after, self.reason)
 
 
 # Seconds a forge waits before redelivering a webhook answered 503.

@@ -18,6 +18,7 @@ from gitreg.catalog.provider_docs import ProviderDocumenter
 from gitreg.catalog.search_cache import SearchCache
 from gitreg.catalog.service import Documenter
 from gitreg.download_counts import DownloadCounter
+from gitreg.errors import DatabaseUnavailable
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.runner import JobRunner
@@ -32,7 +33,7 @@ from gitreg.storage.blobs import BlobStore
 from gitreg.storage.catalog import CatalogStore
 from gitreg.storage.catalog_protocols import CatalogIndex, DownloadCountIndex, ProviderDocsIndex
 from gitreg.storage.download_counts import DownloadCountStore
-from gitreg.storage.index import open_index
+from gitreg.storage.index import Index, open_index
 from gitreg.storage.jobs import JobStore
 from gitreg.storage.mirror import MirrorStore
 from gitreg.storage.module_proxy import ModuleProxyIndex, ModuleProxyStore
@@ -92,9 +93,19 @@ def build_services(settings: Settings) -> Services:
     # anything is opened (docs/sign-in.md).
     parse_grants(settings.extra.get("grants"))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    shared = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
+    try:
+        return _assemble(settings, shared)
+    except BaseException:
+        # The database can fail half-way (it went down after the migrations):
+        # its pool and change feed must not outlive a start that is retried.
+        shared.close()
+        raise
+
+
+def _assemble(settings: Settings, shared: Index) -> Services:
     # The one place that names the SQLite and file implementations; everything
     # else sees the protocols (gitreg/storage/protocols.py).
-    shared = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
     index: ModuleIndex = shared
     blobs: BlobStore = open_blob_store(settings)
     job_store: JobIndex = JobStore(shared)
@@ -150,5 +161,8 @@ def build_services(settings: Settings) -> Services:
 
 def services(request: Request) -> Services:
     found = request.app.state.services
+    if found is None:  # `serve` started while PostgreSQL was down (gitreg/api/startup.py)
+        reason = "not reachable since start-up"
+        raise DatabaseUnavailable(reason, reason=reason)
     assert isinstance(found, Services)
     return found

@@ -252,6 +252,10 @@ class SQLiteDatabase:
             seq = int(self.conn.execute("SELECT seq FROM gitreg_changes").fetchone()[0])
             return seq - self._own_changes
 
+    def check_writable(self) -> None:
+        with self.write(notify=False) as conn:
+            conn.execute("SELECT 1")
+
     def table_names(self) -> list[str]:
         with self.reader() as conn:
             # Imported here, not at start-up: sqlite-utils brings click, dateutil
