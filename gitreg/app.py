@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sqlite3
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -17,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from gitreg import logs
-from gitreg.api import blobs, discovery
+from gitreg.api import blobs, discovery, startup
 from gitreg.api.body_deadline import BodyDeadline
 from gitreg.api.responses import error_body, json_response
 from gitreg.auth import http as login
@@ -34,7 +33,7 @@ from gitreg.providers.uploads import UploadStaging
 from gitreg.server import http as health
 from gitreg.server.access_log import AccessLog
 from gitreg.server.limits import limit_malloc_arenas
-from gitreg.services import Services, build_services
+from gitreg.services import Services
 from gitreg.settings import Settings, load_settings
 from gitreg.ui import routes as ui
 from gitreg.usage import http as usage_api
@@ -152,12 +151,12 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
 
 
 def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
-    """Build the ASGI app; resources live for the app's lifespan."""
-    services = svc or build_services(settings)
+    """Build the ASGI app; resources live for the app's lifespan. Without a
+    database to open yet, the app starts and waits for it (gitreg/api/startup.py)."""
     metrics.enable(settings.metrics_per_module)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def background(services: Services) -> AsyncIterator[None]:
         watcher = asyncio.create_task(services.cache.watch(settings.refresh_interval))
         cleaner = asyncio.create_task(_clean_staging_forever(services))
         keys = asyncio.create_task(_reload_signing_keys_forever(services))
@@ -180,6 +179,15 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
                 services.close()
             metrics.process_exiting()
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if app.state.services is None:
+            async with startup.opened_later(app, settings, background):
+                yield
+        else:
+            async with background(app.state.services):
+                yield
+
     app = Starlette(
         routes=[*all_routes(settings), *metrics_api.routes(settings)],
         lifespan=lifespan,
@@ -197,14 +205,14 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             # Raised by any read of the request body, on every route that reads one.
             ClientDisconnect: _client_gone,
             # Handled here rather than only by `Exception` (which Starlette
-            # re-raises to the server after answering) so ENOSPC/SQLITE_FULL
-            # reaching a route is answered cleanly and not logged as a crash.
+            # re-raises to the server after answering) so ENOSPC reaching a
+            # route is answered cleanly and not logged as a crash.
             OSError: _unexpected,
-            sqlite3.Error: _unexpected,
             Exception: _unexpected,
         },
     )
-    app.state.services = services
+    app.state.services = svc or startup.open_services(settings)
+    app.state.readiness = health.Readiness()
     return app
 
 

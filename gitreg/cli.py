@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -169,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the command's input is refused, as argparse does for bad usage; 1 else.
         refused = isinstance(exc, BadRequest) or (isinstance(exc, ConfigError) and exc.user_input)
         return 2 if refused else 1
-    except (OSError, sqlite3.Error) as exc:
+    except OSError as exc:
         # A full disk met outside the storage layer (git objects, a temp file):
         # one line for the operator, not a traceback. Anything else is a bug.
         full = storage_full(exc, str(getattr(exc, "filename", None) or "the data dir"))

@@ -4,6 +4,8 @@ Domain code raises these; `gitreg.app` turns any of them into a JSON body
 `{"errors": ["..."]}` with the status below, and the CLI prints the message and
 exits 2 for a `BadRequest` (or a refused Terraform configuration), 1 for any
 other (`gitreg.cli.main`). Nothing raised for bad input should ever reach a 500.
+The storage engines' own errors (sqlite3, psycopg, the S3 client) become the
+storage errors below inside gitreg/storage/, and nowhere else.
 
     GitregError (500)
     ├── BadRequest (400)            malformed address, version, platform or body
@@ -14,7 +16,9 @@ other (`gitreg.cli.main`). Nothing raised for bad input should ever reach a 500.
     ├── Forbidden (403)             credentials without the needed scope
     ├── RequestTimeout (408)        a request body that did not arrive in time
     ├── TooManyRequests (429)       too many failed authentications from one client
-    ├── StorageFull (503)           the disk or the index is full (ENOSPC, SQLITE_FULL)
+    ├── StorageFull (503)           the disk, the index or the database is full
+    ├── DatabaseUnavailable (503)   the index (PostgreSQL, or the SQLite file) cannot
+    │                               be reached, opened or locked in time
     ├── QueueUnavailable (503)      webhook deliveries could not be stored
     ├── StorageUnavailable (503)    the blob store (S3) failed or could not be reached
     ├── NotFound (404)              unknown module, version, blob or route
@@ -41,7 +45,6 @@ other (`gitreg.cli.main`). Nothing raised for bad input should ever reach a 500.
 from __future__ import annotations
 
 import errno
-import sqlite3
 
 
 class GitregError(Exception):
@@ -112,15 +115,24 @@ class StorageFull(GitregError):
 
 
 class DatabaseUnavailable(GitregError):
-    """The shared index (PostgreSQL) cannot be reached or refused the
-    transaction. Nothing was committed, so the request can be retried; cached
+    """The index cannot be reached or refused the transaction: PostgreSQL down
+    or unreachable, or an SQLite file that cannot be opened, read or locked in
+    time. Nothing was committed, so the request can be retried; cached
     metadata keeps being served meanwhile (issue 12)."""
 
     status = 503
 
-    def __init__(self, detail: str, retry_after: int = 5) -> None:
+    def __init__(self, detail: str, retry_after: int = 5, reason: str = "") -> None:
         super().__init__(f"the database is unavailable ({detail}); retry shortly")
+        self.detail = detail
         self.retry_after = retry_after
+        # Why, in words naming no host or user: what /readyz, which needs no
+        # token, may say ("cannot connect"); empty when only `detail` says it.
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[DatabaseUnavailable], tuple[str, int, str]]:
+        # From `serve`'s start-up check, which runs in a child process.
+        return type(self), (self.detail, self.retry_after, self.reason)
 
 
 # Seconds a forge waits before redelivering a webhook answered 503.
@@ -144,14 +156,9 @@ _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 def is_storage_full(exc: BaseException) -> bool:
-    """True for OSError ENOSPC/EDQUOT and SQLite's "database or disk is full"."""
-    if isinstance(exc, OSError):
-        return exc.errno in _FULL_ERRNOS
-    if isinstance(exc, sqlite3.Error):
-        return "database or disk is full" in str(exc) or (
-            getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-        )
-    return False
+    """True for OSError ENOSPC/EDQUOT: a full disk met by a file write (git
+    objects, a temp file). The index engines say so as `StorageFull` themselves."""
+    return isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS
 
 
 def storage_full(exc: BaseException, where: str) -> StorageFull | None:

@@ -24,6 +24,7 @@ from gitreg.catalog.service import Catalog
 from gitreg.catalog.store import CatalogIndex, ProviderDocsIndex
 from gitreg.catalog.store_sql import CatalogStore
 from gitreg.catalog.store_sql_provider_docs import ProviderDocsStore
+from gitreg.errors import DatabaseUnavailable
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.runner import JobRunner
@@ -45,7 +46,7 @@ from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.repositories.sync import SyncService
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.index import open_index
+from gitreg.storage.index import Index, open_index
 from gitreg.storage.protocols import ModuleIndex, SecretStore
 from gitreg.storage.secrets import open_secret_store
 from gitreg.storage.select import open_blob_store, open_upload_store
@@ -96,9 +97,19 @@ def build_services(settings: Settings) -> Services:
     # anything is opened (docs/sign-in.md).
     parse_grants(settings.extra.get("grants"))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    shared = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
+    try:
+        return _assemble(settings, shared)
+    except BaseException:
+        # The database can fail half-way (it went down after the migrations):
+        # its pool and change feed must not outlive a start that is retried.
+        shared.close()
+        raise
+
+
+def _assemble(settings: Settings, shared: Index) -> Services:
     # The one place that names the SQLite and file implementations; everything
     # else sees the protocols (gitreg/storage/protocols.py).
-    shared = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
     index: ModuleIndex = shared
     blobs: BlobStore = open_blob_store(settings)
     job_store: JobIndex = JobStore(shared)
@@ -179,5 +190,8 @@ def build_services(settings: Settings) -> Services:
 
 def services(request: Request) -> Services:
     found = request.app.state.services
+    if found is None:  # `serve` started while PostgreSQL was down (gitreg/api/startup.py)
+        reason = "not reachable since start-up"
+        raise DatabaseUnavailable(reason, reason=reason)
     assert isinstance(found, Services)
     return found

@@ -289,3 +289,39 @@ def test_only_the_builder_names_the_concrete_storage_classes() -> None:
         and not (name == "IndexBackedStore" and module.rsplit(".", 1)[-1].startswith("store_sql"))
     )
     assert offending == []
+
+
+# The index engines' client libraries: their errors are translated into gitreg's
+# inside gitreg/storage/ (gitreg/errors.py), so no other layer needs them.
+ENGINE_LIBRARIES = ("sqlite3", "psycopg", "psycopg_pool")
+
+
+def _third_party_imports(tree: ast.AST) -> Iterator[str]:
+    """The top-level package of every absolute import in `tree`, at any depth."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module.split(".")[0]
+
+
+def test_only_storage_imports_the_index_engines() -> None:
+    offending = sorted(
+        f"{module} imports {package}"
+        for module, path in _sources().items()
+        if not module.startswith("gitreg.storage")
+        for package in _third_party_imports(ast.parse(path.read_text(encoding="utf-8")))
+        if package in ENGINE_LIBRARIES
+    )
+    assert offending == []
+
+
+def test_the_engine_check_sees_storage_importing_them() -> None:
+    # Guards the test above against a change that would make it see nothing.
+    seen = {
+        package
+        for module, path in _sources().items()
+        if module.startswith("gitreg.storage")
+        for package in _third_party_imports(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert set(ENGINE_LIBRARIES) <= seen

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import multiprocessing
 import os
 import shutil
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitreg import logs
-from gitreg.errors import ConfigError
+from gitreg.errors import ConfigError, DatabaseUnavailable
 from gitreg.settings import ENV_PREFIX, NOT_SETTINGS, Settings, metrics_address
 
 if TYPE_CHECKING:
@@ -60,9 +61,15 @@ def _check_storage(settings: Settings) -> None:
     key that does not match the database) stops `serve` with one line, instead
     of every worker dying with a traceback and being restarted forever. Done
     in a short-lived child, like the certificates, so this process loads
-    neither the storage nor `cryptography`."""
+    neither the storage nor `cryptography`. A database that is down is no such
+    error: each worker waits for it (gitreg/api/startup.py)."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        pool.apply(_open_storage, (settings,))
+        try:
+            pool.apply(_open_storage, (settings,))
+        except DatabaseUnavailable as exc:
+            if not settings.database_url:
+                raise
+            logging.getLogger("gitreg.startup").warning("%s; the workers wait for it", exc)
 
 
 def _export_settings(settings: Settings) -> None:

@@ -81,6 +81,12 @@ class Database(Protocol):
 
     def data_version(self) -> int: ...
 
+    def check_writable(self) -> None:
+        """For /readyz: raise (`DatabaseUnavailable`, `StorageFull`, ...) unless a
+        write transaction could commit now. Never waits long on a database
+        that is down: PostgreSQL answers from its change feed's last poll."""
+        ...
+
     def table_names(self) -> list[str]: ...
 
     def backup(self, target: Path) -> None:

@@ -29,7 +29,7 @@ import psycopg_pool
 from psycopg.adapt import Dumper
 from psycopg.rows import tuple_row
 
-from gitreg.errors import ConfigError, DatabaseUnavailable
+from gitreg.errors import ConfigError, DatabaseUnavailable, StorageFull
 from gitreg.storage.database import Connection, Cursor, Dialect, Params, Row
 from gitreg.storage.migrations import check_known, pending
 
@@ -42,11 +42,25 @@ WRITE_LOCK = 0x67697472656701
 MIGRATION_LOCK = 0x67697472656702
 CHANNEL = "gitreg_changes"
 # Seconds a request waits for a pooled connection, or a new one to connect,
-# before it is answered 503 with Retry-After.
+# before it is answered 503 with Retry-After; DOWN_TIMEOUT while the change
+# feed finds the database down, so an outage is answered without the wait.
 CONNECT_TIMEOUT = 5.0
+DOWN_TIMEOUT = 1.0
+# Seconds the pool keeps retrying a connection it lost before it gives up on
+# it and connects afresh for the next request: its retries back off
+# exponentially, and after a long outage a late retry kept the database
+# unused for many seconds after it was back.
+RECONNECT_WITHIN = 2.0
 # How often the change feed also reads the change counter, for notifications
-# that never arrive (a pooler in transaction mode drops LISTEN).
+# that never arrive (a pooler in transaction mode drops LISTEN); the same
+# poll keeps the replica's view of the database's health fresh (`problem`).
 POLL_INTERVAL = 0.5
+# The feed's connect timeout: libpq's smallest (it rounds less up to 2 s).
+FEED_CONNECT_TIMEOUT = 2
+# Seconds without an answer after which the database counts as down: a poll
+# is due every POLL_INTERVAL, so only a server that stopped answering (a
+# network partition) stays silent that long.
+SILENT_AFTER = 2.0
 
 
 def redact(url: str) -> str:
@@ -127,11 +141,15 @@ class _Connection:
 
 @contextlib.contextmanager
 def unavailable_is_503(url: str) -> Iterator[None]:
-    """A lost or unreachable server is a 503 with Retry-After, never a 500."""
+    """The one translation of psycopg's errors into gitreg's: a server out of
+    disk space is `StorageFull`; a lost, unreachable or overloaded one is
+    `DatabaseUnavailable`; both 503 with Retry-After, never a 500."""
     try:
         yield
     except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, psycopg.errors.DiskFull):
+            raise StorageFull(f"the database {redact(url)} ({detail})") from exc
         raise DatabaseUnavailable(f"{redact(url)}: {detail}") from exc
 
 
@@ -149,6 +167,7 @@ class PostgresDatabase:
             configure=_configure,
             check=psycopg_pool.ConnectionPool.check_connection,
             timeout=CONNECT_TIMEOUT,
+            reconnect_timeout=RECONNECT_WITHIN,
             open=True,
             name="gitreg",
         )
@@ -159,9 +178,24 @@ class PostgresDatabase:
             self._changes.stop()
         self._pool.close()
 
+    def _connection(self) -> contextlib.AbstractContextManager[psycopg.Connection[Any]]:
+        down = self._changes is not None and self._changes.problem() is not None
+        return self._pool.connection(timeout=DOWN_TIMEOUT if down else CONNECT_TIMEOUT)
+
+    def check_writable(self) -> None:
+        """For /readyz, without waiting on a database that is down: the change
+        feed's view, refreshed every POLL_INTERVAL on a connection of its own
+        and with its own short connect timeout; a replica without a feed
+        opens a write transaction."""
+        if self._changes is None:
+            with self.write(notify=False) as conn:
+                conn.execute("SELECT 1")
+        elif (problem := self._changes.problem()) is not None:
+            raise DatabaseUnavailable(f"{redact(self.url)}: {problem}", reason=problem)
+
     @contextlib.contextmanager
     def write(self, notify: bool = True, exclusive: bool = True) -> Iterator[Connection]:
-        with unavailable_is_503(self.url), self._pool.connection() as conn, conn.transaction():
+        with unavailable_is_503(self.url), self._connection() as conn, conn.transaction():
             if exclusive:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
             yield _Connection(conn)
@@ -171,11 +205,11 @@ class PostgresDatabase:
                 conn.execute(f"NOTIFY {CHANNEL}")
 
     def rows(self, sql: str, params: Params = ()) -> list[Row]:
-        with unavailable_is_503(self.url), self._pool.connection() as conn:
+        with unavailable_is_503(self.url), self._connection() as conn:
             return conn.execute(translate(sql), params).fetchall()
 
     def tuples(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
-        with unavailable_is_503(self.url), self._pool.connection() as conn:
+        with unavailable_is_503(self.url), self._connection() as conn:
             cursor = conn.cursor(row_factory=tuple_row)
             return cursor.execute(translate(sql), params).fetchall()
 
@@ -232,19 +266,25 @@ def _apply_migrations(conn: psycopg.Connection[Any], url: str) -> None:
 
 
 class ChangeFeed:
-    """Counts commits that metadata caches must see, made by any replica.
+    """Counts commits that metadata caches must see, made by any replica, and
+    is this replica's view of the database's health.
 
     A thread LISTENs on its own connection: a NOTIFY wakes it at once (a
     publish is visible everywhere well within a second). Every
     `POLL_INTERVAL` it also reads the change counter, which catches a
-    notification lost to a pooler or a reconnect. While the database is
-    unreachable it retries; on reconnecting it counts one change, since it
-    cannot know what it missed.
+    notification lost to a pooler or a reconnect, and proves the database
+    answers. While the database is unreachable it retries every
+    `POLL_INTERVAL`; on reconnecting it counts one change, since it cannot
+    know what it missed.
     """
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.version = 0
+        # Made right after the migrations' connection: the database answered.
+        self._answered_at = time.monotonic()
+        self._failure: str | None = None
+        self._connected = False  # in the current attempt
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gitreg-changes", daemon=True)
         self._thread.start()
@@ -255,27 +295,47 @@ class ChangeFeed:
         not wait that long to exit (the thread is a daemon)."""
         self._stopping.set()
 
+    def problem(self) -> str | None:
+        """Why the database cannot be used now, in words naming no host or
+        user, or None when it answered the last poll. Costs no round trip."""
+        if (failure := self._failure) is not None:
+            return failure
+        silent = time.monotonic() - self._answered_at
+        return f"no answer for {silent:.0f} s" if silent > SILENT_AFTER else None
+
     def _run(self) -> None:
         seen: int | None = None
         while not self._stopping.is_set():
+            self._connected = False
             try:
                 seen = self._listen(seen)
             except psycopg.Error as exc:
-                log.warning("change feed: %s; retrying", str(exc).strip() or type(exc).__name__)
-                self._stopping.wait(1.0)
+                failure = "connection lost" if self._connected else "cannot connect"
+                if self._failure is None:  # one line per outage, not one per retry
+                    log.warning("change feed: %s; retrying", str(exc).strip() or type(exc).__name__)
+                self._failure = failure
+                self._stopping.wait(POLL_INTERVAL)
 
     def _listen(self, seen: int | None) -> int | None:
         with psycopg.connect(
-            self.url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT)
+            self.url, autocommit=True, connect_timeout=FEED_CONNECT_TIMEOUT
         ) as conn:
+            self._connected = True
             conn.execute(f"LISTEN {CHANNEL}")
             self.version += 1
             while not self._stopping.is_set():
-                for _ in conn.notifies(timeout=POLL_INTERVAL, stop_after=1):
-                    pass
-                row = conn.execute("SELECT seq FROM gitreg_changes").fetchone()
+                row = conn.execute("SELECT seq, pg_is_in_recovery() FROM gitreg_changes").fetchone()
                 current = int(row[0]) if row else 0
+                self._answered(read_only=bool(row and row[1]))
                 if current != seen:
                     seen = current
                     self.version += 1
+                for _ in conn.notifies(timeout=POLL_INTERVAL, stop_after=1):
+                    pass
         return seen
+
+    def _answered(self, read_only: bool) -> None:
+        if self._failure is not None and not read_only:
+            log.info("change feed: the database answers again")
+        self._answered_at = time.monotonic()
+        self._failure = "read-only: a standby in recovery" if read_only else None

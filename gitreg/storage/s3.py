@@ -17,8 +17,9 @@ never replaced, and a wrong object under a sha256 name is reported, not served
 on. S3 checks each upload against the `x-amz-checksum-sha256` the client
 sends; the size is checked after the upload.
 
-Every S3 or network failure becomes `StorageUnavailable` (503 + Retry-After);
-the client retries briefly itself, so an outage answers within about a second.
+Every failure of the client becomes `StorageUnavailable` (503 + Retry-After)
+in `_s3_errors`, a panic inside it included; the client retries briefly itself,
+so an outage answers within about a second.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import contextlib
 import errno
 import hashlib
 import io
+import ipaddress
 import logging
 import os
 import tempfile
@@ -36,6 +38,7 @@ from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
+from urllib.parse import urlsplit
 
 import obstore
 from obstore.exceptions import AlreadyExistsError, BaseError, NotSupportedError, PreconditionError
@@ -72,21 +75,24 @@ def s3_options(
     an outage a quick 503 rather than a request hanging for minutes. The client
     reads its other AWS_* variables itself (AWS_SESSION_TOKEN, and
     AWS_CONDITIONAL_PUT=disabled for an endpoint without conditional puts)."""
+    # AWS_ENDPOINT is the client's own name for the same setting, which it would
+    # otherwise read behind gitreg's back.
+    endpoint = environ.get("AWS_ENDPOINT_URL") or environ.get("AWS_ENDPOINT") or ""
+    if endpoint and not endpoint.startswith(("http://", "https://")):
+        raise ConfigError(f"AWS_ENDPOINT_URL must be an http(s) URL, got {endpoint!r}")
+    virtual = addressing == "virtual" and not _needs_path_style(endpoint)
     config: S3Config = {
         "region": environ.get("AWS_REGION") or "us-east-1",
         "checksum_algorithm": "sha256",
-        "virtual_hosted_style_request": addressing == "virtual",
+        "virtual_hosted_style_request": virtual,
     }
     if environ.get("AWS_ACCESS_KEY_ID"):
         config["access_key_id"] = environ["AWS_ACCESS_KEY_ID"]
         config["secret_access_key"] = environ.get("AWS_SECRET_ACCESS_KEY", "")
-    endpoint = environ.get("AWS_ENDPOINT_URL", "")
-    if endpoint and not endpoint.startswith(("http://", "https://")):
-        raise ConfigError(f"AWS_ENDPOINT_URL must be an http(s) URL, got {endpoint!r}")
     if endpoint:
         # object_store takes a virtual-hosted endpoint with the bucket already in
         # its hostname; the AWS variable names the service, so add it.
-        if addressing == "virtual":
+        if virtual:
             scheme, _, rest = endpoint.partition("://")
             endpoint = f"{scheme}://{bucket}.{rest}"
         config["endpoint"] = endpoint.rstrip("/")
@@ -109,15 +115,53 @@ def s3_options(
     return config, client, retry
 
 
+def _needs_path_style(endpoint: str) -> bool:
+    """An endpoint at an IP address or `localhost` has no subdomains for a
+    bucket to be one of: virtual-hosted requests to `BUCKET.127.0.0.1` cannot
+    even be built (the client panics), so such endpoints are always path-style."""
+    try:
+        host = urlsplit(endpoint).hostname or ""
+    except ValueError:  # an unbalanced IPv6 bracket: the client refuses it itself
+        return False
+    if host == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _client_failure(exc: BaseException) -> bool:
+    """An error of S3, of the network or of the client. A panic inside the Rust
+    client counts: pyo3 raises it as `PanicException`, which derives from
+    BaseException (so `except Exception` lets it through) and cannot be
+    imported by name (pyo3 creates the class when the first panic happens)."""
+    if isinstance(exc, BaseError | OSError):
+        return True
+    kind = type(exc)
+    return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of a client error, for one log line or one message."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 @contextlib.contextmanager
 def _s3_errors(what: str) -> Iterator[None]:
-    """S3 and network failures as `StorageUnavailable`; a missing object as `NotFound`."""
+    """The one place the client's failures become gitreg's: a missing object is
+    `NotFound`; any other failure of S3, of the network or of the client itself
+    (a panic included) is `StorageUnavailable`."""
     try:
         yield
     except FileNotFoundError as exc:
         raise NotFound("no such blob") from exc
-    except (BaseError, OSError) as exc:
-        log.warning("S3 %s failed: %s", what, str(exc).splitlines()[0])
+    except BaseException as exc:
+        if not _client_failure(exc):
+            raise
+        log.warning("S3 %s failed: %s", what, _reason(exc))
         raise StorageUnavailable(f"blob store unavailable ({what})") from exc
 
 
@@ -135,13 +179,18 @@ class S3BlobStore(LocalScratch):
     ) -> None:
         config, client, retry = s3_options(bucket, addressing, environ or os.environ)
         self.bucket = bucket
-        self._store = S3Store(
-            bucket,
-            prefix=prefix or None,
-            config=config,
-            client_options=client,
-            retry_config=retry,
-        )
+        try:
+            self._store = S3Store(
+                bucket,
+                prefix=prefix or None,
+                config=config,
+                client_options=client,
+                retry_config=retry,
+            )
+        except BaseException as exc:
+            if not (_client_failure(exc) or isinstance(exc, ValueError)):
+                raise
+            raise ConfigError(f"blob_store s3://{bucket}: {_reason(exc)}") from exc
         self._tmp = scratch
         self._tmp.mkdir(parents=True, exist_ok=True)
 
@@ -222,9 +271,10 @@ class S3BlobStore(LocalScratch):
         try:
             obstore.put(self._store, key, b"\0" * probe_bytes, use_multipart=False)
             obstore.delete(self._store, key)
-        except (BaseError, OSError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise OSError(errno.EIO, f"S3 bucket {self.bucket}: {reason}") from exc
+        except BaseException as exc:
+            if not _client_failure(exc):
+                raise
+            raise OSError(errno.EIO, f"S3 bucket {self.bucket}: {_reason(exc)}") from exc
 
     @contextlib.contextmanager
     def writer(self, check: BlobCheck | None = None) -> Iterator[BlobWriter]:

@@ -4,6 +4,13 @@ SQLite runs in WAL mode with a busy timeout, and every write opens with
 `BEGIN IMMEDIATE` so concurrent writers queue instead of failing with
 "database is locked" half-way through a transaction (checklist S1). Several
 processes (the server, CLI commands, more server workers) share one file.
+
+What SQLite reports about its surroundings becomes gitreg's own error in
+`_engine_errors`, around every entry point, so nothing above this module
+knows sqlite3: a full disk is `StorageFull`, a file that cannot be opened,
+read, written or locked in time is `DatabaseUnavailable`. Anything else
+(a malformed statement, a constraint, a write through a read-only reader)
+is a bug and stays as it is.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gitreg.errors import ConfigError, storage_full
+from gitreg.errors import ConfigError, DatabaseUnavailable, StorageFull, storage_full
 from gitreg.storage.database import Connection, Dialect, Params, Row
 from gitreg.storage.migrations import check_known, pending
 
@@ -47,11 +54,38 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.01)
 
 
+# Result codes (their low byte: extended codes carry more) that describe the
+# file or its locks rather than the statement: retrying later can succeed.
+_UNAVAILABLE = frozenset(
+    {
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_PROTOCOL,
+    }
+)
+
+
+def _is_full(exc: sqlite3.Error) -> bool:
+    return "database or disk is full" in str(exc) or (
+        getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    )
+
+
 @contextlib.contextmanager
-def _full_disk_is_storage_full(where: Path) -> Iterator[None]:
+def _engine_errors(where: Path) -> Iterator[None]:
+    """The one translation of SQLite's errors into gitreg's (module docstring)."""
     try:
         yield
-    except (sqlite3.Error, OSError) as exc:
+    except sqlite3.Error as exc:
+        if _is_full(exc):
+            raise StorageFull(f"{where} ({exc})") from exc
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in _UNAVAILABLE:
+            raise DatabaseUnavailable(f"{where}: {exc}") from exc
+        raise
+    except OSError as exc:
         if (full := storage_full(exc, str(where))) is not None:
             raise full from exc
         raise
@@ -89,10 +123,11 @@ class SQLiteDatabase:
         self._readers_lock = threading.Lock()  # guards the two lists, never held during SQL
         self._readers_free = threading.BoundedSemaphore(MAX_READERS)
         self._own_changes = 0  # this process's commits counted in gitreg_changes
-        self.conn = self._connect()
-        with self._lock:
-            _enable_wal(self.conn)
-            self.conn.execute("PRAGMA foreign_keys = ON")
+        with _engine_errors(path):
+            self.conn = self._connect()
+            with self._lock:
+                _enable_wal(self.conn)
+                self.conn.execute("PRAGMA foreign_keys = ON")
         self._migrate()
 
     def _connect(self) -> sqlite3.Connection:
@@ -122,7 +157,7 @@ class SQLiteDatabase:
         disk becomes `StorageFull` (503, retry later) in one place. `notify`:
         other processes see the commit through `data_version`, as on
         PostgreSQL; `exclusive` is PostgreSQL's (SQLite has one writer)."""
-        with self._lock, _full_disk_is_storage_full(self.path):
+        with self._lock, _engine_errors(self.path):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
@@ -142,7 +177,7 @@ class SQLiteDatabase:
         """A read connection for this thread's use alone until it is handed back.
         `query_only` makes a write through it an error, not a deferred-`BEGIN`
         write that could fail with SQLITE_BUSY at once (S1)."""
-        with self._readers_free:
+        with _engine_errors(self.path), self._readers_free:
             conn = self._idle_reader()
             try:
                 yield conn
@@ -213,9 +248,13 @@ class SQLiteDatabase:
         sign-in steps emptied every other worker's metadata cache every few
         seconds. This process's own changes are left out (its writers
         invalidate its cache directly), as the pragma left them out."""
-        with self._lock:
+        with self._lock, _engine_errors(self.path):
             seq = int(self.conn.execute("SELECT seq FROM gitreg_changes").fetchone()[0])
             return seq - self._own_changes
+
+    def check_writable(self) -> None:
+        with self.write(notify=False) as conn:
+            conn.execute("SELECT 1")
 
     def table_names(self) -> list[str]:
         with self.reader() as conn:
@@ -231,8 +270,9 @@ class SQLiteDatabase:
         integrity_check passes, so `target` is whole or absent (S4)."""
         partial = target.with_name(target.name + ".partial")
         partial.unlink(missing_ok=True)
-        self._online_copy(partial)
-        verdict = _integrity_check(partial)
+        with _engine_errors(target):
+            self._online_copy(partial)
+            verdict = _integrity_check(partial)
         if verdict != "ok":
             raise ConfigError(f"backup failed its integrity check: {verdict}")
         os.replace(partial, target)

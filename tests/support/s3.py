@@ -176,3 +176,18 @@ class CuttableProxy:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
+
+
+def client_panic(message: str) -> BaseException:
+    """What the S3 client raises when its Rust code panics: pyo3's
+    `PanicException`, a BaseException whose class cannot be imported by name
+    (pyo3 registers it when the client's module loads; every extension built
+    with pyo3 has a class of that name of its own)."""
+    import obstore  # noqa: F401  (loads the class)
+
+    panic = next(
+        kind
+        for kind in BaseException.__subclasses__()
+        if kind.__module__ == "pyo3_runtime" and kind.__name__ == "PanicException"
+    )
+    return panic(message)
