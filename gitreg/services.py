@@ -34,11 +34,11 @@ from gitreg.storage.catalog_protocols import CatalogIndex, DownloadCountIndex, P
 from gitreg.storage.download_counts import DownloadCountStore
 from gitreg.storage.index import open_index
 from gitreg.storage.jobs import JobStore
+from gitreg.storage.jobs_protocols import JobIndex
 from gitreg.storage.mirror import MirrorStore
 from gitreg.storage.module_proxy import ModuleProxyIndex, ModuleProxyStore
 from gitreg.storage.protocols import (
     AuthIndex,
-    JobIndex,
     MirrorIndex,
     ModuleIndex,
     ProviderIndex,

@@ -22,7 +22,7 @@ from gitreg import metrics
 from gitreg.errors import GitregError, QueueUnavailable, StorageFull
 from gitreg.settings import Settings
 from gitreg.storage.jobs import Enqueued, JobKind, Submission
-from gitreg.storage.protocols import JobIndex
+from gitreg.storage.jobs_protocols import JobIndex
 
 log = logging.getLogger("gitreg.jobs")
 

@@ -17,11 +17,11 @@ from gitreg.storage.auth import AuthStore
 from gitreg.storage.blobs import BlobStore, FileBlobStore
 from gitreg.storage.index import SQLiteIndex, open_index
 from gitreg.storage.jobs import JobStore
+from gitreg.storage.jobs_protocols import JobIndex
 from gitreg.storage.mirror import MirrorStore
 from gitreg.storage.module_proxy import ModuleProxyIndex, ModuleProxyStore
 from gitreg.storage.protocols import (
     AuthIndex,
-    JobIndex,
     MirrorIndex,
     ModuleIndex,
     ProviderIndex,

@@ -17,7 +17,7 @@ from gitreg.jobs.runner import JobRunner, backoff, owner_is_dead, worker_identit
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from gitreg.storage.index import SQLiteIndex
-from gitreg.storage.protocols import JobIndex
+from gitreg.storage.jobs_protocols import JobIndex
 from gitreg.storage.records import RepoRecord
 from tests.support.gitrepo import GitRepo, simple_module
 
