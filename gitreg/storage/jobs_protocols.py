@@ -32,7 +32,9 @@ class JobIndex(Protocol):
     ) -> list[Enqueued]:
         """All submissions in ONE transaction, in order: a repeated delivery id
         is a `duplicate`, a request for a repository with a queued job is
-        `merged` into it. All are stored or none is."""
+        `merged` into it (its `run_after`, a backoff wait, is kept), and one for
+        a repository whose latest job `failed` by an outage `requeued` that job.
+        All are stored or none is."""
         ...
 
     def retry(self, job_id: int, now: float) -> Enqueued:
@@ -53,10 +55,17 @@ class JobIndex(Protocol):
         ...
 
     def fail(
-        self, job_id: int, owner: str, now: float, error: str, retry_at: float | None
+        self,
+        job_id: int,
+        owner: str,
+        now: float,
+        error: str,
+        retry_at: float | None,
+        outage: bool = False,
     ) -> JobState | None:
         """Back to `queued` at `retry_at`, or `failed` for good (no retry_at or
-        attempts used up); the new state, or None if `owner` lost the lease."""
+        attempts used up); the new state, or None if `owner` lost the lease.
+        `outage`: storage was unavailable (see `enqueue_many`)."""
         ...
 
     def expire_leases(self, owners: list[str]) -> int:

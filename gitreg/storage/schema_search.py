@@ -1,4 +1,4 @@
-"""Migrations after schema.py's list, which is at its 500-line limit.
+"""Migrations after schema.py's list, which is at its 500-line limit (0022 on).
 
 0022 (issue 13, "Search over 10,000 modules: p99 under 20 ms" on PostgreSQL):
 `module_search` rows are wide (README text, its tsvector with positions: about
@@ -53,6 +53,15 @@ SEARCH_MIGRATIONS: list[tuple[str, str]] = [
         AFTER INSERT OR UPDATE ON module_search
         FOR EACH ROW EXECUTE FUNCTION module_search_words_put();
     /*sqlite*/ CREATE INDEX module_search_namespace ON module_search (lower(namespace));
+    """,
+    ),
+    (
+        # 1 when the job's last attempt failed because storage (S3, the database)
+        # was unavailable: a job `failed` that way is queued again by the next
+        # submission for its repository (gitreg/storage/jobs.py, docs/webhooks.md).
+        "0023-job-outage",
+        """
+    ALTER TABLE jobs ADD COLUMN outage INTEGER NOT NULL DEFAULT 0;
     """,
     ),
 ]
