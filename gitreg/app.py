@@ -22,7 +22,14 @@ from gitreg.api.responses import error_body, json_response
 from gitreg.auth import http as login
 from gitreg.auth.signed_urls import RECHECK_EVERY
 from gitreg.catalog import http as browse
-from gitreg.errors import GitregError, ResponseCut, Unauthorized, storage_full
+from gitreg.errors import (
+    GitregError,
+    QueueUnavailable,
+    ResponseCut,
+    Unauthorized,
+    is_outage,
+    storage_full,
+)
 from gitreg.jobs import http as admin
 from gitreg.metrics import http as metrics_api
 from gitreg.metrics import service as metrics
@@ -49,8 +56,12 @@ CLIENT_GONE = 499
 
 async def _gitreg_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GitregError)
-    if exc.status >= 500:
-        log.error("%s %s: %s", request.method, request.url.path, exc)
+    # QueueUnavailable: the queue logged why, once for all the deliveries of the
+    # commit that failed (or the server is stopping). Storage that is away (S3,
+    # the database) comes back: a warning.
+    if exc.status >= 500 and not isinstance(exc, QueueUnavailable):
+        level = logging.WARNING if is_outage(exc) else logging.ERROR
+        log.log(level, "%s %s: %s", request.method, request.url.path, exc)
     headers = {}
     # TooManyRequests, StorageFull, QueueUnavailable: say when to come back.
     retry_after = getattr(exc, "retry_after", None)
@@ -104,8 +115,8 @@ async def _clean_staging_forever(svc: Services) -> None:
     while True:
         try:
             await run_in_threadpool(_clean_staging, svc, ttl)
-        except Exception:  # a failing sweep must not end the loop
-            log.exception("staging cleanup failed")
+        except Exception as exc:  # a failing sweep must not end the loop
+            logs.failure(log, exc, "staging cleanup failed")
         await asyncio.sleep(min(max(ttl / 4, 0.5), 60.0))
 
 

@@ -188,6 +188,13 @@ class StorageUnavailable(GitregError):
         self.retry_after = retry_after
 
 
+def is_outage(exc: BaseException) -> bool:
+    """True when storage (the blob store or the shared index) failed or could not
+    be reached: nothing was committed, and the same work succeeds once it is
+    back. Logged as one warning line, never as a traceback."""
+    return isinstance(exc, (StorageUnavailable, DatabaseUnavailable))
+
+
 class NotFound(GitregError):
     """The addressed module, version, artifact or route does not exist."""
 

@@ -26,6 +26,8 @@ import time
 from json.encoder import encode_basestring_ascii
 from typing import Any, TextIO
 
+from gitreg.errors import is_outage
+
 # What the current request or job is; set by the access-log middleware and the
 # job runner, read by every log line written meanwhile.
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
@@ -289,3 +291,14 @@ def access_text(
     )
     _write(handler, line)
     return True
+
+
+def failure(logger: logging.Logger, exc: BaseException, message: str, *args: object) -> None:
+    """Log a failure its caller survives (a loop's round, a background task):
+    storage that is away (`is_outage`: S3, the database) is one warning line
+    with the reason, as it comes back by itself; anything else is a bug, logged
+    as an error with its traceback."""
+    if is_outage(exc):
+        logger.warning(f"{message}: %s", *args, exc)
+    else:
+        logger.error(message, *args, exc_info=exc)

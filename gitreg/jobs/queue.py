@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from gitreg import logs
 from gitreg.errors import GitregError, QueueUnavailable, StorageFull
 from gitreg.jobs.store import Enqueued, JobIndex, JobKind, Submission
 from gitreg.metrics import service as metrics
@@ -110,7 +111,7 @@ class GroupCommit:
                 log.error("could not store %d webhook submissions: %s", len(batch), exc)
                 error = exc
             else:
-                log.exception("could not store %d webhook submissions", len(batch))
+                logs.failure(log, exc, "could not store %d webhook submissions", len(batch))
                 error = QueueUnavailable(f"the delivery could not be stored, retry later: {exc}")
             for _, future in batch:
                 future.set_exception(error)

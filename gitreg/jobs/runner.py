@@ -24,7 +24,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gitreg import logs
-from gitreg.errors import DatabaseUnavailable, GitError, NotFound, StorageFull, storage_full
+from gitreg.errors import (
+    GitError,
+    NotFound,
+    StorageFull,
+    is_outage,
+    storage_full,
+)
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.store import JobRecord
 from gitreg.metrics import service as metrics
@@ -139,11 +145,8 @@ class JobRunner:
         while not self._stop.is_set():
             try:
                 ran = self.run_one()
-            except DatabaseUnavailable as exc:  # an outage: one line, not a traceback per poll
-                log.warning("job worker waiting for the database: %s", exc)
-                ran = None
-            except Exception:  # a broken database must not end the thread
-                log.exception("job worker error")
+            except Exception as exc:  # an outage or a broken database must not end the thread
+                logs.failure(log, exc, "job worker round failed")
                 ran = None
             if ran is None:
                 self._queue.wakeup.wait(POLL_INTERVAL)
@@ -188,10 +191,12 @@ class JobRunner:
             return self._failed(job, str(exc), retry=False)
         except GitError as exc:
             return self._failed(job, str(exc), retry=True)
-        except Exception as exc:  # a bug or a full disk: keep the job, retry later
+        except Exception as exc:  # a bug, a full disk or an outage: keep the job
             if (full := _as_storage_full(exc)) is not None:
                 self._wait_for_space(job, full)
                 return "deferred"
+            if is_outage(exc):  # one line from `_failed`, no traceback
+                return self._failed(job, str(exc), retry=True, outage=True)
             log.exception("job %d failed unexpectedly", job.id)
             return self._failed(job, f"{type(exc).__name__}: {exc}", retry=True)
         record = json.dumps(result.as_record())
@@ -214,10 +219,13 @@ class JobRunner:
             # claimed again, as after a crash.
             log.warning("job %d: cannot record the failure either, the disk is full", job.id)
 
-    def _failed(self, job: JobRecord, error: str, retry: bool) -> str:
+    def _failed(self, job: JobRecord, error: str, retry: bool, outage: bool = False) -> str:
+        """Record a failed attempt and log it in one line. A job failed by an
+        outage (storage unavailable) runs again at the next submission for its
+        repository, so that is a warning, not an error."""
         now = time.time()
         retry_at = now + backoff(job.attempts, self._settings.job_backoff) if retry else None
-        state = self._store.fail(job.id, self.owner, now, error, retry_at)
+        state = self._store.fail(job.id, self.owner, now, error, retry_at, outage)
         if state == "queued" and retry_at is not None:
             log.warning(
                 "job %d attempt %d/%d failed, retry in %.0fs: %s",
@@ -228,7 +236,13 @@ class JobRunner:
                 error,
             )
             return "retried"
-        log.error("job %d %s after %d attempt(s): %s", job.id, state, job.attempts, error)
+        if not outage:
+            log.error("job %d %s after %d attempt(s): %s", job.id, state, job.attempts, error)
+            return "failed"
+        again = ", runs again at the next delivery or reconcile" if state == "failed" else ""
+        log.warning(
+            "job %d %s after %d attempt(s)%s: %s", job.id, state, job.attempts, again, error
+        )
         return "failed"
 
     # -- housekeeping -------------------------------------------------------
@@ -247,10 +261,8 @@ class JobRunner:
                 if now >= next_schedule:
                     self._run_schedules()
                     next_schedule = now + POLL_INTERVAL * 5
-            except DatabaseUnavailable as exc:
-                log.warning("job housekeeping waiting for the database: %s", exc)
-            except Exception:
-                log.exception("job housekeeping error")
+            except Exception as exc:
+                logs.failure(log, exc, "job housekeeping round failed")
 
     def _renew_leases(self) -> None:
         with self._active_lock:

@@ -39,6 +39,7 @@ class JobRecord:
     finished_at: float | None
     last_error: str
     result: str
+    outage: bool  # its last attempt failed because storage was unavailable
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +57,7 @@ class JobRecord:
             "started_at": iso(self.started_at),
             "finished_at": iso(self.finished_at),
             "last_error": self.last_error,
+            "outage": self.outage,
             "result": _decoded(self.result),
             # Which replica (host/boot/pid/nonce) holds a running job's lease.
             "lease_owner": self.lease_owner or None,
@@ -111,7 +113,9 @@ class JobIndex(Protocol):
     ) -> list[Enqueued]:
         """All submissions in ONE transaction, in order: a repeated delivery id
         is a `duplicate`, a request for a repository with a queued job is
-        `merged` into it. All are stored or none is."""
+        `merged` into it (its `run_after`, a backoff wait, is kept), and one for
+        a repository whose latest job `failed` by an outage `requeued` that job.
+        All are stored or none is."""
         ...
 
     def retry(self, job_id: int, now: float) -> Enqueued:
@@ -132,10 +136,17 @@ class JobIndex(Protocol):
         ...
 
     def fail(
-        self, job_id: int, owner: str, now: float, error: str, retry_at: float | None
+        self,
+        job_id: int,
+        owner: str,
+        now: float,
+        error: str,
+        retry_at: float | None,
+        outage: bool = False,
     ) -> JobState | None:
         """Back to `queued` at `retry_at`, or `failed` for good (no retry_at or
-        attempts used up); the new state, or None if `owner` lost the lease."""
+        attempts used up); the new state, or None if `owner` lost the lease.
+        `outage`: storage was unavailable (see `enqueue_many`)."""
         ...
 
     def expire_leases(self, owners: list[str]) -> int:

@@ -8,7 +8,10 @@ States: `queued` -> `running` -> `done` | `failed`; a running job whose worker
 failed transiently goes back to `queued` (or is `superseded` when another
 queued job for its repository already covers it). A partial unique index
 keeps at most one queued job per repository: later deliveries fold into it,
-since one fetch picks up every tag pushed so far.
+since one fetch picks up every tag pushed so far, and leave its `run_after`
+alone, so deliveries during an outage do not spend its attempts. A job
+`failed` because storage was unavailable (`outage`) is queued again by the
+next submission for its repository, a delivery or a reconcile.
 
 The store shares `SQLiteIndex`'s connection (same package): commits on that
 connection do not change its `PRAGMA data_version`, so queue traffic does not
@@ -83,11 +86,14 @@ class JobStore(IndexBackedStore):
             "SELECT id, kind, reason FROM jobs WHERE repo_id = ? AND state = 'queued'",
             (wanted.repo_id,),
         ).fetchone()
-        status: Literal["queued", "merged"] = "merged" if queued is not None else "queued"
+        status: Literal["queued", "merged", "requeued"]
         if queued is not None:
-            job_id = self._fold_into(conn, queued, wanted, now)
+            job_id, status = self._fold_into(conn, queued, wanted), "merged"
+        elif (stranded := _failed_by_outage(conn, wanted.repo_id)) is not None:
+            job_id, status = self._fold_into(conn, stranded, wanted), "requeued"
+            self._requeue(conn, job_id, now)
         else:
-            job_id = self._new_job(conn, wanted, now, max_attempts)
+            job_id, status = self._new_job(conn, wanted, now, max_attempts), "queued"
         if wanted.delivery_id:
             conn.execute(
                 "INSERT INTO deliveries (source, delivery_id, repo_id, job_id, received_at)"
@@ -96,18 +102,15 @@ class JobStore(IndexBackedStore):
             )
         return Enqueued(job_id, status)
 
-    def _fold_into(self, conn: Connection, queued: Row, wanted: Submission, now: float) -> int:
-        # A sync covers a reconcile (it fetches regardless); a new
-        # delivery also cancels any backoff wait: the remote may be back.
+    def _fold_into(self, conn: Connection, queued: Row, wanted: Submission) -> int:
+        # A sync covers a reconcile (it fetches regardless). `run_after` stays: cutting
+        # a backoff wait short would spend an attempt per push during an outage.
         conn.execute(
-            "UPDATE jobs SET kind = ?, reason = ?, deliveries = deliveries + ?,"
-            " run_after = CASE WHEN run_after < ? THEN run_after ELSE ? END WHERE id = ?",
+            "UPDATE jobs SET kind = ?, reason = ?, deliveries = deliveries + ? WHERE id = ?",
             (
                 "sync" if "sync" in (wanted.kind, queued["kind"]) else "reconcile",
                 _merge_reason(queued["reason"], wanted.reason),
                 1 if wanted.delivery_id else 0,
-                now,
-                now,
                 queued["id"],
             ),
         )
@@ -148,9 +151,10 @@ class JobStore(IndexBackedStore):
         ).fetchone()
         if queued is not None:
             return Enqueued(int(queued["id"]), "merged")
+        # A sync, as every attempt after a failed one (see `_take`).
         conn.execute(
-            "UPDATE jobs SET state = 'queued', attempts = 0, run_after = ?, lease_owner = '',"
-            " lease_until = 0, finished_at = NULL WHERE id = ?",
+            "UPDATE jobs SET state = 'queued', kind = 'sync', attempts = 0, run_after = ?,"
+            " lease_owner = '', lease_until = 0, finished_at = NULL, outage = 0 WHERE id = ?",
             (now, job_id),
         )
         return Enqueued(job_id, "requeued")
@@ -224,18 +228,25 @@ class JobStore(IndexBackedStore):
         with self._write(notify=False) as conn:
             cursor = conn.execute(
                 "UPDATE jobs SET state = 'done', finished_at = ?, result = ?, last_error = '',"
-                " lease_owner = '', lease_until = 0"
+                " lease_owner = '', lease_until = 0, outage = 0"
                 " WHERE id = ? AND lease_owner = ? AND state = 'running'",
                 (now, result, job_id, owner),
             )
             return cursor.rowcount == 1
 
     def fail(
-        self, job_id: int, owner: str, now: float, error: str, retry_at: float | None
+        self,
+        job_id: int,
+        owner: str,
+        now: float,
+        error: str,
+        retry_at: float | None,
+        outage: bool = False,
     ) -> JobState | None:
         """Record a failed attempt: back to `queued` at `retry_at`, or `failed`
         for good when `retry_at` is None or attempts are used up. Returns the new
-        state, or None if `owner` no longer held the job."""
+        state, or None if `owner` no longer held the job. `outage`: storage was
+        unavailable, so a `failed` job runs again at the next submission."""
         with self._write(notify=False) as conn:
             row = conn.execute(
                 "SELECT repo_id, attempts, max_attempts FROM jobs"
@@ -255,12 +266,13 @@ class JobStore(IndexBackedStore):
                 state = "queued" if other is None else "superseded"
             conn.execute(
                 "UPDATE jobs SET state = ?, last_error = ?, lease_owner = '', lease_until = 0,"
-                " run_after = ?, finished_at = ? WHERE id = ?",
+                " run_after = ?, finished_at = ?, outage = ? WHERE id = ?",
                 (
                     state,
                     error,
                     retry_at if state == "queued" else now,
                     None if state == "queued" else now,
+                    1 if outage else 0,
                     job_id,
                 ),
             )
@@ -365,6 +377,18 @@ _RUNNABLE = (
 REPO_CLAIM_LOCK = 0x6A6F62 << 32
 
 
+def _failed_by_outage(conn: Connection, repo_id: int) -> Row | None:
+    """The repository's latest job, if storage being unavailable failed it."""
+    latest: Row | None = conn.execute(
+        "SELECT id, kind, reason, state, outage FROM jobs WHERE repo_id = ?"
+        " ORDER BY id DESC LIMIT 1",
+        (repo_id,),
+    ).fetchone()
+    if latest is None or latest["state"] != "failed" or not latest["outage"]:
+        return None
+    return latest
+
+
 def _fail_lost_jobs(conn: Connection, now: float) -> None:
     """A job whose lease expired with its attempts used up fails for good."""
     conn.execute(
@@ -377,8 +401,12 @@ def _fail_lost_jobs(conn: Connection, now: float) -> None:
 
 
 def _take(conn: Connection, job_id: int, owner: str, now: float, lease: float) -> JobRecord:
+    """Lease a job to `owner`. A job's second and later attempts are syncs: an
+    attempt that failed (or whose worker died) after fetching left tags in the
+    mirror that a reconcile's remote-tag check would take as published."""
     claimed = conn.execute(
         "UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?,"
+        " kind = CASE WHEN attempts > 0 THEN 'sync' ELSE kind END,"
         " attempts = attempts + 1, started_at = ? WHERE id = ? RETURNING *",
         (owner, now + lease, now, job_id),
     ).fetchone()
@@ -386,4 +414,4 @@ def _take(conn: Connection, job_id: int, owner: str, now: float, lease: float) -
 
 
 def _job(row: Row) -> JobRecord:
-    return from_row(JobRecord, row)
+    return from_row(JobRecord, row, outage=bool(row["outage"]))

@@ -7,7 +7,8 @@ states the contract an implementation must keep: what is one transaction, what
 is idempotent, what raises. Unless said otherwise, a missing row asked for by
 id raises `NotFound`, and `find_*` / `*_by_*` lookups answer None instead.
 The blob store's protocol is `BlobStore` in blobs.py; the catalog's
-(documentation, search, download counts) are in catalog_protocols.py.
+(documentation, search, download counts) are in catalog_protocols.py; the job
+queue's is `JobIndex` in gitreg/jobs/store.py.
 """
 
 from __future__ import annotations

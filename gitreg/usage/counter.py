@@ -24,7 +24,8 @@ import time
 
 from anyio.to_thread import run_sync
 
-from gitreg.errors import GitregError, NotAVersion
+from gitreg import logs
+from gitreg.errors import GitregError, NotAVersion, is_outage
 from gitreg.providers.store import ProviderIndex
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.usage.store import DownloadCountIndex, DownloadRow, DownloadTotals
@@ -83,8 +84,8 @@ class DownloadCounter:
             batch = self.take()
             try:
                 await run_sync(self.write, batch)
-            except Exception:  # the database is away: keep the counts for the next try
-                log.exception("cannot write %d download counts; retrying", len(batch))
+            except Exception as exc:  # the database is away: keep the counts for the next try
+                logs.failure(log, exc, "cannot write %d download counts, retrying", len(batch))
                 for key, count in batch.items():
                     self._pending[key] = self._pending.get(key, 0) + count
                 # A full dict sets `_full` on every download: wait the interval
@@ -131,8 +132,8 @@ class DownloadCounter:
         self._refreshed = time.monotonic()
         try:
             self._totals = self.store.download_totals()
-        except Exception:  # the database is away: stale totals, not a dead task
-            log.exception("cannot read download totals")
+        except Exception as exc:  # the database is away: stale totals, not a dead task
+            logs.failure(log, exc, "cannot read download totals")
 
     def _resolve(
         self,
@@ -161,7 +162,9 @@ class DownloadCounter:
                 return None if module is None else module.id
             provider = self._providers.find_provider(f"{namespace}/{name}")
             return None if provider is None else provider.id
-        except GitregError:
+        except GitregError as exc:
+            if is_outage(exc):  # not gone, only unreachable: keep the counts
+                raise
             return None
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gitreg.errors import NotFound
-from gitreg.jobs.store import Submission
+from gitreg.jobs.store import Enqueued, Submission
 from tests.storage.conftest import Backend
 
 NOW = 1_700_000_000.0
@@ -61,3 +63,83 @@ def test_a_schedule_is_claimed_once_per_interval(implementation: Backend) -> Non
     assert jobs.claim_schedule("reconcile", NOW, 60) is True
     assert jobs.claim_schedule("reconcile", NOW + 1, 60) is False
     assert jobs.claim_schedule("reconcile", NOW + 61, 60) is True
+
+
+def _fail_first_attempt(
+    implementation: Backend, retry_at: float | None, outage: bool = False
+) -> tuple[int, int]:
+    """A repository whose one job, from delivery "d1", failed its first attempt."""
+    jobs = implementation.jobs
+    repo_id = _repo(implementation)
+    job_id = jobs.enqueue(repo_id, "sync", "github", "push", NOW, 8, "d1").job_id
+    assert jobs.claim("w1", NOW, lease=60) is not None
+    jobs.fail(job_id, "w1", NOW + 1, "blob store unavailable", retry_at, outage)
+    return repo_id, job_id
+
+
+def test_deliveries_do_not_cut_a_backoff_wait_short(implementation: Backend) -> None:
+    jobs = implementation.jobs
+    repo_id, job_id = _fail_first_attempt(implementation, retry_at=NOW + 100)
+    later = NOW + 2
+    redelivered, merged, reconcile = jobs.enqueue_many(
+        [
+            Submission(repo_id, "sync", "github", "push", "d1"),  # a redelivery
+            Submission(repo_id, "sync", "github", "push again", "d2"),
+            Submission(repo_id, "reconcile", "reconcile", "periodic reconcile"),
+        ],
+        later,
+        8,
+    )
+    assert (redelivered.status, merged.status, reconcile.status) == (
+        "duplicate",
+        "merged",
+        "merged",
+    )
+    waiting = jobs.job(job_id)
+    assert (waiting.state, waiting.run_after, waiting.attempts) == ("queued", NOW + 100, 1)
+    assert jobs.claim("w2", later, lease=60) is None
+    assert jobs.claim("w2", NOW + 100, lease=60) is not None
+
+
+@pytest.mark.parametrize(
+    "submission",
+    [
+        Submission(0, "sync", "github", "push again", "d2"),
+        Submission(0, "reconcile", "reconcile", "periodic reconcile"),
+    ],
+    ids=["delivery", "reconcile"],
+)
+def test_a_job_failed_by_an_outage_runs_again_at_the_next_submission(
+    implementation: Backend, submission: Submission
+) -> None:
+    jobs = implementation.jobs
+    repo_id, job_id = _fail_first_attempt(implementation, retry_at=None, outage=True)
+    failed = jobs.job(job_id)
+    assert (failed.state, failed.outage) == ("failed", True)
+    later = NOW + 2
+    again = jobs.enqueue_many([dataclasses.replace(submission, repo_id=repo_id)], later, 8)
+    assert again == [Enqueued(job_id, "requeued")]
+    queued = jobs.job(job_id)
+    assert (queued.state, queued.kind, queued.attempts, queued.outage) == (
+        "queued",
+        "sync",
+        0,
+        False,
+    )
+    assert submission.reason in queued.reason
+    claimed = jobs.claim("w2", later, lease=60)
+    assert claimed is not None and claimed.id == job_id
+
+
+def test_a_job_failed_otherwise_stays_failed_until_redelivered(implementation: Backend) -> None:
+    jobs = implementation.jobs
+    repo_id, job_id = _fail_first_attempt(implementation, retry_at=None)
+    new = jobs.enqueue(repo_id, "sync", "github", "push again", NOW + 2, 8, "d2")
+    assert new.status == "queued" and new.job_id != job_id
+    assert jobs.job(job_id).state == "failed"
+    assert jobs.claim("w2", NOW + 3, lease=60) is not None
+    assert jobs.finish(new.job_id, "w2", NOW + 3, "{}")
+    # A forge's redelivery of the failed delivery queues it again (W6).
+    assert jobs.enqueue(repo_id, "sync", "github", "push", NOW + 4, 8, "d1") == Enqueued(
+        job_id, "requeued"
+    )

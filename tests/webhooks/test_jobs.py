@@ -190,9 +190,10 @@ def test_failed_attempts_back_off(tmp_path: Path, make_repo: Any) -> None:
         [job] = runner(services).drain()  # the retry is not due yet
         assert job.state == "queued" and job.attempts == 1
         assert before + 60 * 0.8 <= job.run_after <= time.time() + 60 * 1.2
-        # A new delivery cancels the wait: the remote may be back.
-        services.jobs.submit(record.id, "sync", "test", "y")
-        assert len(runner(services).drain()) == 1
+        # A new delivery joins the waiting job without cutting its wait short.
+        assert services.jobs.submit(record.id, "sync", "test", "y").status == "merged"
+        assert runner(services).drain() == []
+        assert store(services).job(job.id).run_after == job.run_after
     finally:
         services.close()
 
