@@ -38,12 +38,13 @@ from gitreg.modules.service import Publisher
 from gitreg.providers.service import ProviderPublisher
 from gitreg.providers.store import ProviderIndex
 from gitreg.providers.store_sql import ProviderStore
+from gitreg.repositories.service import Repositories
 from gitreg.repositories.store import RegistrationIndex
 from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.repositories.sync import SyncService
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.index import open_index
+from gitreg.storage.index import Index, open_index
 from gitreg.storage.protocols import ModuleIndex, SecretStore
 from gitreg.storage.secrets import open_secret_store
 from gitreg.storage.select import open_blob_store, open_upload_store
@@ -75,6 +76,7 @@ class Services:
     provider_docs: ProviderDocsIndex  # provider documentation pages (issue 13)
     downloads: DownloadCounter  # download counts, flushed in batches (issues 13, 14)
     searches: SearchCache  # search answers, in an LRU of their own (issue 13)
+    repositories: Repositories
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -84,6 +86,27 @@ class Services:
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first
         self.index.close()
+
+
+def _repositories(
+    settings: Settings,
+    shared: Index,
+    providers: ProviderIndex,
+    secrets: SecretStore,
+    publisher: Publisher,
+    jobs: JobQueue,
+) -> Repositories:
+    """Registering and syncing repositories, on the shared index."""
+    registrations: RegistrationIndex = RegistrationStore(shared)
+    return Repositories(
+        settings=settings,
+        index=shared,
+        registrations=registrations,
+        providers=providers,
+        secrets=secrets,
+        publisher=publisher,
+        jobs=jobs,
+    )
 
 
 def build_services(settings: Settings) -> Services:
@@ -100,7 +123,6 @@ def build_services(settings: Settings) -> Services:
     auth: AuthIndex = AuthStore(shared)
     provider_store: ProviderIndex = ProviderStore(shared)
     mirror_store: MirrorIndex = MirrorStore(shared)
-    registrations: RegistrationIndex = RegistrationStore(shared)
     secrets = open_secret_store(settings.data_dir, settings.secret_key_file, shared)
     cache = MetadataCache[object](index.data_version, build_threads=settings.cache_build_threads)
     git = DulwichBackend(settings.git_timeout, settings.max_fetch_bytes)
@@ -132,7 +154,7 @@ def build_services(settings: Settings) -> Services:
         auth,
         providers,
         build_mirror(settings, mirror_store, blobs, cache, providers.store),
-        registrations,
+        RegistrationStore(shared),
         SyncService(index, publisher, providers),
         secrets,
         open_upload_store(settings, blobs),
@@ -144,6 +166,7 @@ def build_services(settings: Settings) -> Services:
         provider_docs,
         DownloadCounter(counts, index, provider_store),
         SearchCache(cache),
+        repositories=_repositories(settings, shared, provider_store, secrets, publisher, jobs),
     )
 
 
