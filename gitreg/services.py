@@ -41,6 +41,7 @@ from gitreg.modules.service import Publisher
 from gitreg.providers.service import ProviderPublisher
 from gitreg.providers.store import ProviderIndex
 from gitreg.providers.store_sql import ProviderStore
+from gitreg.repositories.service import Repositories
 from gitreg.repositories.store import RegistrationIndex
 from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.repositories.sync import SyncService
@@ -81,6 +82,7 @@ class Services:
     searches: SearchCache  # search answers, in an LRU of their own (issue 13)
     catalog_service: Catalog  # listing, search, records and documentation of the catalog
     staged_bytes: StagedBytesIndex  # what staged uploads hold, for the quotas
+    repositories: Repositories
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -90,6 +92,27 @@ class Services:
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first
         self.index.close()
+
+
+def _repositories(
+    settings: Settings,
+    shared: Index,
+    providers: ProviderIndex,
+    secrets: SecretStore,
+    publisher: Publisher,
+    jobs: JobQueue,
+) -> Repositories:
+    """Registering and syncing repositories, on the shared index."""
+    registrations: RegistrationIndex = RegistrationStore(shared)
+    return Repositories(
+        settings=settings,
+        index=shared,
+        registrations=registrations,
+        providers=providers,
+        secrets=secrets,
+        publisher=publisher,
+        jobs=jobs,
+    )
 
 
 def build_services(settings: Settings) -> Services:
@@ -116,7 +139,6 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     auth: AuthIndex = AuthStore(shared)
     provider_store: ProviderIndex = ProviderStore(shared)
     mirror_store: MirrorIndex = MirrorStore(shared)
-    registrations: RegistrationIndex = RegistrationStore(shared)
     secrets = open_secret_store(settings.data_dir, settings.secret_key_file, shared)
     cache = MetadataCache[object](index.data_version, build_threads=settings.cache_build_threads)
     git = DulwichBackend(settings.git_timeout, settings.max_fetch_bytes)
@@ -171,7 +193,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         auth,
         providers,
         build_mirror(settings, mirror_store, blobs, cache, providers.store),
-        registrations,
+        RegistrationStore(shared),
         SyncService(index, publisher, providers),
         secrets,
         open_upload_store(settings, blobs),
@@ -185,6 +207,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         searches,
         catalog_service=catalog_service,
         staged_bytes=StagedBytesStore(shared),
+        repositories=_repositories(settings, shared, provider_store, secrets, publisher, jobs),
     )
 
 

@@ -23,6 +23,12 @@ from gitreg.numbers import plain_int
 ENV_PREFIX = "GITREG_"
 # `http_impl`: uvicorn's HTTP parser and event loop (gitreg/server/limits.py).
 HTTP_IMPLS = ("auto", "httptools", "h11")
+# The local CA's files in `Settings.tls_dir`: `serve` issues them (gitreg/server/tls.py)
+# and `doctor` reads them.
+CA_CERT_NAME = "ca.pem"
+CA_KEY_NAME = "ca-key.pem"
+SERVER_CERT_NAME = "server.pem"
+SERVER_KEY_NAME = "server-key.pem"
 
 
 @dataclass(frozen=True)

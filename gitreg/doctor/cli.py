@@ -1,8 +1,9 @@
-"""`gitreg doctor`: one line per check, non-zero exit when one FAILs (issue 15).
+"""`gitreg doctor`: one line per check, non-zero exit when one FAILs.
 
-It runs standalone, without `build_services`: opening the index would migrate
-an older schema or refuse a newer one, and the schema is one of the things
-this command reports on.
+It runs standalone, and opens gitreg's storage (`build_services`) only when
+the checks say that changes nothing: opening the index would migrate an older
+schema or refuse a newer one, and the schema is one of the things this command
+reports on.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import argparse
 import json
 from pathlib import Path
 
-from gitreg.doctor.service import CheckResult, run_checks
+from gitreg.doctor.service import CheckResult, Stored, run_checks
+from gitreg.services import build_services
 from gitreg.settings import Settings
 
 
@@ -20,8 +22,16 @@ def exit_code(results: list[CheckResult]) -> int:
     return 1 if any(r.status == "FAIL" for r in results) else 0
 
 
+def _read_stored(settings: Settings) -> Stored:
+    svc = build_services(settings)
+    try:
+        return Stored(svc.repositories.repos(), svc.providers.active_keys())
+    finally:
+        svc.close()
+
+
 def doctor(settings: Settings, as_json: bool, timeout: float) -> int:
-    results = run_checks(settings, timeout)
+    results = run_checks(settings, lambda: _read_stored(settings), timeout)
     code = exit_code(results)
     if as_json:
         document = {"ok": code == 0, "checks": [r.as_dict() for r in results]}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from gitreg.doctor.results import CheckResult, fail, ok, warn
 from gitreg.errors import GitregError
-from gitreg.settings import Settings
+from gitreg.settings import SERVER_CERT_NAME, Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.schema_status import SchemaStatus, schema_status
 
@@ -90,8 +90,6 @@ def _covers(cert: x509.Certificate, host: str) -> bool:
 
 
 def check_tls(settings: Settings, now: datetime.datetime | None = None) -> CheckResult:
-    from gitreg.server.tls import SERVER_CERT_NAME
-
     name = "tls"
     if settings.no_tls:
         return ok(name, "TLS is off (no_tls): the proxy in front must terminate it")

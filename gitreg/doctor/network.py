@@ -20,7 +20,7 @@ from gitreg.errors import GitregError
 from gitreg.git.backend import GitBackend
 from gitreg.mirror.options import mirror_options
 from gitreg.mirror.upstream import outbound_ssl_context
-from gitreg.settings import Settings
+from gitreg.settings import CA_CERT_NAME, Settings
 from gitreg.storage.records import RepoRecord
 
 DISCOVERY = "/.well-known/terraform.json"
@@ -46,10 +46,6 @@ class Probe:
 def _context(settings: Settings) -> ssl.SSLContext:
     """The system's roots (or SSL_CERT_FILE), plus gitreg's local CA when it
     serves with one, since users were told to trust that CA."""
-    # gitreg.server.tls loads cryptography (8 MiB), which `serve` builds this
-    # command's parser without (issue 16, target 2)
-    from gitreg.server.tls import CA_CERT_NAME
-
     context = outbound_ssl_context()
     local_ca = settings.tls_dir / CA_CERT_NAME
     if settings.tls_cert is None and local_ca.is_file():

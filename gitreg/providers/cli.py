@@ -15,13 +15,11 @@ from gitreg.addresses import check_provider_namespace, parse_local_provider_addr
 from gitreg.errors import BadRequest, GitError, NotFound, ReleasePending, RemoteError
 from gitreg.modules.cli_yank import register_provider as register_provider_yank
 from gitreg.providers.collect import collect
-from gitreg.providers.forges import default_forge, forge_config
 from gitreg.providers.keys import ALGORITHMS
 from gitreg.providers.names import check_version
 from gitreg.providers.outcomes import ProviderSyncResult
 from gitreg.providers.store import ProviderVersionRecord
-from gitreg.repositories.service import RepoSource, check_remote, register_repo
-from gitreg.repositories.store import ProviderLink
+from gitreg.repositories.service import RepoSource
 from gitreg.services import Services
 from gitreg.settings import Settings
 from gitreg.versions import latest, sort_key
@@ -39,25 +37,13 @@ UPLOAD_TIMEOUT = 300.0
 
 def repo_add_provider(svc: Services, args: argparse.Namespace) -> int:
     """`gitreg repo add URL --provider NS/TYPE [--forge NAME] [--sign]`."""
-    address = parse_local_provider_address(args.provider)
-    settings = svc.settings
-    check_remote(settings, args.url)  # a refused URL is reported before the forge question
-    forge = args.forge or default_forge(settings, args.url)
-    if not forge:
-        raise BadRequest(
-            "cannot tell which forge hosts this repository's releases; pass --forge NAME"
-            " (github, gitlab, or a [forges.NAME] table of the config file)"
-        )
-    forge_config(settings, forge)  # unknown names and bad tables fail now, not at the first job
-    # One transaction (gitreg/repositories/service.py). No git fetch: a provider is fed by
-    # its forge's releases, which the first sync reads.
-    repo = register_repo(
-        svc,
-        RepoSource(args.url, args.forge_repo, args.webhook_secret),
-        ProviderLink(address.namespace, address.type, forge, args.sign),
-        fetch_first=False,
+    source = RepoSource(args.url, args.forge_repo, args.webhook_secret)
+    added = svc.repositories.add_provider(source, args.provider, args.forge or "", args.sign)
+    link, repo = added.link, added.repo
+    print(
+        f"registered provider {link.namespace}/{link.type} from {link.forge} releases"
+        f" of {repo.forge_repo}"
     )
-    print(f"registered provider {address} from {forge} releases of {repo.forge_repo}")
     if args.no_sync:
         return 0
     return _print_sync(svc, [repo.id])

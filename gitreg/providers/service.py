@@ -58,7 +58,7 @@ from gitreg.providers.record import (
     store_version,
     unchanged_or_conflict,
 )
-from gitreg.providers.store import ProviderIndex, ProviderRecord
+from gitreg.providers.store import KeyRecord, ProviderIndex, ProviderRecord
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.protocols import SecretStore
@@ -159,6 +159,10 @@ class ProviderPublisher:
         )
         metrics.published("provider", str(provider.address))
         return record
+
+    def active_keys(self) -> list[KeyRecord]:
+        """Every namespace's signing keys that are not retired."""
+        return self.store.keys(active_only=True)
 
     # -- forge releases -----------------------------------------------------
 

@@ -7,22 +7,13 @@ import json
 import sys
 from typing import Any
 
-from gitreg.addresses import parse_module_address
 from gitreg.catalog.records import deprecation, latest_listed
-from gitreg.errors import BadRequest, GitError, NotFound
+from gitreg.errors import BadRequest, GitError
 from gitreg.modules.service import SyncResult, sync_status
 from gitreg.providers.cli import add_repo_options, repo_add_provider
-from gitreg.repositories.service import (
-    RepoSource,
-    module_glob_link,
-    module_link,
-    register_repo,
-    remove_repo,
-    set_repo,
-)
+from gitreg.repositories.service import ModuleListing, RepoSource, module_glob_link, module_link
 from gitreg.services import Services
 from gitreg.storage.records import RepoRecord
-from gitreg.versions import sort_key
 
 Parser = argparse.ArgumentParser
 
@@ -39,6 +30,12 @@ def _print_result(result: SyncResult, verbose: bool) -> None:
             print(f"ignored   {line}")
 
 
+def _synced(svc: Services, repo: RepoRecord) -> None:
+    result = svc.repositories.sync_modules(repo)
+    _print_result(result, verbose=False)
+    print(result.summary())
+
+
 def repo_add(
     svc: Services,
     url: str,
@@ -50,14 +47,12 @@ def repo_add(
     sync: bool,
 ) -> int:
     link = module_link(module, subdir, tag_prefix)
-    # With sync, register_repo fetches before it commits: a wrong URL leaves nothing.
-    repo = register_repo(svc, RepoSource(url, forge_repo, webhook_secret), link, fetch_first=sync)
+    # With sync, the remote is fetched before anything is written: a wrong URL leaves nothing.
+    source = RepoSource(url, forge_repo, webhook_secret)
+    repo = svc.repositories.add(source, link, fetch_first=sync).repo
     print(f"registered {link.namespace}/{link.name}/{link.system} from {repo.url}")
-    if not sync:
-        return 0
-    result = svc.publisher.sync_repo(repo)
-    _print_result(result, verbose=False)
-    print(result.summary())
+    if sync:
+        _synced(svc, repo)
     return 0
 
 
@@ -67,45 +62,41 @@ def repo_add_modules(svc: Services, args: argparse.Namespace) -> int:
         args.modules, args.namespace, args.system, args.tag_pattern, args.whole_tree
     )
     source = RepoSource(args.url, args.forge_repo, args.webhook_secret)
-    repo = register_repo(svc, source, link, fetch_first=not args.no_sync)
+    repo = svc.repositories.add(source, link, fetch_first=not args.no_sync).repo
     tags = f"tags {link.tag_pattern}" if link.tag_pattern else "shared tags"
     print(
         f"registered {link.pattern} as {link.namespace}/{{name}}/{link.system}"
         f" ({tags}) from {repo.url}"
     )
-    if args.no_sync:
-        return 0
-    result = svc.publisher.sync_repo(repo)
-    _print_result(result, verbose=False)
-    print(result.summary())
+    if not args.no_sync:
+        _synced(svc, repo)
     return 0
 
 
 def repo_remove(svc: Services, target: str, keep_versions: bool) -> int:
-    print(remove_repo(svc, target, keep_versions))
+    print(svc.repositories.remove(target, keep_versions))
     return 0
 
 
 def repo_set(
     svc: Services, target: str, remote: str | None, subdir: str | None, tag_prefix: str | None
 ) -> int:
-    print(set_repo(svc, target, remote, subdir, tag_prefix))
+    print(svc.repositories.change(target, remote, subdir, tag_prefix))
     return 0
 
 
 def repo_list(svc: Services, as_json: bool) -> int:
-    repos = svc.index.repos()
     rows: list[dict[str, Any]] = [
         {
-            "url": r.url,
-            "forge_repo": r.forge_repo,
-            "modules": [m.address for m in svc.index.modules_of_repo(r.id)],
-            "providers": [p.address for p in svc.providers.store.providers_of_repo(r.id)],
-            "status": sync_status(r),
-            "last_fetch_at": r.last_fetch_at,
-            "last_fetch_error": r.last_fetch_error,
+            "url": r.repo.url,
+            "forge_repo": r.repo.forge_repo,
+            "modules": r.modules,
+            "providers": r.providers,
+            "status": sync_status(r.repo),
+            "last_fetch_at": r.repo.last_fetch_at,
+            "last_fetch_error": r.repo.last_fetch_error,
         }
-        for r in repos
+        for r in svc.repositories.listing()
     ]
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -118,24 +109,11 @@ def repo_list(svc: Services, as_json: bool) -> int:
     return 0
 
 
-def _repos_to_sync(svc: Services, address: str | None) -> list[RepoRecord]:
-    if not address:
-        return svc.index.repos()
-    parsed = parse_module_address(address)
-    module = svc.index.find_module(parsed.namespace, parsed.name, parsed.system)
-    if module is None:
-        raise NotFound(f"module {parsed} is not registered")
-    repo = svc.index.repo(module.repo_id)
-    if repo.removed_at is not None:
-        raise NotFound(f"module {parsed}'s repository was removed; its versions are kept")
-    return [repo]
-
-
 def sync(svc: Services, address: str | None, verbose: bool) -> int:
     failed = 0
-    for repo in _repos_to_sync(svc, address):
+    for repo in svc.repositories.to_sync(address):
         try:
-            result = svc.publisher.sync_repo(repo)
+            result = svc.repositories.sync_modules(repo)
         except GitError as exc:
             print(f"gitreg: {repo.url}: {exc}", file=sys.stderr)
             failed += 1
@@ -145,39 +123,33 @@ def sync(svc: Services, address: str | None, verbose: bool) -> int:
     return 1 if failed else 0
 
 
-def _module_rows(svc: Services) -> list[dict[str, Any]]:
-    rows = []
-    for module in svc.index.modules():
-        repo = svc.index.repo(module.repo_id)
-        versions = sorted(svc.index.versions(module.id), key=lambda v: sort_key(v.version))
-        rows.append(
+def _module_row(found: ModuleListing) -> dict[str, Any]:
+    module = found.module
+    return {
+        "address": module.address,
+        "repository": found.repo.url,
+        "subdir": module.subdir,
+        "tag_prefix": module.tag_prefix,
+        "latest": chosen.version if (chosen := latest_listed(list(found.versions))) else None,
+        "versions": [
             {
-                "address": module.address,
-                "repository": repo.url,
-                "subdir": module.subdir,
-                "tag_prefix": module.tag_prefix,
-                "latest": chosen.version if (chosen := latest_listed(versions)) else None,
-                "versions": [
-                    {
-                        "version": v.version,
-                        "tag": v.tag,
-                        "tag_sha": v.tag_sha,
-                        "commit": v.commit_sha,
-                        "tree": v.tree_sha,
-                        "archive_sha256": v.archive_sha256,
-                        "archive_size": v.archive_size,
-                        "published_at": v.published_at,
-                        "yanked": v.yanked,
-                        "deprecation": deprecation(v),
-                    }
-                    for v in versions
-                ],
-                "conflicts": [c.reason for c in svc.index.conflicts(module.id)],
-                "ignored_tags": json.loads(module.sync_report),
-                "last_sync_at": module.last_sync_at,
+                "version": v.version,
+                "tag": v.tag,
+                "tag_sha": v.tag_sha,
+                "commit": v.commit_sha,
+                "tree": v.tree_sha,
+                "archive_sha256": v.archive_sha256,
+                "archive_size": v.archive_size,
+                "published_at": v.published_at,
+                "yanked": v.yanked,
+                "deprecation": deprecation(v),
             }
-        )
-    return rows
+            for v in found.versions
+        ],
+        "conflicts": [c.reason for c in found.conflicts],
+        "ignored_tags": json.loads(module.sync_report),
+        "last_sync_at": module.last_sync_at,
+    }
 
 
 def _marks(version: dict[str, Any], latest: str | None) -> str:
@@ -187,7 +159,7 @@ def _marks(version: dict[str, Any], latest: str | None) -> str:
 
 
 def modules(svc: Services, as_json: bool, verbose: bool) -> int:
-    rows = _module_rows(svc)
+    rows = [_module_row(m) for m in svc.repositories.module_listing()]
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0

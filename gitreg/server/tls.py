@@ -30,12 +30,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from gitreg.settings import CA_CERT_NAME, CA_KEY_NAME, SERVER_CERT_NAME, SERVER_KEY_NAME
+
 __all__ = ["LocalTLS", "describe_trust", "ensure_local_tls"]
 
-CA_CERT_NAME = "ca.pem"
-CA_KEY_NAME = "ca-key.pem"
-SERVER_CERT_NAME = "server.pem"
-SERVER_KEY_NAME = "server-key.pem"
 LOCK_NAME = ".lock"
 
 CA_VALIDITY = datetime.timedelta(days=3650)

@@ -6,7 +6,7 @@
     POST /webhooks/bitbucket  Bitbucket Cloud and Data Center (X-Hub-Signature)
     POST /webhooks/git        hooks/post-receive (Authorization: Bearer <notify token>)
 
-One module per forge turns a delivery into a `Delivery`; `routes` checks size,
-JSON and authentication, then records a job (`gitreg.jobs`) and answers.
-Kept free of imports from `gitreg.services`, which imports `tokens` from here.
+One module per forge turns a delivery into a `Delivery`; `http.routes` checks
+size and JSON, then asks `gitreg.repositories.service.Repositories` which
+repositories the delivery proves it is for and to queue their sync jobs, and answers.
 """

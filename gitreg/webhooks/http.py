@@ -3,14 +3,13 @@
 Order of checks, for every forge: the body is read up to a cap (413 beyond,
 W7), must be a JSON object (400, W7), names a repository that is looked up
 by its configured forge name (W8), and must carry that repository's secret,
-or the global default (401 otherwise, the same answer whether the name is
-registered or not; no secret at all refuses everything, W2). Only then is
-the event interpreted: ping and unused events get 200 and change nothing
-(W4); tag events become a job, stored before the 202 (W5): the jobs go to
-the group commit (`JobQueue.submit_grouped`), and the request awaits the
-commit holding them without holding a thread; a failed commit answers 503
-with Retry-After. The database work runs off the event loop; no git work
-happens here.
+or the global default (401 otherwise; no secret at all refuses everything,
+W2). Only then is the event interpreted: ping and unused events get 200 and
+change nothing (W4); tag events become a job, stored before the 202 (W5):
+the jobs go to the group commit (`Repositories.enqueue_syncs`), and the request
+awaits the commit holding them without holding a thread; a failed commit
+answers 503 with Retry-After. The database work runs off the event loop; no
+git work happens here.
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
-import secrets
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,27 +27,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gitreg.addresses import module_address
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import (
-    BadRequest,
-    ConfigError,
-    Forbidden,
-    GitregError,
-    NotFound,
-    PayloadTooLarge,
-    Unauthorized,
-)
-from gitreg.jobs.store import Submission
+from gitreg.errors import BadRequest, GitregError, PayloadTooLarge, Unauthorized
 from gitreg.metrics import service as metrics
 from gitreg.numbers import declared_length
-from gitreg.repositories.service import RepoSource, register_repo
-from gitreg.repositories.store import ModuleLink
-from gitreg.secret_refs import resolve_secret
-from gitreg.services import Services, services
+from gitreg.repositories.service import Repositories
+from gitreg.services import services
 from gitreg.storage.records import RepoRecord
 from gitreg.webhooks.bitbucket import Bitbucket
 from gitreg.webhooks.events import (
@@ -70,8 +55,6 @@ from gitreg.webhooks.gitlab import GitLab
 log = logging.getLogger("gitreg.webhooks")
 
 FORGES: tuple[Forge, ...] = (GitHub(), GitLab(), Gitea(), Bitbucket())
-# The public registry's naming convention for module repositories.
-_CONVENTIONAL = re.compile(r"^terraform-(?P<system>[0-9A-Za-z]+)-(?P<name>[0-9A-Za-z_-]+)$")
 
 
 async def read_json(request: Request, limit: int) -> tuple[bytes, dict[str, Any]]:
@@ -99,93 +82,6 @@ async def read_json(request: Request, limit: int) -> tuple[bytes, dict[str, Any]
     return body, payload
 
 
-def _secret(repo: RepoRecord | None, svc: Services) -> str:
-    own = resolve_secret(_opened(repo, svc)) if repo is not None else ""
-    return own or resolve_secret(svc.settings.webhook_secret)
-
-
-def _opened(repo: RepoRecord, svc: Services) -> str:
-    """The repository's secret (reference), unsealed. One that cannot be opened
-    (sealed by another key) refuses deliveries like an unreadable reference
-    does (W2): the reason is logged, never answered as a 500."""
-    try:
-        return svc.secrets.open_webhook_secret(repo.webhook_secret)
-    except ConfigError as exc:
-        log.error("webhook secret of %s: %s", repo.url, exc)
-        return ""
-
-
-def _authenticate(
-    svc: Services, forge: Forge, headers: Mapping[str, str], body: bytes, name: str | None
-) -> list[RepoRecord]:
-    """The registered repositories this delivery proves it is for; [] when it
-    is verified against the default secret but names no registered repository.
-
-    Short of that proof, every refusal that could depend on the name is the
-    same 401 as a wrong signature, so no answer tells which names are
-    registered; why it was refused goes to the log."""
-    repos = svc.index.repos_by_forge_name(name) if name else []
-    if name and repos:
-        keys = [_secret(r, svc) for r in repos]
-        verified = [
-            r for r, key in zip(repos, keys, strict=True) if _proves(forge, headers, body, key)
-        ]
-        if verified:
-            return verified
-        if not any(keys):
-            log.warning(
-                "%s delivery refused: no webhook secret is configured for %r"
-                " (gitreg repo add --webhook-secret, or webhook_secret)",
-                forge.name,
-                name[:200],
-            )
-        raise _wrong_signature(forge)
-    default = _secret(None, svc)
-    if not default and not name:
-        raise Unauthorized("no webhook secret is configured: refusing every delivery")
-    if not _proves(forge, headers, body, default):
-        if name:
-            log.info(
-                "%s delivery refused: repository %r is not registered with gitreg"
-                " (gitreg repo add URL --module NS/NAME/SYSTEM --forge-repo OWNER/REPO)%s",
-                forge.name,
-                name[:200],
-                ", and the delivery is not signed with webhook_secret" if default else "",
-            )
-        raise _wrong_signature(forge)
-    return []
-
-
-def _proves(forge: Forge, headers: Mapping[str, str], body: bytes, secret: str) -> bool:
-    """Whether the delivery carries the proof of `secret`. Without a secret the
-    check still runs, against one nobody knows: it fails either way, and costs
-    what the check of a real secret does, so its time does not tell either."""
-    return forge.verify(headers, body, secret or secrets.token_hex(32))
-
-
-def _wrong_signature(forge: Forge) -> Unauthorized:
-    return Unauthorized(f"{forge.name} signature or token does not match")
-
-
-def _auto_register(svc: Services, name: str) -> RepoRecord:
-    """Register `OWNER/terraform-SYSTEM-NAME` as module OWNER/NAME/SYSTEM when
-    the operator allowed that owner; the remote comes from the operator's
-    template, never from the payload (W8)."""
-    settings = svc.settings
-    owners = {o.strip().lower() for o in settings.auto_register_owners.split(",") if o.strip()}
-    parts = name.split("/")
-    match = _CONVENTIONAL.match(parts[-1]) if len(parts) == 2 else None
-    if not owners or parts[0].lower() not in owners or match is None:
-        raise NotFound(f"repository {name[:200]!r} is not registered with gitreg")
-    address = module_address(parts[0], match["name"], match["system"].lower())
-    source = RepoSource(settings.auto_register_remote.format(forge_repo=name), name)
-    link = ModuleLink(address.namespace, address.name, address.system, "", "")
-    # No fetch here (the request must stay quick): the queued sync job fetches.
-    repo = register_repo(svc, source, link, fetch_first=False)
-    log.info("auto-registered %s as module %s from %s", name, address, repo.url)
-    return repo
-
-
 @dataclass(frozen=True)
 class Pending:
     """A verified delivery that makes jobs: stored by the group commit (off
@@ -201,17 +97,15 @@ class Pending:
 Outcome = tuple[int, dict[str, Any]] | Pending
 
 
-async def _store(svc: Services, pending: Pending, forge: str) -> Response:
+async def _store(repositories: Repositories, pending: Pending, forge: str) -> Response:
     """Wait until the transaction holding this delivery's jobs committed; 503
     with Retry-After when it failed (then nothing of it was stored)."""
     reason = pending.delivery.describe()
-    wanted = [
-        Submission(repo.id, "sync", pending.source, reason, pending.delivery_id)
-        for repo in pending.repos
-    ]
     # QueueUnavailable / StorageFull: the app's GitregError handler answers 503
     # with Retry-After.
-    stored = await asyncio.wrap_future(svc.jobs.submit_grouped(wanted))
+    stored = await asyncio.wrap_future(
+        repositories.enqueue_syncs(pending.repos, pending.source, reason, pending.delivery_id)
+    )
     jobs = []
     for repo, outcome in zip(pending.repos, stored, strict=True):
         jobs.append({"id": outcome.job_id, "repository": repo.url, "status": outcome.status})
@@ -222,21 +116,27 @@ async def _store(svc: Services, pending: Pending, forge: str) -> Response:
     return json_response(json_bytes(answer), status=202 if fresh else 200)
 
 
-async def _answer(svc: Services, outcome: Outcome, forge: str) -> Response:
+async def _answer(repositories: Repositories, outcome: Outcome, forge: str) -> Response:
     """`forge` names the endpoint in `gitreg_webhook_deliveries_total`."""
     if isinstance(outcome, Pending):
-        return await _store(svc, outcome, forge)
+        return await _store(repositories, outcome, forge)
     status, answer = outcome
     metrics.webhook_delivery(forge, str(answer["status"]))
     return json_response(json_bytes(answer), status=status)
 
 
 def accept_forge_delivery(
-    svc: Services, forge: Forge, headers: Mapping[str, str], body: bytes, payload: dict[str, Any]
+    repositories: Repositories,
+    forge: Forge,
+    headers: Mapping[str, str],
+    body: bytes,
+    payload: dict[str, Any],
 ) -> Outcome:
     """Blocking part of a forge delivery (database only): authenticate, then act."""
     name = forge.repository(payload)
-    repos = _authenticate(svc, forge, headers, body, name)
+    repos = repositories.verified_repos(
+        name, lambda secret: forge.verify(headers, body, secret), forge.name
+    )
     delivery = forge.read(headers, payload)
     if delivery.kind == "ping":
         return 200, {"status": "ok", "message": "pong"}
@@ -245,7 +145,7 @@ def accept_forge_delivery(
     if not repos:
         if name is None:
             return 200, {"status": "ignored", "reason": "payload names no repository"}
-        repos = [_auto_register(svc, name)]
+        repos = [repositories.auto_register(name)]
     return Pending(repos, forge.name, delivery, forge.delivery_id(headers))
 
 
@@ -270,9 +170,9 @@ def forge_endpoint(forge: Forge) -> Route:
         async with _counted(forge.name):
             body, payload = await read_json(request, svc.settings.webhook_max_bytes)
             outcome = await run_in_threadpool(
-                accept_forge_delivery, svc, forge, request.headers, body, payload
+                accept_forge_delivery, svc.repositories, forge, request.headers, body, payload
             )
-            return await _answer(svc, outcome, forge.name)
+            return await _answer(svc.repositories, outcome, forge.name)
 
     return Route(f"/webhooks/{forge.name}", receive, methods=["POST"], name=f"webhook-{forge.name}")
 
@@ -280,14 +180,9 @@ def forge_endpoint(forge: Forge) -> Route:
 # -- hooks/post-receive ------------------------------------------------------
 
 
-def _namespaces(svc: Services, repo: RepoRecord) -> set[str]:
-    """Every namespace a repository publishes into (its modules and providers)."""
-    found = {m.namespace for m in svc.index.modules_of_repo(repo.id)}
-    found |= {p.namespace for p in svc.providers.store.providers_of_repo(repo.id)}
-    return found
-
-
-def accept_notification(svc: Services, payload: dict[str, Any], principal: Principal) -> Outcome:
+def accept_notification(
+    repositories: Repositories, payload: dict[str, Any], principal: Principal
+) -> Outcome:
     """`{"repository": "OWNER/REPO", "refs": [{"ref", "old", "new"}], "delivery": id}`
     from hooks/post-receive, from the holder of a publish token. The token must
     cover every namespace the repository publishes into (403 otherwise)."""
@@ -306,18 +201,7 @@ def accept_notification(svc: Services, payload: dict[str, Any], principal: Princ
     )
     if delivery.kind == "ignore":
         return 200, {"status": "ignored", "reason": delivery.note}
-    repos = svc.index.repos_by_forge_name(name)
-    if not repos:
-        raise NotFound(
-            f"repository {name[:200]!r} is not registered with gitreg"
-            " (set gitreg.repo in the hook's repository to its --forge-repo name)"
-        )
-    for repo in repos:
-        refused = sorted(
-            ns for ns in _namespaces(svc, repo) if not principal.allows(Scope.publish, ns)
-        )
-        if refused:
-            raise Forbidden(f"this token may not publish in namespace {', '.join(refused)}")
+    repos = repositories.publishing_repos(name, principal)
     return Pending(repos, "hook", delivery, text(payload, "delivery") or "")
 
 
@@ -327,8 +211,8 @@ async def notify(request: Request) -> Response:
         # The token first: nothing of an unauthenticated body is read or parsed.
         principal = await svc.access.authenticate(credentials(request), Scope.publish)
         _, payload = await read_json(request, svc.settings.webhook_max_bytes)
-        outcome = await run_in_threadpool(accept_notification, svc, payload, principal)
-        return await _answer(svc, outcome, "git")
+        outcome = await run_in_threadpool(accept_notification, svc.repositories, payload, principal)
+        return await _answer(svc.repositories, outcome, "git")
 
 
 def routes() -> list[Route]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from gitreg.app import create_app
-from gitreg.repositories.service import RepoSource, module_link, register_repo
+from gitreg.repositories.service import RepoSource, module_link
 from gitreg.settings import load_settings
 from gitreg.storage.sealing import generate_key_file
 from tests.support.gitrepo import GitRepo, simple_module
@@ -44,8 +44,7 @@ def test_sealed_webhook_secrets_verify_real_deliveries(
     data = tmp_path / "data"
     before = make_services(data)  # no key yet: stored as it always was
     try:
-        register_repo(
-            before,
+        before.repositories.add(
             RepoSource(str(_tagged(make_repo, "old").path), "acme/old", OLD_SECRET),
             module_link("acme/old/null", "", ""),
             fetch_first=False,
@@ -59,8 +58,7 @@ def test_sealed_webhook_secrets_verify_real_deliveries(
     flags = {"data_dir": data, "job_workers": 0, "reconcile_interval": 0, "secret_key_file": key}
     app = create_app(load_settings(flags, environ={}))
     svc = app.state.services
-    register_repo(
-        svc,
+    svc.repositories.add(
         RepoSource(str(_tagged(make_repo, "new").path), "acme/new", NEW_SECRET),
         module_link("acme/new/null", "", ""),
         fetch_first=False,
