@@ -124,7 +124,8 @@ def _settings(args: argparse.Namespace) -> Settings:
     }
     if getattr(args, "upstream", None):  # repeatable --upstream HOST=URL
         flags["upstream"] = ",".join(args.upstream)
-    return load_settings(flags, config_file=args.config)
+    refuse = not getattr(args, "lists_unknown_settings", False)  # `doctor` reports them
+    return load_settings(flags, config_file=args.config, refuse_unknown=refuse)
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:

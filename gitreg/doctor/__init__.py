@@ -15,6 +15,7 @@ from gitreg.doctor.local import (
     check_data_dir,
     check_free_space,
     check_schema,
+    check_settings,
     check_tls,
 )
 from gitreg.doctor.network import (
@@ -86,7 +87,8 @@ def _stored_checks(
 
 
 def run_checks(settings: Settings, timeout: float = 5.0) -> list[CheckResult]:
-    results = [check_data_dir(settings), check_free_space(settings), check_tls(settings)]
+    results = [check_settings(settings), check_data_dir(settings), check_free_space(settings)]
+    results.append(check_tls(settings))
     public, probe = check_public_url(settings, timeout)
     schema, status = check_schema(settings)
     results += [public, schema, _blob_check(settings)]

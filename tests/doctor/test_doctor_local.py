@@ -26,6 +26,7 @@ from tests.support.postgres import Database
 from tests.support.s3 import S3Bucket
 
 CHECKS = [
+    "settings",
     "data_dir",
     "free_space",
     "tls",
