@@ -167,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args, _settings(args))
     except GitregError as exc:
-        print(f"gitreg: error: {exc}", file=sys.stderr)
+        logs.report_error(str(exc))
         # Exit codes are the CLI's own, never `exc.status` (an HTTP status): 2 when
         # the command's input is refused, as argparse does for bad usage; 1 else.
         refused = isinstance(exc, BadRequest) or (isinstance(exc, ConfigError) and exc.user_input)
@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         full = storage_full(exc, str(getattr(exc, "filename", None) or "the data dir"))
         if full is None:
             raise
-        print(f"gitreg: error: {full}", file=sys.stderr)
+        logs.report_error(str(full))
         return 1
     except KeyboardInterrupt:
         return 130

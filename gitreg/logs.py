@@ -130,6 +130,25 @@ def configure(log_format: str, level: str | int, stream: TextIO | None = None) -
         logging.getLogger("uvicorn.error").addFilter(_CUT_ON_PURPOSE)
 
 
+def announce(message: str, prefix: str = "gitreg: ") -> None:
+    """A start-up line of `serve` for whoever started it ("serving https://...",
+    the local CA to trust): with JSON logs, one object on the log stream like
+    every other line (logger `gitreg.server`); otherwise printed as it reads."""
+    if _json_handler[0] is not None:
+        logging.getLogger("gitreg.server").info(message)
+    else:
+        print(prefix + message, flush=True)
+
+
+def report_error(message: str) -> None:
+    """The one line a command that fails ends with: `gitreg: error: ...` on
+    standard error, or, once `serve` has set up JSON logs, one JSON object."""
+    if _json_handler[0] is not None:
+        logging.getLogger("gitreg").error(message)
+    else:
+        print(f"gitreg: error: {message}", file=sys.stderr, flush=True)
+
+
 class _CutOnPurpose(logging.Filter):
     """Drops uvicorn's "Exception in ASGI application" traceback for a ResponseCut:
     the body was cut short on purpose and its one log line already says why
