@@ -122,6 +122,10 @@ def configure(log_format: str, level: str | int, stream: TextIO | None = None) -
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
+    # urllib3 (dulwich's HTTP client) warns of each retry before the request
+    # fails; gitreg reports the failure itself, once. Its lines stay for debug.
+    debug = root.getEffectiveLevel() <= logging.DEBUG
+    logging.getLogger("urllib3").setLevel(logging.DEBUG if debug else logging.ERROR)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         uvicorn_logger = logging.getLogger(name)
         uvicorn_logger.handlers.clear()

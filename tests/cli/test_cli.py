@@ -44,6 +44,14 @@ def test_unreachable_remote_is_reported_and_fails(data_dir: Path, tmp_path: Path
     assert cli(data_dir, "repo", "list").stdout == ""
 
 
+def test_an_unresolvable_remote_is_one_error_line(data_dir: Path) -> None:
+    url = "https://no-such-host.invalid/acme/terraform-aws-vpc.git"  # RFC 6761: never resolves
+    result = cli(data_dir, "repo", "add", url, "--module", "acme/vpc/aws", check=False)
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()  # no retry warnings from the HTTP client before it
+    assert line.startswith(f"gitreg: error: cannot fetch {url}: ")
+
+
 def test_modules_verbose_shows_ignored_tags_and_conflicts(
     data_dir: Path, make_repo: Callable[[str], GitRepo]
 ) -> None:
