@@ -8,6 +8,7 @@ import json
 import os
 import ssl
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -250,6 +251,12 @@ def providers_list(svc: Services, args: argparse.Namespace) -> int:
 # -- keys -------------------------------------------------------------------------
 
 
+def _algorithms(per_packet: Sequence[str]) -> str:
+    """A key's algorithms, each named once, the primary key's first: a key has
+    one per packet, and a generated key's three packets are all rsa3072."""
+    return ", ".join(dict.fromkeys(per_packet))
+
+
 def key_add(svc: Services, args: argparse.Namespace) -> int:
     namespace = check_provider_namespace(args.namespace)
     try:
@@ -259,7 +266,7 @@ def key_add(svc: Services, args: argparse.Namespace) -> int:
     registered = svc.providers.keys.add(namespace, data)
     key = registered.key
     verb = "registered" if registered.created else "already registered:"
-    print(f"{verb} key {key.key_id} ({', '.join(key.algorithms)}) for namespace {namespace}")
+    print(f"{verb} key {key.key_id} ({_algorithms(key.algorithms)}) for namespace {namespace}")
     for warning in registered.warnings:
         print(f"gitreg: warning: {warning}", file=sys.stderr)
     return 0
@@ -268,7 +275,7 @@ def key_add(svc: Services, args: argparse.Namespace) -> int:
 def key_generate(svc: Services, args: argparse.Namespace) -> int:
     namespace = check_provider_namespace(args.namespace)
     key = svc.providers.keys.generate(namespace, args.algorithm)
-    print(f"generated key {key.key_id} ({', '.join(key.algorithms)}) for namespace {namespace}")
+    print(f"generated key {key.key_id} ({_algorithms(key.algorithms)}) for namespace {namespace}")
     keys = svc.providers.keys
     print(f"secret key: {keys.secrets.where(keys.secret_name(key))} (readable by this user only)")
     return 0
@@ -323,7 +330,7 @@ def keys_list(svc: Services, args: argparse.Namespace) -> int:
         compat = "" if row["terraform_compatible"] else "  NOT VERIFIABLE BY TERRAFORM 1.0.x"
         print(
             f"{row['namespace']}  {row['key_id']}  {row['origin']:<10} {state:<8}"
-            f"  {row['versions_signed']} version(s)  {','.join(row['algorithms'])}{compat}"
+            f"  {row['versions_signed']} version(s)  {_algorithms(row['algorithms'])}{compat}"
         )
     return 0
 

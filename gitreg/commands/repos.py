@@ -211,8 +211,8 @@ def modules(svc: Services, as_json: bool, verbose: bool) -> int:
                     f"{'':<{width}}  {v['version']}: tag {v['tag']} commit {v['commit'][:12]}"
                     f" tree {v['tree'][:12]} archive sha256 {v['archive_sha256']}"
                 )
-            for line in row["conflicts"]:
-                print(f"{'':<{width}}  conflict: {line}")
+            for line in row["conflicts"]:  # each reason says "conflict: ..." itself
+                print(f"{'':<{width}}  conflict: {line.removeprefix('conflict: ')}")
             for line in row["ignored_tags"]:
                 print(f"{'':<{width}}  ignored: {line}")
     return 0

@@ -64,12 +64,13 @@ def test_modules_verbose_shows_ignored_tags_and_conflicts(
     simple_module(repo, "moved")
     repo.commit("moved")
     repo.tag("v1.0.0", force=True)
-    synced = cli(data_dir, "sync", "--verbose")
-    assert "conflict" in synced.stdout
+    synced = cli(data_dir, "sync", "--verbose").stdout
+    assert "conflict  acme/vpc/aws 1.0.0: tag v1.0.0 points at" in synced
     shown = cli(data_dir, "modules", "--verbose").stdout
     assert "acme/vpc/aws  1.0.0" in shown
     assert "ignored: latest:" in shown
-    assert "conflict: conflict: tag v1.0.0" in shown
+    assert "  conflict: tag v1.0.0 points at" in shown
+    assert "conflict: conflict" not in synced + shown  # said once
 
 
 def test_empty_registry_explains_how_to_start(data_dir: Path) -> None:
