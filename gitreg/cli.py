@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from gitreg import __version__, logs
-from gitreg.errors import BadRequest, ConfigError, GitregError, is_storage_full, storage_full
+from gitreg.commands import ReadOnly
+from gitreg.errors import (
+    BadRequest,
+    ConfigError,
+    GitregError,
+    NotFound,
+    is_storage_full,
+    storage_full,
+)
 from gitreg.services import build_services
 from gitreg.settings import Settings, load_settings
 
@@ -128,6 +136,25 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(flags, config_file=args.config, refuse_unknown=refuse)
 
 
+def _require_registry(settings: Settings) -> None:
+    """A command that only reads needs a registry to read: opening the services
+    would create an empty one at a mistyped --data-dir (or an empty database)."""
+    from gitreg.storage.schema_status import schema_status
+
+    status = schema_status(settings.database_url, settings.db_path)
+    if status.exists:
+        return
+    if settings.database_url:
+        raise NotFound(
+            f"no registry at {status.where}: the database holds no gitreg index;"
+            " check --database-url (GITREG_DATABASE_URL)"
+        )
+    raise NotFound(
+        f"no registry at {settings.data_dir}: there is no index.sqlite3 there; check"
+        " --data-dir (GITREG_DATA_DIR), or start one with `gitreg repo add`"
+    )
+
+
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     # Commands that may run without a local data dir (`serve`, uploading to a
     # server) go first; one that returns None asks for the local handler.
@@ -137,6 +164,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     handler = getattr(args, "handler", None)
     if handler is None:
         raise BadRequest(f"unknown command {args.command}")
+    if isinstance(handler, ReadOnly):
+        _require_registry(settings)
     svc = build_services(settings)
     try:
         return int(handler(svc, args))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitreg.addresses import check_provider_namespace, parse_local_provider_address
+from gitreg.commands import ReadOnly
 from gitreg.commands.yank import register_provider as register_provider_yank
 from gitreg.errors import BadRequest, GitError, NotFound, ReleasePending, RemoteError
 from gitreg.providers.collect import collect
@@ -378,7 +379,7 @@ def register(sub: Any, common: Parser) -> None:
     listing = sub.add_parser("providers", parents=[common], help="list providers and hashes")
     listing.add_argument("--json", action="store_true")
     listing.add_argument("--verbose", "-v", action="store_true")
-    listing.set_defaults(handler=providers_list)
+    listing.set_defaults(handler=ReadOnly(providers_list))
 
     key = sub.add_parser("key", parents=[common], help="provider signing keys")
     key_sub = key.add_subparsers(dest="key_command", required=True)
@@ -403,8 +404,8 @@ def register(sub: Any, common: Parser) -> None:
     export = key_sub.add_parser("export", parents=[common], help="print a public key")
     export.add_argument("namespace")
     export.add_argument("key_id", nargs="?", metavar="KEY_ID")
-    export.set_defaults(handler=key_export)
+    export.set_defaults(handler=ReadOnly(key_export))
     keys = sub.add_parser("keys", parents=[common], help="list provider signing keys")
     keys.add_argument("namespace", nargs="?")
     keys.add_argument("--json", action="store_true")
-    keys.set_defaults(handler=keys_list)
+    keys.set_defaults(handler=ReadOnly(keys_list))

@@ -9,6 +9,7 @@ from typing import Any
 
 from gitreg.addresses import parse_module_address
 from gitreg.catalog.records import deprecation
+from gitreg.commands import ReadOnly
 from gitreg.commands.providers import add_repo_options, repo_add_provider
 from gitreg.errors import BadRequest, GitError, NotFound
 from gitreg.modules.publisher import SyncResult, sync_status
@@ -298,7 +299,7 @@ def _register_repo_changes(repo_sub: argparse._SubParsersAction[Parser], common:
     """`repo list`, `repo remove` and `repo set`."""
     listing = repo_sub.add_parser("list", parents=[common], help="list repositories")
     listing.add_argument("--json", action="store_true")
-    listing.set_defaults(handler=lambda svc, a: repo_list(svc, a.json))
+    listing.set_defaults(handler=ReadOnly(lambda svc, a: repo_list(svc, a.json)))
     remove = repo_sub.add_parser("remove", parents=[common], help="unregister a repository")
     remove.add_argument("target", metavar="URL|NAMESPACE/NAME/SYSTEM|NAMESPACE/TYPE")
     remove.add_argument(
@@ -335,4 +336,4 @@ def register_modules(sub: argparse._SubParsersAction[Parser], common: Parser) ->
     listing = sub.add_parser("modules", parents=[common], help="list modules and versions")
     listing.add_argument("--json", action="store_true")
     listing.add_argument("--verbose", "-v", action="store_true")
-    listing.set_defaults(handler=lambda svc, a: modules(svc, a.json, a.verbose))
+    listing.set_defaults(handler=ReadOnly(lambda svc, a: modules(svc, a.json, a.verbose)))
