@@ -1,6 +1,6 @@
 """The `gitreg` command line: parse flags, load settings once, dispatch.
 
-Commands stay thin; the work lives in `gitreg.commands.*` and the services.
+Commands stay thin: each feature's `cli.py` registers its own and calls its services.
 Errors print as `gitreg: error: ...` and exit non-zero, never a traceback.
 """
 
@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from gitreg import __version__, logs
-from gitreg.errors import BadRequest, ConfigError, GitregError, is_storage_full, storage_full
+from gitreg.cli_handlers import ReadOnly
+from gitreg.errors import (
+    BadRequest,
+    ConfigError,
+    GitregError,
+    NotFound,
+    is_storage_full,
+    storage_full,
+)
 from gitreg.services import build_services
 from gitreg.settings import Settings, load_settings
 
@@ -121,7 +129,27 @@ def _settings(args: argparse.Namespace) -> Settings:
     }
     if getattr(args, "upstream", None):  # repeatable --upstream HOST=URL
         flags["upstream"] = ",".join(args.upstream)
-    return load_settings(flags, config_file=args.config)
+    refuse = not getattr(args, "lists_unknown_settings", False)  # `doctor` reports them
+    return load_settings(flags, config_file=args.config, refuse_unknown=refuse)
+
+
+def _require_registry(settings: Settings) -> None:
+    """A command that only reads needs a registry to read: opening the services
+    would create an empty one at a mistyped --data-dir (or an empty database)."""
+    from gitreg.storage.schema_status import schema_status
+
+    status = schema_status(settings.database_url, settings.db_path)
+    if status.exists:
+        return
+    if settings.database_url:
+        raise NotFound(
+            f"no registry at {status.where}: the database holds no gitreg index;"
+            " check --database-url (GITREG_DATABASE_URL)"
+        )
+    raise NotFound(
+        f"no registry at {settings.data_dir}: there is no index.sqlite3 there; check"
+        " --data-dir (GITREG_DATA_DIR), or start one with `gitreg repo add`"
+    )
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
@@ -133,6 +161,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     handler = getattr(args, "handler", None)
     if handler is None:
         raise BadRequest(f"unknown command {args.command}")
+    if isinstance(handler, ReadOnly):
+        _require_registry(settings)
     svc = build_services(settings)
     try:
         return int(handler(svc, args))
@@ -163,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args, _settings(args))
     except GitregError as exc:
-        print(f"gitreg: error: {exc}", file=sys.stderr)
+        logs.report_error(str(exc))
         # Exit codes are the CLI's own, never `exc.status` (an HTTP status): 2 when
         # the command's input is refused, as argparse does for bad usage; 1 else.
         refused = isinstance(exc, BadRequest) or (isinstance(exc, ConfigError) and exc.user_input)
@@ -174,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         full = storage_full(exc, str(getattr(exc, "filename", None) or "the data dir"))
         if full is None:
             raise
-        print(f"gitreg: error: {full}", file=sys.stderr)
+        logs.report_error(str(full))
         return 1
     except KeyboardInterrupt:
         return 130

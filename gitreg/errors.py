@@ -2,10 +2,10 @@
 
 Domain code raises these; `gitreg.app` turns any of them into a JSON body
 `{"errors": ["..."]}` with the status below, and the CLI prints the message and
-exits 2 for a `BadRequest` (or a refused Terraform configuration), 1 for any
-other (`gitreg.cli.main`). Nothing raised for bad input should ever reach a 500.
-The storage engines' own errors (sqlite3, psycopg, the S3 client) become the
-storage errors below inside gitreg/storage/, and nowhere else.
+exits 2 for a `BadRequest` (or a refused Terraform configuration, or an unknown
+setting), 1 for any other (`gitreg.cli.main`). Nothing raised for bad input should
+ever reach a 500. The storage engines' own errors (sqlite3, psycopg, the S3 client)
+become the storage errors below inside gitreg/storage/, and nowhere else.
 
     GitregError (500)
     ├── BadRequest (400)            malformed address, version, platform or body
@@ -25,7 +25,8 @@ storage errors below inside gitreg/storage/, and nowhere else.
     │   └── UpstreamNotFound (404)  the upstream registry has no such thing (mirror)
     ├── Conflict (409)              an immutable thing would change
     ├── ConfigError (500)           settings that cannot work; raised at start-up
-    │                               (400: a Terraform configuration to mirror)
+    │                               (400: an unknown setting, or a Terraform
+    │                               configuration to mirror)
     ├── RemoteError (502)           the registry a CLI upload talks to refused it
     ├── GitError (502)              fetching from a remote failed
     │   ├── MirrorLocked (502)      a lock file left in a repository's git mirror
@@ -213,9 +214,10 @@ class Conflict(GitregError):
 
 class ConfigError(GitregError):
     """Configuration that cannot work: gitreg's own settings (bad flag, setting or
-    config file; raised at start-up), or, with `user_input`, a Terraform
+    config file; raised at start-up), or, with `user_input`, input refused like
+    a `BadRequest` (400, exit 2): a name that is no setting, or a Terraform
     configuration given to `gitreg mirror sync` that cannot be read or says
-    something Terraform would refuse: input refused like a `BadRequest` (400)."""
+    something Terraform would refuse."""
 
     status = 500
 

@@ -124,12 +124,35 @@ def configure(log_format: str, level: str | int, stream: TextIO | None = None) -
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
+    # urllib3 (dulwich's HTTP client) warns of each retry before the request
+    # fails; gitreg reports the failure itself, once. Its lines stay for debug.
+    debug = root.getEffectiveLevel() <= logging.DEBUG
+    logging.getLogger("urllib3").setLevel(logging.DEBUG if debug else logging.ERROR)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         uvicorn_logger = logging.getLogger(name)
         uvicorn_logger.handlers.clear()
         uvicorn_logger.propagate = True
     if _CUT_ON_PURPOSE not in logging.getLogger("uvicorn.error").filters:
         logging.getLogger("uvicorn.error").addFilter(_CUT_ON_PURPOSE)
+
+
+def announce(message: str, prefix: str = "gitreg: ") -> None:
+    """A start-up line of `serve` for whoever started it ("serving https://...",
+    the local CA to trust): with JSON logs, one object on the log stream like
+    every other line (logger `gitreg.server`); otherwise printed as it reads."""
+    if _json_handler[0] is not None:
+        logging.getLogger("gitreg.server").info(message)
+    else:
+        print(prefix + message, flush=True)
+
+
+def report_error(message: str) -> None:
+    """The one line a command that fails ends with: `gitreg: error: ...` on
+    standard error, or, once `serve` has set up JSON logs, one JSON object."""
+    if _json_handler[0] is not None:
+        logging.getLogger("gitreg").error(message)
+    else:
+        print(f"gitreg: error: {message}", file=sys.stderr, flush=True)
 
 
 class _CutOnPurpose(logging.Filter):

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from gitreg import setting_names
 from gitreg.errors import ConfigError
 from gitreg.numbers import plain_int
+from gitreg.setting_names import ENV_PREFIX as ENV_PREFIX
 
-ENV_PREFIX = "GITREG_"
 # `http_impl`: uvicorn's HTTP parser and event loop (gitreg/server/limits.py).
 HTTP_IMPLS = ("auto", "httptools", "h11")
 # The local CA's files in `Settings.tls_dir`: `serve` issues them (gitreg/server/tls.py)
@@ -162,6 +163,9 @@ class Settings:
     # The TOML file these settings were read from, if any; worker processes of
     # `serve --workers N` read it again for the tables kept in `extra`.
     config_file: Path | None = None
+    # What `load_settings(refuse_unknown=False)` found that is no setting
+    # (gitreg/setting_names.py), for `gitreg doctor` to report.
+    unknown_settings: tuple[str, ...] = ()
     # Prometheus metrics (docs/operations.md, "Metrics"): `HOST:PORT` serves
     # /metrics there, plain HTTP and without a token (and not on the main
     # listener); unset, /metrics on the main listener needs an admin token.
@@ -224,7 +228,7 @@ class Settings:
 
 # Fields that are not settings of their own: `extra` holds the file's other
 # tables, `config_file` is where the file was found (`--config`/`$GITREG_CONFIG`).
-NOT_SETTINGS = ("extra", "config_file")
+NOT_SETTINGS = ("extra", "config_file", "unknown_settings")
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name not in NOT_SETTINGS}
 
 
@@ -262,14 +266,17 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _from_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Known keys become fields; other tables (e.g. `[upstreams]`) stay in `extra`."""
+def _read_file(path: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+
+
+def _from_file(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Known keys become fields; other tables (e.g. `[upstreams]`) stay in `extra`."""
     known = {k.replace("-", "_"): v for k, v in raw.items() if k.replace("-", "_") in _FIELDS}
     extra = {k: v for k, v in raw.items() if k.replace("-", "_") not in _FIELDS}
     return {k: _coerce(k, v) for k, v in known.items()}, extra
@@ -279,8 +286,13 @@ def load_settings(
     flags: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     config_file: Path | None = None,
+    refuse_unknown: bool = True,
 ) -> Settings:
-    """Merge defaults < config file < environment < flags (None flags are unset)."""
+    """Merge defaults < config file < environment < flags (None flags are unset).
+
+    A name in the file or a `GITREG_*` variable that is no setting raises a
+    ConfigError naming it (exit 2); with `refuse_unknown=False` they are kept
+    in `unknown_settings` instead."""
     env = os.environ if environ is None else environ
     from_flags = {k: v for k, v in (flags or {}).items() if v is not None and k in _FIELDS}
     from_env = _from_env(env)
@@ -289,15 +301,19 @@ def load_settings(
         config_file = Path(env[ENV_PREFIX + "CONFIG"])
     if config_file is None and (data_dir / "gitreg.toml").is_file():
         config_file = data_dir / "gitreg.toml"
-    from_file: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    if config_file is not None:
-        from_file, extra = _from_file(config_file)
+    raw = _read_file(config_file) if config_file is not None else {}
+    unknown = [
+        *setting_names.in_file(raw, str(config_file), _FIELDS),
+        *setting_names.in_environment(env, raw, _FIELDS),
+    ]
+    if unknown and refuse_unknown:
+        raise ConfigError(str(unknown[0]), user_input=True)
+    from_file, extra = _from_file(raw)
     merged: dict[str, Any] = {**from_file, **from_env, **from_flags}
     merged["data_dir"] = Path(merged.get("data_dir") or Settings.data_dir).expanduser().absolute()
     if config_file is not None:
         merged["config_file"] = config_file.expanduser().absolute()
-    settings = Settings(**merged, extra=extra)
+    settings = Settings(**merged, extra=extra, unknown_settings=tuple(map(str, unknown)))
     _validate(settings)
     return settings
 

@@ -12,6 +12,7 @@ from typing import Any
 from gitreg.addresses import check_name
 from gitreg.auth.signed_urls import rotate_signing_key
 from gitreg.auth.tokens import Scope, new_token, parse_duration, token_hash
+from gitreg.cli_handlers import ReadOnly
 from gitreg.services import Services
 from gitreg.settings import Settings
 from gitreg.storage.sealing import generate_key_file
@@ -135,7 +136,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: P
     )
     listing = token_sub.add_parser("list", parents=[common], help="list active tokens")
     listing.add_argument("--json", action="store_true")
-    listing.set_defaults(handler=lambda svc, a: token_list(svc, a.json))
+    listing.set_defaults(handler=ReadOnly(lambda svc, a: token_list(svc, a.json)))
     revoke = token_sub.add_parser("revoke", parents=[common], help="revoke a token by id")
     revoke.add_argument("token_id", type=int)
     revoke.set_defaults(handler=lambda svc, a: token_revoke(svc, a.token_id))
@@ -149,7 +150,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: P
     visibility.add_argument("--public", dest="private", action="store_false")
     ns_set.set_defaults(handler=lambda svc, a: namespace_set(svc, a.namespace, a.private))
     ns_list = ns_sub.add_parser("list", parents=[common], help="list namespace visibility")
-    ns_list.set_defaults(handler=lambda svc, a: namespace_list(svc))
+    ns_list.set_defaults(handler=ReadOnly(lambda svc, a: namespace_list(svc)))
 
     secret = sub.add_parser("secret", parents=[common], help="server secrets")
     secret_sub = secret.add_subparsers(dest="secret_command", required=True)

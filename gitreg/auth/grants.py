@@ -20,6 +20,7 @@ from typing import Any
 
 from gitreg.auth.tokens import Scope
 from gitreg.errors import BadRequest, ConfigError
+from gitreg.setting_names import GRANT_KEYS
 
 EVERY_NAMESPACE = "*"
 
@@ -48,7 +49,7 @@ def parse_grants(raw: object) -> tuple[Grant, ...]:
     for number, entry in enumerate(raw, start=1):
         if not isinstance(entry, dict):
             raise ConfigError(f"[[grants]] entry {number} must be a table")
-        unknown = sorted(set(entry) - {"group", "namespace", "scope"})
+        unknown = sorted(set(entry) - GRANT_KEYS)
         if unknown:
             raise ConfigError(f"[[grants]] entry {number}: unknown key(s) {', '.join(unknown)}")
         group = _text(entry, "group", number)

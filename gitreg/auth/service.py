@@ -254,9 +254,9 @@ class Access:
         once it knows them), else 401/403."""
         principal = await self.principal(who)
         if principal is None:
-            raise Unauthorized(f"this action needs a {scope.name} token (gitreg token create)")
+            raise Unauthorized(f"this action needs {_a(scope)} token (gitreg token create)")
         if principal.scope < scope:
-            raise Forbidden(f"this action needs a {scope.name} token")
+            raise Forbidden(f"this action needs {_a(scope)} token")
         return principal
 
     async def require(self, who: Credentials, scope: Scope, namespace: str | None) -> Principal:
@@ -295,3 +295,8 @@ class Access:
 
     def signed(self, path: str) -> str:
         return f"{path}?{self.signer.sign(path)}"
+
+
+def _a(scope: Scope) -> str:
+    """The scope's name with its article: "a read", "a publish", "an admin"."""
+    return f"{'an' if scope.name[0] in 'aeiou' else 'a'} {scope.name}"

@@ -18,7 +18,10 @@ from gitreg.settings import Settings
 
 
 def exit_code(results: list[CheckResult]) -> int:
-    """1 when any check FAILs; warnings are for a human to judge, so they keep 0."""
+    """2 for unknown settings, as every other command exits for them; else 1
+    when any check FAILs. Warnings are for a human to judge, so they keep 0."""
+    if any(r.check == "settings" and r.status == "FAIL" for r in results):
+        return 2
     return 1 if any(r.status == "FAIL" for r in results) else 0
 
 
@@ -62,4 +65,7 @@ def register(
     parser.add_argument("--tls-cert", type=Path, help="the certificate `serve` is given")
     parser.add_argument("--tls-key", type=Path, help="its key (goes with --tls-cert)")
     parser.add_argument("--no-tls", action="store_true", default=None, help="TLS ends at a proxy")
-    parser.set_defaults(standalone=lambda a, s: doctor(s, a.json, a.timeout))
+    # Unknown settings stop every other command at load; the doctor lists them.
+    parser.set_defaults(
+        standalone=lambda a, s: doctor(s, a.json, a.timeout), lists_unknown_settings=True
+    )

@@ -25,6 +25,15 @@ if TYPE_CHECKING:  # imported by the check: every command's parser, `serve`'s to
 EXPIRY_WARNING = datetime.timedelta(days=14)
 
 
+def check_settings(settings: Settings) -> CheckResult:
+    """Names in the config file or the environment that are no setting: every
+    other command stops at the first one; the doctor lists them all."""
+    if settings.unknown_settings:
+        return fail("settings", "; ".join(settings.unknown_settings))
+    where = f"{settings.config_file} and " if settings.config_file else ""
+    return ok("settings", f"every name in {where}the GITREG_* variables is a setting")
+
+
 def check_data_dir(settings: Settings) -> CheckResult:
     name, path = "data_dir", settings.data_dir
     try:

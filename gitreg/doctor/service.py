@@ -19,6 +19,7 @@ from gitreg.doctor.local import (
     check_data_dir,
     check_free_space,
     check_schema,
+    check_settings,
     check_tls,
 )
 from gitreg.doctor.network import (
@@ -105,7 +106,8 @@ def run_checks(
     """Every check, in order. `read_stored` opens gitreg's storage and reads it;
     it is called only when that changes nothing, and its `GitregError` or
     `OSError` fails the checks that needed it."""
-    results = [check_data_dir(settings), check_free_space(settings), check_tls(settings)]
+    results = [check_settings(settings), check_data_dir(settings), check_free_space(settings)]
+    results.append(check_tls(settings))
     public, probe = check_public_url(settings, timeout)
     schema, status = check_schema(settings)
     results += [public, schema, _blob_check(settings)]

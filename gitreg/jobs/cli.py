@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from gitreg.cli_handlers import ReadOnly
 from gitreg.jobs.store import JobRecord, iso
 from gitreg.jobs.store_sql import STATES
 from gitreg.services import Services
@@ -14,13 +15,13 @@ from gitreg.services import Services
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     jobs = sub.add_parser("jobs", parents=[common], help="show and retry webhook/reconcile jobs")
-    jobs.set_defaults(handler=list_jobs, state=None, limit=30, json=False)
+    jobs.set_defaults(handler=ReadOnly(list_jobs), state=None, limit=30, json=False)
     jobs_sub = jobs.add_subparsers(dest="jobs_command")
     lst = jobs_sub.add_parser("list", parents=[common], help="jobs, newest first (default)")
     lst.add_argument("--state", choices=STATES)
     lst.add_argument("--limit", type=int, default=30)
     lst.add_argument("--json", action="store_true")
-    lst.set_defaults(handler=list_jobs)
+    lst.set_defaults(handler=ReadOnly(list_jobs))
     retry = jobs_sub.add_parser("retry", parents=[common], help="queue a failed job again")
     retry.add_argument("job_id", type=int)
     retry.set_defaults(handler=retry_job)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gitreg.addresses import ProviderAddress, check_platform
+from gitreg.cli_handlers import ReadOnly
 from gitreg.errors import GitregError, NotFound
 from gitreg.mirror.config import RootConfiguration, read_configurations
 from gitreg.mirror.export import export_static
@@ -65,11 +66,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: P
     # Names the hostname gitreg's own providers are exported under, as `serve
     # --public-url` does; cli._settings() reads `public_url` from the namespace.
     export.add_argument("--public-url", help="URL Terraform users reach gitreg at")
-    export.set_defaults(handler=lambda svc, a: export_command(svc, a.dest, a.platform))
+    export.set_defaults(handler=ReadOnly(lambda svc, a: export_command(svc, a.dest, a.platform)))
 
     listing = mirror_sub.add_parser("list", parents=[common], help="list cached packages")
     listing.add_argument("--json", action="store_true")
-    listing.set_defaults(handler=lambda svc, a: list_command(svc, a.json))
+    listing.set_defaults(handler=ReadOnly(lambda svc, a: list_command(svc, a.json)))
 
 
 # -- progress ---------------------------------------------------------------------------

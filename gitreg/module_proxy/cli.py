@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gitreg.cli_handlers import ReadOnly
 from gitreg.mirror.cli import Reporter
 from gitreg.module_proxy.export import import_modules
 from gitreg.module_proxy.prefetch import prefetch
@@ -41,7 +42,7 @@ def register(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     )
     proxied.add_argument("--check", action="store_true", help="ask upstream for moved tags")
     proxied.add_argument("--json", action="store_true")
-    proxied.set_defaults(handler=lambda svc, a: proxied_command(svc, a.check, a.json))
+    proxied.set_defaults(handler=ReadOnly(lambda svc, a: proxied_command(svc, a.check, a.json)))
     load = modules_sub.add_parser(
         "import", parents=[common], help="load modules from a `gitreg mirror export` directory"
     )

@@ -243,8 +243,9 @@ class Publisher:
                 if outcome.startswith("published"):
                     published += 1
                     result.published.append(f"{module.address} {tv.version}")
-                elif outcome.startswith("conflict"):
-                    result.conflicts.append(f"{module.address} {tv.version}: {outcome}")
+                elif outcome.startswith("conflict: "):  # listed as conflicts: said once
+                    reason = outcome.removeprefix("conflict: ")
+                    result.conflicts.append(f"{module.address} {tv.version}: {reason}")
                 elif outcome:
                     ignored.append(f"{ref.name}: {outcome}")
         except BaseException:

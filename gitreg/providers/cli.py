@@ -8,10 +8,12 @@ import json
 import os
 import ssl
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitreg.addresses import check_provider_namespace, parse_local_provider_address
+from gitreg.cli_handlers import ReadOnly
 from gitreg.errors import BadRequest, GitError, NotFound, ReleasePending, RemoteError
 from gitreg.modules.cli_yank import register_provider as register_provider_yank
 from gitreg.providers.collect import collect
@@ -243,6 +245,12 @@ def providers_list(svc: Services, args: argparse.Namespace) -> int:
 # -- keys -------------------------------------------------------------------------
 
 
+def _algorithms(per_packet: Sequence[str]) -> str:
+    """A key's algorithms, each named once, the primary key's first: a key has
+    one per packet, and a generated key's three packets are all rsa3072."""
+    return ", ".join(dict.fromkeys(per_packet))
+
+
 def key_add(svc: Services, args: argparse.Namespace) -> int:
     namespace = check_provider_namespace(args.namespace)
     try:
@@ -252,7 +260,7 @@ def key_add(svc: Services, args: argparse.Namespace) -> int:
     registered = svc.providers.keys.add(namespace, data)
     key = registered.key
     verb = "registered" if registered.created else "already registered:"
-    print(f"{verb} key {key.key_id} ({', '.join(key.algorithms)}) for namespace {namespace}")
+    print(f"{verb} key {key.key_id} ({_algorithms(key.algorithms)}) for namespace {namespace}")
     for warning in registered.warnings:
         print(f"gitreg: warning: {warning}", file=sys.stderr)
     return 0
@@ -261,7 +269,7 @@ def key_add(svc: Services, args: argparse.Namespace) -> int:
 def key_generate(svc: Services, args: argparse.Namespace) -> int:
     namespace = check_provider_namespace(args.namespace)
     key = svc.providers.keys.generate(namespace, args.algorithm)
-    print(f"generated key {key.key_id} ({', '.join(key.algorithms)}) for namespace {namespace}")
+    print(f"generated key {key.key_id} ({_algorithms(key.algorithms)}) for namespace {namespace}")
     keys = svc.providers.keys
     print(f"secret key: {keys.secrets.where(keys.secret_name(key))} (readable by this user only)")
     return 0
@@ -316,7 +324,7 @@ def keys_list(svc: Services, args: argparse.Namespace) -> int:
         compat = "" if row["terraform_compatible"] else "  NOT VERIFIABLE BY TERRAFORM 1.0.x"
         print(
             f"{row['namespace']}  {row['key_id']}  {row['origin']:<10} {state:<8}"
-            f"  {row['versions_signed']} version(s)  {','.join(row['algorithms'])}{compat}"
+            f"  {row['versions_signed']} version(s)  {_algorithms(row['algorithms'])}{compat}"
         )
     return 0
 
@@ -364,7 +372,7 @@ def register(sub: Any, common: Parser) -> None:
     listing = sub.add_parser("providers", parents=[common], help="list providers and hashes")
     listing.add_argument("--json", action="store_true")
     listing.add_argument("--verbose", "-v", action="store_true")
-    listing.set_defaults(handler=providers_list)
+    listing.set_defaults(handler=ReadOnly(providers_list))
 
     key = sub.add_parser("key", parents=[common], help="provider signing keys")
     key_sub = key.add_subparsers(dest="key_command", required=True)
@@ -389,8 +397,8 @@ def register(sub: Any, common: Parser) -> None:
     export = key_sub.add_parser("export", parents=[common], help="print a public key")
     export.add_argument("namespace")
     export.add_argument("key_id", nargs="?", metavar="KEY_ID")
-    export.set_defaults(handler=key_export)
+    export.set_defaults(handler=ReadOnly(key_export))
     keys = sub.add_parser("keys", parents=[common], help="list provider signing keys")
     keys.add_argument("namespace", nargs="?")
     keys.add_argument("--json", action="store_true")
-    keys.set_defaults(handler=keys_list)
+    keys.set_defaults(handler=ReadOnly(keys_list))

@@ -8,10 +8,16 @@ import sys
 from typing import Any
 
 from gitreg.catalog.records import deprecation, latest_listed
+from gitreg.cli_handlers import ReadOnly
 from gitreg.errors import BadRequest, GitError
 from gitreg.modules.service import SyncResult, sync_status
 from gitreg.providers.cli import add_repo_options, repo_add_provider
-from gitreg.repositories.service import ModuleListing, RepoSource, module_glob_link, module_link
+from gitreg.repositories.service import (
+    ModuleListing,
+    RepoSource,
+    module_glob_link,
+    module_link,
+)
 from gitreg.services import Services
 from gitreg.storage.records import RepoRecord
 
@@ -185,8 +191,8 @@ def modules(svc: Services, as_json: bool, verbose: bool) -> int:
                     f"{'':<{width}}  {v['version']}: tag {v['tag']} commit {v['commit'][:12]}"
                     f" tree {v['tree'][:12]} archive sha256 {v['archive_sha256']}"
                 )
-            for line in row["conflicts"]:
-                print(f"{'':<{width}}  conflict: {line}")
+            for line in row["conflicts"]:  # each reason says "conflict: ..." itself
+                print(f"{'':<{width}}  conflict: {line.removeprefix('conflict: ')}")
             for line in row["ignored_tags"]:
                 print(f"{'':<{width}}  ignored: {line}")
     return 0
@@ -272,7 +278,7 @@ def _register_repo_changes(repo_sub: argparse._SubParsersAction[Parser], common:
     """`repo list`, `repo remove` and `repo set`."""
     listing = repo_sub.add_parser("list", parents=[common], help="list repositories")
     listing.add_argument("--json", action="store_true")
-    listing.set_defaults(handler=lambda svc, a: repo_list(svc, a.json))
+    listing.set_defaults(handler=ReadOnly(lambda svc, a: repo_list(svc, a.json)))
     remove = repo_sub.add_parser("remove", parents=[common], help="unregister a repository")
     remove.add_argument("target", metavar="URL|NAMESPACE/NAME/SYSTEM|NAMESPACE/TYPE")
     remove.add_argument(
@@ -309,4 +315,4 @@ def register_modules(sub: argparse._SubParsersAction[Parser], common: Parser) ->
     listing = sub.add_parser("modules", parents=[common], help="list modules and versions")
     listing.add_argument("--json", action="store_true")
     listing.add_argument("--verbose", "-v", action="store_true")
-    listing.set_defaults(handler=lambda svc, a: modules(svc, a.json, a.verbose))
+    listing.set_defaults(handler=ReadOnly(lambda svc, a: modules(svc, a.json, a.verbose)))

@@ -7,6 +7,7 @@ import logging
 import multiprocessing
 import os
 import shutil
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,7 @@ def _tls_options(settings: Settings) -> dict[str, Any]:
     # keeps the `cryptography` package in memory (RSS target, docs/performance.md).
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         cert, key, trust = pool.apply(_local_tls, (settings.tls_dir, names))
-    print(trust, flush=True)
+    logs.announce(trust, prefix="")
     return {"ssl_certfile": cert, "ssl_keyfile": key}
 
 
@@ -90,10 +91,9 @@ def _connection_limits(settings: Settings) -> ConnectionLimits:
     """Raise the open-file limit, then fit the connection cap under it (issue 10)."""
     fd_limit = raise_fd_limit()
     cap = connection_cap(settings.max_connections, fd_limit)
-    print(
-        f"gitreg: at most {cap} connections per process (open-file limit {fd_limit}); "
-        f"request heads and TLS handshakes must finish within {settings.header_timeout:g}s",
-        flush=True,
+    logs.announce(
+        f"at most {cap} connections per process (open-file limit {fd_limit}); "
+        f"request heads and TLS handshakes must finish within {settings.header_timeout:g}s"
     )
     share = client_share(settings.max_connections_per_client, cap, settings.trust_forwarded)
     return ConnectionLimits(cap, settings.header_timeout, max_per_client=share)
@@ -128,10 +128,36 @@ def _metrics_listener(settings: Settings) -> None:
         start_http_server(port, host, registry=metrics.registry())
     except OSError as exc:
         raise ConfigError(f"metrics_listen {settings.metrics_listen}: {exc.strerror}") from exc
-    print(f"gitreg: metrics at http://{settings.metrics_listen}/metrics", flush=True)
+    logs.announce(f"metrics at http://{settings.metrics_listen}/metrics")
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Bind the address as uvicorn will, and let go: a port in use (or one this
+    user may not bind) stops `serve` with one line saying so, before it
+    announces anything. uvicorn itself would fail only after gitreg's start-up
+    lines had said "serving"."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        addresses = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot listen on {where}: {exc.strerror}") from exc
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                raise ConfigError(f"cannot listen on {where}: {exc.strerror}") from exc
 
 
 def serve(settings: Settings) -> int:
+    # First: every line from here on, an error's included, is in the log format.
+    logs.configure(settings.log_format, settings.log_level)
+    _check_listen(settings.host, settings.port)
     _multiprocess_metrics(settings)
     import uvicorn
 
@@ -143,12 +169,11 @@ def serve(settings: Settings) -> int:
     if settings.workers > 1:
         _check_storage(settings)
     _metrics_listener(settings)
-    logs.configure(settings.log_format, settings.log_level)
     limits = _connection_limits(settings)
     options = _tls_options(settings)
     shown = settings.public_url or f"{settings.scheme}://{settings.host}:{settings.port}"
-    print(f"gitreg: data dir {settings.data_dir}", flush=True)
-    print(f"gitreg: serving {shown} (discovery at {shown}/.well-known/terraform.json)", flush=True)
+    logs.announce(f"data dir {settings.data_dir}")
+    logs.announce(f"serving {shown} (discovery at {shown}/.well-known/terraform.json)")
     common: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,

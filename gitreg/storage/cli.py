@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gitreg.cli_handlers import ReadOnly
 from gitreg.errors import BadRequest
 from gitreg.services import Services
 from gitreg.storage.blobs import copy_missing_files
@@ -43,4 +44,4 @@ def register(
     """Add `backup`; it sets `handler(svc, args)`."""
     parser = sub.add_parser("backup", parents=[common], help="copy a live data dir consistently")
     parser.add_argument("dest", type=Path, help="directory to write the backup to")
-    parser.set_defaults(handler=lambda svc, a: backup(svc, a.dest))
+    parser.set_defaults(handler=ReadOnly(lambda svc, a: backup(svc, a.dest)))

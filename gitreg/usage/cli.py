@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from gitreg.addresses import parse_module_address
+from gitreg.cli_handlers import ReadOnly
 from gitreg.services import Services
 from gitreg.usage.service import DEFAULT_DAYS, Tally, Usage, module_usage
 
@@ -70,5 +71,7 @@ def register(module_sub: Any, common: argparse.ArgumentParser) -> None:
     )
     usage.add_argument("--json", action="store_true", help="print the API's JSON answer")
     usage.set_defaults(
-        handler=lambda svc, a: module_usage_command(svc, a.address, a.versions, a.days, a.json)
+        handler=ReadOnly(
+            lambda svc, a: module_usage_command(svc, a.address, a.versions, a.days, a.json)
+        )
     )

@@ -182,3 +182,18 @@ def test_registry_default_token_makes_unlisted_namespaces_private(
         svc.auth.set_namespace_private("team", False)
         svc.cache.invalidate()
         assert client.get("/v1/modules/team/vpc/aws/versions").status_code == 200
+
+
+def test_a_missing_scope_is_named_with_its_article(
+    app_client: tuple[TestClient, Services],
+) -> None:
+    client, svc = app_client
+    unsigned = client.get("/admin/conflicts")
+    assert unsigned.status_code == 401
+    assert unsigned.json()["errors"] == ["this action needs an admin token (gitreg token create)"]
+    read = _auth(_token(svc, "read", ["secret"]))
+    answer = client.get("/admin/conflicts", headers=read)
+    assert (answer.status_code, answer.json()["errors"]) == (
+        403,
+        ["this action needs an admin token"],
+    )

@@ -216,7 +216,7 @@ def test_a_cap_the_open_file_limit_cannot_hold_stops_serve(data_dir: Path) -> No
         "serve",
         "--port",
         str(free_port()),
-        env={"GITREG_MAX_CONNECTIONS": "100000000"},
+        env={"GITREG_MAX_CONNECTIONS": "100000000", "GITREG_LOG_FORMAT": "text"},
         check=False,
         timeout=30,
     )

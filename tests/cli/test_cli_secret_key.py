@@ -27,7 +27,7 @@ def test_generate_key_then_every_refusal_is_one_line(tmp_path: Path) -> None:
         assert path.stat().st_mode & 0o777 == 0o600
     _refused(cli(data, "secret", "generate-key", str(key), check=False), "never overwrites")
 
-    cli(data, "token", "list", "--secret-key-file", str(key))  # seals the first signing key
+    cli(data, "secret", "rotate", "--secret-key-file", str(key))  # seals the signing keys
     wrong = cli(data, "token", "list", "--secret-key-file", str(other), check=False)
     _refused(wrong, "the secret key does not match the database")
     by_env = cli(data, "token", "list", check=False, env={"GITREG_SECRET_KEY_FILE": str(other)})
@@ -43,7 +43,7 @@ def test_serve_with_the_wrong_key_does_not_start(tmp_path: Path, workers: str) -
     key, other = tmp_path / "k1", tmp_path / "k2"
     cli(data, "secret", "generate-key", str(key))
     cli(data, "secret", "generate-key", str(other))
-    cli(data, "token", "list", "--secret-key-file", str(key))
+    cli(data, "secret", "rotate", "--secret-key-file", str(key))
     command = [sys.executable, "-m", "gitreg", "serve", "--data-dir", str(data), "--no-tls"]
     command += ["--port", str(free_port()), "--secret-key-file", str(other), "--workers", workers]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)

@@ -26,6 +26,7 @@ from tests.support.postgres import Database
 from tests.support.s3 import S3Bucket
 
 CHECKS = [
+    "settings",
     "data_dir",
     "free_space",
     "tls",
@@ -165,7 +166,7 @@ def test_a_postgres_schema_newer_than_this_gitreg_fails(
 def test_an_older_sqlite_schema_warns_and_is_left_unmigrated(
     setup: Setup, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    setup.run(capsys, "repo", "list")  # creates the index
+    setup.run(capsys, "jobs", "reconcile")  # creates the index
     db = setup.data / "index.sqlite3"
     with sqlite3.connect(db) as conn:
         last = conn.execute("SELECT max(name) FROM migrations").fetchone()[0]
@@ -202,7 +203,7 @@ def test_postgres_and_s3_settings_pass_and_a_missing_bucket_fails(
         blob_store=s3.url,
         s3_addressing="path",
     )
-    setup.run(capsys, "repo", "list")  # the first replica creates the schema
+    setup.run(capsys, "jobs", "reconcile")  # the first replica creates the schema
     code, checks = setup.doctor(capsys)
     assert code == 0, checks
     assert all(c["status"] == "ok" for c in checks.values()), checks

@@ -42,7 +42,7 @@ def test_storage_is_read_only_once_its_schema_is_current(
     assert before["remotes"].status == "ok" and "no index" in before["remotes"].message
     assert not (setup.data / "index.sqlite3").exists()
 
-    code, _ = setup.run(capsys, "repo", "list")  # creates the index
+    code, _ = setup.run(capsys, "jobs", "reconcile")  # creates the index
     assert code == 0
     after = _by_name(run_checks(_settings(setup), reader, timeout=5))
     assert reader.calls == 1
@@ -52,7 +52,7 @@ def test_storage_is_read_only_once_its_schema_is_current(
 def test_storage_that_cannot_be_read_fails_the_checks_that_need_it(
     setup: Setup, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    setup.run(capsys, "repo", "list")
+    setup.run(capsys, "jobs", "reconcile")
     reason = "the secret key does not open this database"
     results = _by_name(run_checks(_settings(setup), Reader(ConfigError(reason)), timeout=5))
     for name in STORED_CHECKS:

@@ -104,5 +104,6 @@ def test_a_tampered_export_is_refused(tmp_path: Path, upstream: Upstream) -> Non
 
 def test_modules_alone_and_modules_list_still_list_own_modules(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
+    cli(data_dir, "jobs", "reconcile")  # an empty registry: listing needs one
     plain = cli(data_dir, "modules", "--json").stdout
     assert json.loads(plain) == json.loads(cli(data_dir, "modules", "list", "--json").stdout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,21 @@ def test_key_commands_warn_and_refuse_what_terraform_cannot_verify(
     assert code == 2 and "does not generate ed25519" in err
     code, out, _ = _run(capsys, data, "keys", "--json")
     assert [k["terraform_compatible"] for k in json.loads(out)] == [False]
+
+
+def test_a_generated_key_names_its_algorithm_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    code, out, _ = _run(capsys, data, "key", "generate", "acme")
+    assert code == 0
+    assert re.fullmatch(
+        r"generated key [0-9A-F]{16} \(rsa3072\) for namespace acme", out.split("\n")[0]
+    )
+    code, out, _ = _run(capsys, data, "keys")
+    assert code == 0 and out.rstrip().endswith(" 0 version(s)  rsa3072")
+    algorithms = json.loads(_run(capsys, data, "keys", "--json")[1])[0]["algorithms"]
+    assert len(algorithms) > 1 and set(algorithms) == {"rsa3072"}  # one per key packet
 
 
 def test_publish_a_dist_directory_and_list_hashes(
