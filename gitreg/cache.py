@@ -32,17 +32,16 @@ T = TypeVar("T")
 log = logging.getLogger("gitreg.cache")
 
 # Bounded so that requests for millions of made-up names, or a fleet reading
-# every version of 10,000 modules, cannot grow memory without limit (issue 16,
-# target 2: one worker <= 60 MiB). The bound is in approximate bytes, since an
+# every version of 10,000 modules, cannot grow memory without limit (the per-worker
+# memory target, docs/performance.md "Memory of one worker", which also gives
+# what this bound costs in RSS). The bound is in approximate bytes, since an
 # entry is a 100-byte download location or a module list of thousands of
 # versions; when it is reached the oldest entries go first, which costs only
-# rebuilds. 3 MiB of estimate, 6-9 MiB of a worker's RSS with malloc's
-# overhead: docs/performance.md, "Memory of one worker".
+# rebuilds.
 MAX_BYTES = 3 * 1024 * 1024
 # What an entry holds besides its body: the key tuple of path strings, the dict
-# slot, and a small value (tracemalloc: a module download's entry is ~450 B, a
-# 50-version `versions` answer ~1.6 KiB plus its body with its two responses,
-# ~1.0 KiB since the 304 is built when asked: the estimate was left as it was).
+# slot, and a small value (sizes by tracemalloc: docs/performance.md, "Memory of
+# one worker").
 ENTRY_BYTES = 512
 # "Not found" answers are cached too (so made-up names cost no database read),
 # but under a smaller bound of their own: a flood of made-up names then cannot
@@ -57,9 +56,8 @@ MISSING = object()
 # Builds (cache misses) running on worker threads at once, by default: the
 # SQLite index has 8 read connections (storage/sqlite.py MAX_READERS), so
 # more builds only wait for one on threads of their own. Each thread Starlette's
-# pool (40) starts for them stays in the worker's RSS: 32 connections of cold
-# answers ran 40 threads, and 8 instead of 40 took 1.6 MiB off the 60 MiB
-# (issue 16, target 2; docs/performance.md, "Memory of one worker").
+# pool starts for them stays in the worker's RSS (docs/performance.md, "Memory
+# of one worker").
 BUILD_THREADS = 8
 
 

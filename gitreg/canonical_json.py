@@ -1,6 +1,6 @@
 """The one JSON encoding gitreg writes: compact and with sorted keys.
 
-Sorted keys make equal documents equal bytes, so an ETag (H2) or a file in a
+Sorted keys make equal documents equal bytes, so an ETag or a file in a
 static mirror export is the same for the same content. Pure and HTTP-free:
 both the protocol modules (`gitreg/api/`, `gitreg/webhooks/`) and the mirror
 domain, which caches and exports finished bodies, use it.

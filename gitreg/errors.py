@@ -36,7 +36,7 @@ become the storage errors below inside gitreg/storage/, and nowhere else.
     │   ├── UpstreamTimeout (504)
     │   └── VerificationError (502) an upstream package failed verification
     └── PublishError (422)          a tag, tree or release cannot become a version
-        ├── ArchiveTooLarge (422)   a module tree over the archive limits (A6)
+        ├── ArchiveTooLarge (422)   a module tree over the archive limits
         ├── PackageError (422)      a provider zip Terraform could not install
         ├── SignatureError (422)    a SHA256SUMS signature missing or not verifying
         ├── IncompleteRelease (422) SHA256SUMS lists packages not given
@@ -119,7 +119,7 @@ class DatabaseUnavailable(GitregError):
     """The index cannot be reached or refused the transaction: PostgreSQL down
     or unreachable, or an SQLite file that cannot be opened, read or locked in
     time. Nothing was committed, so the request can be retried; cached
-    metadata keeps being served meanwhile (issue 12)."""
+    metadata keeps being served meanwhile."""
 
     status = 503
 
@@ -258,7 +258,7 @@ class ReleasePending(ForgeError):
 
 class UpstreamError(GitregError):
     """An upstream registry was unreachable, answered badly, or sent a package
-    that failed verification; nothing of it was cached (mirror, checklist M1).
+    that failed verification; nothing of it was cached.
 
     `kind` is the bounded label of `gitreg_upstream_errors_total` for the
     failures that no exception type or cause tells apart."""
@@ -287,7 +287,7 @@ class PublishError(GitregError):
 
 
 class ArchiveTooLarge(PublishError):
-    """A module tree exceeds one of the `ArchiveLimits` (A6); the archive being
+    """A module tree exceeds one of the `ArchiveLimits`; the archive being
     written is then invalid and must be discarded."""
 
 
@@ -296,7 +296,7 @@ class PackageError(PublishError):
 
 
 class SignatureError(PublishError):
-    """A SHA256SUMS signature that is missing, malformed, or does not verify (P1)."""
+    """A SHA256SUMS signature that is missing, malformed, or does not verify."""
 
 
 class IncompleteRelease(PublishError):
@@ -310,7 +310,7 @@ class IncompleteRelease(PublishError):
 
 
 class ChecksumMismatch(PublishError):
-    """A package's sha256 differs from its SHA256SUMS line (P1)."""
+    """A package's sha256 differs from its SHA256SUMS line."""
 
 
 class ResponseCut(Exception):

@@ -5,11 +5,11 @@ each worker of `serve --workers N`, a CLI command):
 - `log_format = "json"` writes one JSON object per line (`ts`, `level`,
   `logger`, `msg`, and the context fields below); `"text"` the familiar
   `time LEVEL logger: message`; `"auto"` (the default) text on a terminal and
-  JSON otherwise, for log shippers (issue 15).
+  JSON otherwise, for log shippers.
 - Context travels in context variables, so every line written while a request
   or a job runs carries its `request_id`, or its `job_id` and `repo_id`,
   whichever module writes it.
-- A filter redacts what must never reach a log (checklist U2): the value of
+- A filter redacts what must never reach a log: the value of
   `signature=` in signed URLs, bearer credentials, gitreg API tokens, and the
   password of a URL with credentials.
 """
@@ -176,11 +176,11 @@ class _CutOnPurpose(logging.Filter):
 _CUT_ON_PURPOSE = _CutOnPurpose()
 
 
-# The access line's fast path (issue 16): the handler `configure` set up for
-# JSON, whose lines `access_json` writes itself, the very line JsonFormatter
-# would, without a LogRecord, the filter's redaction of a message that holds
-# no free text, or json.dumps of a dict: 25-35 us less per request, a third
-# of a metadata answer's cost (docs/performance.md, "Default install").
+# The access line's fast path: the handler `configure` set up for JSON, whose
+# lines `access_json` writes itself, the very line JsonFormatter would, without
+# a LogRecord, the filter's redaction of a message that holds no free text, or
+# json.dumps of a dict, which together were a large part of a metadata answer's
+# cost (docs/performance.md, "Default install").
 _json_handler: list[logging.StreamHandler[TextIO] | None] = [None]
 _second: list[Any] = [-1, ""]  # the last whole second and its formatted prefix
 _ACCESS = logging.getLogger("gitreg.access")
@@ -194,7 +194,7 @@ def _timestamp(now: float) -> str:
 
 
 # (method, route) -> the access line's constant pieces: the message's start and
-# the `method` and `route` fields, JSON-encoded once (issue 16, target 1).
+# the `method` and `route` fields, JSON-encoded once.
 _pieces: dict[tuple[str, str], tuple[str, str]] = {}
 
 
@@ -265,9 +265,9 @@ def _write(handler: logging.StreamHandler[TextIO], line: str) -> None:
             pass  # a closed or broken log stream must not fail the request (as logging)
 
 
-# The text access line's fast path (issue 16, target 1): the line TextFormatter
-# would write, without a LogRecord and the filter, as access_json does for JSON
-# (26 us less per request when gitreg logs to a terminal).
+# The text access line's fast path: the line TextFormatter would write, without
+# a LogRecord and the filter, as access_json does for JSON (docs/performance.md,
+# "Download answer and the text access line").
 _text_handler: list[logging.StreamHandler[TextIO] | None] = [None]
 _local_second: list[Any] = [-1, ""]  # the last whole second, formatted as asctime
 

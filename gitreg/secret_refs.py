@@ -1,7 +1,7 @@
 """Secrets given by reference in settings and the config file: `env:NAME`,
 `file:/path`, or the literal value.
 
-Shared by webhooks (delivery secrets, W2) and forges (API tokens,
+Shared by webhooks (delivery secrets) and forges (API tokens,
 docs/providers.md "Forges"), so it lives in neither.
 """
 
@@ -20,7 +20,7 @@ def resolve_secret(reference: str) -> str:
     """A secret from its configured form: `env:NAME`, `file:/path`, or literal.
 
     Read on every use, so rotating a file or variable needs no restart. A
-    reference that cannot be read yields "" and so refuses deliveries (W2);
+    reference that cannot be read yields "" and so refuses deliveries;
     the reason is logged, the secret never is.
     """
     if reference.startswith("env:"):

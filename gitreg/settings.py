@@ -49,16 +49,16 @@ class Settings:
     # Honour X-Forwarded-Proto/Host only behind a proxy the operator names.
     trust_forwarded: bool = False
     # Remotes: local paths and file:// are operator-registered, so allowed unless
-    # turned off; plain http:// is refused unless allowed (checklist G2).
+    # turned off; plain http:// is refused unless allowed.
     allow_local_remotes: bool = True
     allow_http_remotes: bool = False
     git_timeout: float = 120.0
-    max_fetch_bytes: int = 2 * 1024**3  # one fetch's pack from a network remote (G3)
+    max_fetch_bytes: int = 2 * 1024**3  # one fetch's pack from a network remote
     max_archive_bytes: int = 256 * 1024 * 1024
     max_archive_files: int = 20_000
     max_file_bytes: int = 64 * 1024 * 1024
     # Processes that build archives side by side when a sync needs several
-    # (issue 16, gitreg/modules/builds.py); 0: one per core this process may use.
+    # (gitreg/modules/builds.py); 0: one per core this process may use.
     archive_workers: int = 0
     # How often the server notices writes made by other processes (CLI, workers).
     refresh_interval: float = 0.25
@@ -78,7 +78,7 @@ class Settings:
     # off); turn it off when a proxy already logs every request.
     access_log: bool = True
     workers: int = 1
-    # Slow clients (issue 10): connections per server process (0: derived from
+    # Slow clients: connections per server process (0: derived from
     # the open-file limit), and seconds a client gets to finish its TLS
     # handshake and each request head; over the cap a connection gets a 503.
     max_connections: int = 0
@@ -89,18 +89,18 @@ class Settings:
     # with `trust_forwarded`, where every connection comes from the proxy).
     min_body_rate: int = 16 * 1024
     max_connections_per_client: int = 0
-    # uvicorn's HTTP parser and event loop (issue 16): "httptools" (with uvloop),
+    # uvicorn's HTTP parser and event loop: "httptools" (with uvloop),
     # "h11" (with asyncio), or "auto": httptools where it imports, else h11.
     http_impl: str = "auto"
     # Webhooks and the ingestion queue (docs/webhooks.md). Secrets may be given
     # literally or as `env:NAME` / `file:/path` references, read at use time.
     webhook_secret: str = ""  # default for repositories without their own
-    webhook_max_bytes: int = 5 * 1024 * 1024  # checked before parsing (W7)
+    webhook_max_bytes: int = 5 * 1024 * 1024  # checked before parsing
     job_workers: int = 4  # job threads per server process; 0 runs none
     job_lease: float = 60.0  # seconds; renewed while a job runs
     job_max_attempts: int = 8
     job_backoff: float = 5.0  # first retry delay, doubling up to 15 minutes
-    reconcile_interval: float = 300.0  # list remote tags this often (W9); 0 = off
+    reconcile_interval: float = 300.0  # list remote tags this often; 0 = off
     yank_deleted_tags: bool = False  # a tag deleted upstream yanks its version
     # Register unknown repositories named `terraform-<SYSTEM>-<NAME>` owned by
     # one of these (comma-separated) forge owners, fetched from
@@ -108,7 +108,7 @@ class Settings:
     auto_register_owners: str = ""
     auto_register_remote: str = ""
     # Providers (docs/providers.md). Limits stop a hostile or broken package
-    # before it fills the disk or memory (checklist P4); forges are `[forges.*]`
+    # before it fills the disk or memory; forges are `[forges.*]`
     # tables in the config file, kept in `extra`.
     max_provider_package_bytes: int = 1024 * 1024 * 1024  # one zip as uploaded
     max_provider_unpacked_bytes: int = 4 * 1024 * 1024 * 1024  # one zip unpacked
@@ -128,11 +128,11 @@ class Settings:
     # Access (docs/security.md): "public" serves namespaces not set private to
     # anyone; "token" makes every namespace not set public need a read token.
     read_default: str = "public"
-    signed_url_ttl: float = 600.0  # seconds a signed download URL stays valid (U2)
+    signed_url_ttl: float = 600.0  # seconds a signed download URL stays valid
     # A file with the operator's 32-byte key (64 hex characters or base64, mode
     # 0600). Set, URL-signing keys, provider key secrets and webhook secrets
-    # are kept in the database sealed with it, shared by every replica
-    # (issue 12); unset, they stay files under the data dir.
+    # are kept in the database sealed with it, shared by every replica;
+    # unset, they stay files under the data dir.
     secret_key_file: Path | None = None
     auth_fail_limit: int = 10  # failed authentications per client per window
     auth_fail_window: float = 60.0
@@ -145,11 +145,11 @@ class Settings:
     mirror_platforms: str = "linux_amd64,linux_arm64,darwin_amd64,darwin_arm64,windows_amd64"
     mirror_hostnames: str = ""  # more names gitreg's own providers are mirrored under
     mirror_index_ttl: float = 600.0  # seconds an upstream version list is reused as is
-    mirror_stale_if_error: float = 7 * 86400.0  # serve an older list while upstream fails (M3)
+    mirror_stale_if_error: float = 7 * 86400.0  # serve an older list while upstream fails
     mirror_connect_timeout: float = 10.0
     mirror_read_timeout: float = 60.0
-    mirror_total_timeout: float = 900.0  # one upstream request: slot wait and body included (M2)
-    mirror_concurrency: int = 4  # requests in flight to one upstream host (M2)
+    mirror_total_timeout: float = 900.0  # one upstream request: slot wait and body included
+    mirror_concurrency: int = 4  # requests in flight to one upstream host
     # Scale-out (docs/scale-out.md). `blob_store`: unset keeps blobs in
     # DATA_DIR/blobs; `s3://BUCKET/PREFIX` keeps them in S3, with credentials,
     # region and endpoint from the standard AWS_* variables only.
@@ -173,7 +173,7 @@ class Settings:
     # and publish counters: one series per module, so off by default.
     metrics_listen: str = ""
     metrics_per_module: bool = False
-    # Sign-in (docs/sign-in.md, issue 14): an OpenID Connect issuer makes gitreg
+    # Sign-in (docs/sign-in.md): an OpenID Connect issuer makes gitreg
     # offer `terraform login` (login.v1). The client secret may be literal or an
     # `env:NAME` / `file:/path` reference, read at use and never logged. Scopes
     # default to the three every issuer accepts; add the one that releases the

@@ -3,10 +3,10 @@
 Versions are semantic versions (semver 2.0). A tag becomes a module or provider
 version when, after the module's tag prefix, it is `X.Y.Z` or `vX.Y.Z` with
 optional semver prerelease/build parts. Everything else is ignored with a reason
-the operator can read (`gitreg modules --verbose`). Hostile ref names (checklist
-G1) never get as far as a git command. What gitreg passes on to Terraform is
-strict semver without `v`: the client fails a whole version list on one bad
-entry (TERRAFORM-CLIENT.md, Providers).
+the operator can read (`gitreg modules --verbose`). Hostile ref names never get
+as far as a git command. What gitreg passes on to Terraform is strict semver
+without `v`: the client fails a whole version list on one bad entry
+(TERRAFORM-CLIENT.md, Providers).
 
 Provider version constraints are resolved exactly as Terraform resolves them.
 
@@ -44,7 +44,7 @@ from typing import TypeVar
 
 from gitreg.errors import ConstraintError, NotAVersion
 
-# Refs we refuse outright, before looking for a version (checklist G1).
+# Refs we refuse outright, before looking for a version.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_TAG_LENGTH = 255
 MAX_VERSION_LENGTH = 256

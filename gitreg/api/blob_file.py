@@ -1,15 +1,14 @@
 """`BlobFileResponse`: a blob file sent in small pieces, read on the event loop
 when the page cache has them.
 
-Memory (issue 16, target 2): every piece handed to the server is held, while it
-is sent, as plaintext, as TLS records in OpenSSL's memory BIO and as the copy
-queued on the socket, and the BIO keeps its largest size for the connection's
-life. With Starlette's file reads of 1 MiB, 8 concurrent archive downloads over
-TLS took one worker from 66 to 105 MiB; with 64 KiB pieces from 50 to 58 MiB
-(docs/performance.md, "Memory of one worker (issue 16, target 2)").
+Memory: every piece handed to the server is held, while it is sent, as
+plaintext, as TLS records in OpenSSL's memory BIO and as the copy queued on the
+socket, and the BIO keeps its largest size for the connection's life, so pieces
+of 1 MiB (Starlette's file reads) cost a worker several times what 64 KiB
+pieces do (docs/performance.md, "Memory of one worker").
 
-Small pieces cost event-loop turns instead: a thread-pool trip per piece (about
-50 us) would cost more than the send. So a piece is read with `preadv2(...,
+Small pieces cost event-loop turns instead: a thread-pool trip per piece would
+cost more than the send. So a piece is read with `preadv2(...,
 RWF_NOWAIT)`, which copies from the page cache and never waits for the disk
 (Linux 4.14+), and only what is not cached is read on a worker thread, as
 Starlette does.
@@ -20,7 +19,8 @@ Content-Length without a second and third traceback (gitreg/app.py, gitreg/logs.
 
 A hosted blob is opened and fstat'ed in one worker-thread trip (`OpenBlob`), and
 the response reads that descriptor: a second trip to open the file after a stat
-cost about 80 us per download (issue 16, target 1). The descriptor then has one
+would be a large share of a download's cost (docs/performance.md, "Archive
+downloads: one thread-pool trip before the first byte"). The descriptor then has one
 owner at a time, first `blob_response`, then the response, and is closed on every
 path that does not send it to its end (304, HEAD, a refused range, a client gone,
 an error, a cancellation).

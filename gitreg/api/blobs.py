@@ -1,11 +1,11 @@
 """Content-addressed downloads: `GET|HEAD /archives/:sha256.tar.gz`.
 
 The bytes never change for a name, so the answer carries the sha256 as ETag and
-`Cache-Control: immutable` (checklist H2). Every route that serves blob bytes
+`Cache-Control: immutable`. Every route that serves blob bytes
 goes through `blob_response`, so each applies the same access decision: a blob
 owned only by private namespaces (module archive, provider file, mirror zip)
 needs a current signed URL or a read token for an owning namespace, and is
-`private, no-store`, since its signed URLs expire (U2). HEAD answers with the true
+`private, no-store`, since its signed URLs expire. HEAD answers with the true
 Content-Length: Terraform's getter sends HEAD twice before the GET and would
 skip the GET on a zero length.
 
@@ -39,7 +39,7 @@ from gitreg.services import Services, services
 from gitreg.storage.blobs import SHA256_RE
 
 IMMUTABLE = "public, max-age=31536000, immutable"
-# A private blob is served through a signed URL that expires (U2); a shared
+# A private blob is served through a signed URL that expires; a shared
 # cache keeping it "public, immutable" would serve it past the expiry.
 PRIVATE = "private, no-store"
 # A store off this machine is read through a buffered stream on a worker thread:

@@ -23,12 +23,12 @@ def json_response(
 @dataclass(frozen=True, slots=True)
 class CachedJson:
     """A metadata answer serialised once, with its ETag and its 200 response
-    built once (H2). A Starlette `Response` holds no per-request state, so the
+    built once. A Starlette `Response` holds no per-request state, so the
     same object answers every request until a publish replaces this entry.
 
     The 304 is built when asked for: clients of the registry protocols rarely
-    revalidate, and a prebuilt one was a fifth of each cached `versions`
-    entry (0.5 of 2.5 KiB), the same without `slots` (issue 16, target 2)."""
+    revalidate, and a prebuilt one would be a fifth of each cached `versions`
+    entry (docs/performance.md, "Memory of one worker")."""
 
     body: bytes
     etag: str

@@ -17,8 +17,8 @@ from gitreg.settings import Settings
 
 _HOST = re.compile(r"^[A-Za-z0-9.\-\[\]:]{1,300}$")
 # (scheme, raw Host header) -> base URL, for the hot path: a `download` answer
-# built the same string from the same two values on every request (issue 16,
-# target 1). Bounded: the Host header comes from clients, so a full cache
+# would otherwise build the same string from the same two values on every
+# request. Bounded: the Host header comes from clients, so a full cache
 # starts over (made-up hosts cannot keep the real one out of it for good).
 _bases: dict[tuple[str, bytes], str] = {}
 _MAX_BASES = 256

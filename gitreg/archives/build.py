@@ -1,16 +1,16 @@
 """Build a module's `.tar.gz` straight from git objects, safely and reproducibly.
 
 Archives are made from the object store, never from a checkout, so nothing on the host is
-ever followed or read (A2). Every entry is checked before it is written:
+ever followed or read. Every entry is checked before it is written:
 
 - names that could escape or poison the extraction directory (absolute, `..`, `\\`, NUL,
-  control characters, `.git` in any case or NTFS/HFS+ disguise) are dropped (A1);
-- symlinks are kept only if they provably stay inside the archive root (A2);
-- submodules (gitlinks) and `.git` content are left out (A3);
-- modes are 0644/0755, owner 0/0 with no names (A4);
-- entries are sorted and every header field is fixed, so one tree always yields the same bytes
-  (A5), which is what lets an archive be stored once under its sha256;
-- limits on file count, file size, total size and path length stop the build (A6).
+  control characters, `.git` in any case or NTFS/HFS+ disguise) are dropped;
+- symlinks are kept only if they provably stay inside the archive root;
+- submodules (gitlinks) and `.git` content are left out;
+- modes are 0644/0755, owner 0/0 with no names;
+- entries are sorted and every header field is fixed, so one tree always yields the same
+  bytes, which is what lets an archive be stored once under its sha256;
+- limits on file count, file size, total size and path length stop the build.
 
 Every dropped entry is reported as a `"path: reason"` line so the publisher can see why.
 """
@@ -43,15 +43,15 @@ _GIT_EXECUTABLE = 0o100755
 
 _T = TypeVar("_T", bound=ShaFile)
 
-# A5: everything that could vary between builds is pinned here and in
+# Everything that could vary between builds is pinned here and in
 # gitreg/archives/format.py (the tar format, and the gzip layer named by a builder).
 
-# A1: code points HFS+ ignores when comparing names, so `.git\u200c` *is* `.git` on a Mac.
+# Code points HFS+ ignores when comparing names, so `.git\u200c` *is* `.git` on a Mac.
 # The same list as git's `is_hfs_dotgit` (utf8.c, CVE-2014-9390).
 _HFS_IGNORABLE = dict.fromkeys(
     [0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF]
 )
-# A1: what NTFS treats as `.git`: trailing dots/spaces are ignored, `git~N` is the 8.3 short
+# What NTFS treats as `.git`: trailing dots/spaces are ignored, `git~N` is the 8.3 short
 # name, and `.git::$INDEX_ALLOCATION` (anything after `:`) names a stream of the directory.
 # Git's `is_ntfs_dotgit` only checks `git~1`; any `~N` is refused here to be safe.
 _NTFS_DOTGIT = re.compile(r"(?:\.git|git~[0-9]+)[. ]*(?::.*)?", re.DOTALL)
@@ -59,7 +59,7 @@ _NTFS_DOTGIT = re.compile(r"(?:\.git|git~[0-9]+)[. ]*(?::.*)?", re.DOTALL)
 
 @dataclass(frozen=True)
 class ArchiveLimits:
-    """Caps that stop a hostile or mistaken tree from filling the disk (A6)."""
+    """Caps that stop a hostile or mistaken tree from filling the disk."""
 
     max_total_bytes: int = 256 * 1024 * 1024  # sum of file sizes
     max_files: int = 20_000
@@ -69,7 +69,7 @@ class ArchiveLimits:
 
 @dataclass
 class ArchiveReport:
-    """What went into an archive and what was left out (A3: left-out entries are reported)."""
+    """What went into an archive and what was left out (left-out entries are reported)."""
 
     files: int = 0  # regular files + symlinks written
     total_bytes: int = 0  # uncompressed content bytes
@@ -99,10 +99,10 @@ def build_archive(
     """Write the tree `tree_id` as a deterministic `.tar.gz` to `out` and report on it.
 
     The same tree, mtime and `builder` (gitreg/archives/format.py) always give the same
-    bytes (A5). The gzip stream is written incrementally and blobs are read one at a
+    bytes. The gzip stream is written incrementally and blobs are read one at a
     time, so memory stays around one file's size. On `ArchiveTooLarge` (or a dulwich
     error for a corrupt or missing object) `out` holds a partial stream that the caller
-    must discard. With `prefix` (a checked subdirectory path, issue 16) every entry
+    must discard. With `prefix` (a checked subdirectory path) every entry
     is written under it: the archive of one directory of a monorepo, at its place.
     With `cache` (gitreg/archives/cache.py), directories an earlier build walked are
     written from it, and this build's directories are kept for the next: the same
@@ -146,11 +146,11 @@ class _Frame:
 
 
 class _Walk:
-    """Every non-directory entry with a safe path, in full-path byte order (A5).
+    """Every non-directory entry with a safe path, in full-path byte order.
 
     Iterative (an explicit stack of directory iterators), so deep trees cannot exhaust
-    Python's recursion limit; depth is bounded anyway by `max_path_length` (A6).
-    Unsafe names and non-tree "directories" are reported and not descended into (A1).
+    Python's recursion limit; depth is bounded anyway by `max_path_length`.
+    Unsafe names and non-tree "directories" are reported and not descended into.
     A directory in the cache is written from it, unless it would cross `max_files`
     or `max_total_bytes`: then it is walked, so the error names the same path.
     """
@@ -180,7 +180,7 @@ class _Walk:
             name, mode, sha = entry
             path = frame.prefix + name
             # The entry's own name is checked, never a component re-split from `path`: a
-            # name like `/etc/passwd` or `../x` must be refused as a whole (A1).
+            # name like `/etc/passwd` or `../x` must be refused as a whole.
             reason = unsafe_name_reason(name)
             if reason is not None:
                 if mode & _S_IFMT == _S_IFDIR:
@@ -253,7 +253,7 @@ def _children(tree: Tree) -> Iterator[TreeEntry]:
     """A directory's entries ordered so a depth-first walk visits full paths in byte order.
 
     Sorting plain names would put `a/b` before `a-c` although `"a-c" < "a/b"`; keying a
-    subdirectory as `name + "/"` (git's own tree order) gives true full-path order (A5).
+    subdirectory as `name + "/"` (git's own tree order) gives true full-path order.
     """
     return iter(
         sorted(
@@ -273,7 +273,7 @@ def _load(store: ObjectSource, sha: ObjectID, kind: type[_T]) -> _T | None:
 
 
 class _Writer:
-    """Turns checked tree entries into tar members with fixed metadata (A4, A5)."""
+    """Turns checked tree entries into tar members with fixed metadata."""
 
     def __init__(
         self,
@@ -312,7 +312,7 @@ class _Writer:
             self.nbytes += size
 
     def add(self, path: bytes, mode: int, sha: ObjectID) -> None:
-        """Write one non-directory entry, or report why it is left out (A2, A3)."""
+        """Write one non-directory entry, or report why it is left out."""
         kind = mode & _S_IFMT
         if kind == _S_IFGITLINK:
             self._skip(path, "submodule (gitlink) not included")
@@ -324,7 +324,7 @@ class _Writer:
             self._skip(path, f"unsupported git mode {mode:06o}")
 
     def _add_file(self, path: bytes, perm: int, sha: ObjectID) -> None:
-        """Write a regular file; A4: only 0644/0755, so setuid/setgid/sticky never survive."""
+        """Write a regular file, only 0644/0755, so setuid/setgid/sticky never survive."""
         key = (sha, path, perm)
         entry = self._cache.file(key)
         if entry is None:
@@ -332,7 +332,7 @@ class _Writer:
             if blob is None:
                 self._skip(path, "file entry is not a blob")
                 return
-            # Names were checked to be UTF-8 (A1).
+            # Names were checked to be UTF-8.
             entry = tar_entry(path.decode("utf-8"), tarfile.REGTYPE, perm, blob.as_raw_string())
             entry.key = key
         self._count_file(path)
@@ -344,7 +344,7 @@ class _Writer:
         self._emit(entry)
 
     def _add_symlink(self, path: bytes, sha: ObjectID) -> None:
-        """Keep a symlink only if its target provably stays inside the archive (A2)."""
+        """Keep a symlink only if its target provably stays inside the archive."""
         blob = _load(self._store, sha, Blob)
         if blob is None:
             self._skip(path, "symlink entry is not a blob")
@@ -356,12 +356,12 @@ class _Writer:
             self._skip(path, f"symlink to {_display(target)!r} left out: {reason}")
             return
         self._count_file(path)
-        # A4: 0644/0755 only, even here; the header's other fields: TarEntry.info (A5).
+        # 0644/0755 only, even here; the header's other fields: TarEntry.info.
         name, link = path.decode("utf-8"), target.decode("utf-8")
         self._emit(tar_entry(name, tarfile.SYMTYPE, 0o755, link=link))
 
     def _count_file(self, path: bytes) -> None:
-        """Count one more written entry, checked before anything of it is written (A6)."""
+        """Count one more written entry, checked before anything of it is written."""
         _check_limit("max_files", self._report.files + 1, self._limits.max_files, path)
         self._report.files += 1
 
@@ -370,7 +370,7 @@ class _Writer:
 
 
 def _check_limit(name: str, value: int, limit: int, path: bytes) -> None:
-    """Raise `ArchiveTooLarge` naming the limit, its value and the offending path (A6)."""
+    """Raise `ArchiveTooLarge` naming the limit, its value and the offending path."""
     if value > limit:
         raise ArchiveTooLarge(
             f"archive limit {name}={limit} exceeded at {_display(path)!r} (would be {value})"
@@ -381,7 +381,7 @@ def _check_limit(name: str, value: int, limit: int, path: bytes) -> None:
 
 
 def unsafe_name_reason(name: bytes) -> str | None:
-    """Why one path component must not be extracted, or None if it is safe (A1, A3).
+    """Why one path component must not be extracted, or None if it is safe.
 
     Checked on the raw bytes first (separators, NUL, controls), then as UTF-8 text, because
     tar names are text and a `.git` disguise is only visible after decoding.
@@ -404,7 +404,7 @@ def unsafe_name_reason(name: bytes) -> str | None:
 
 
 def _is_dotgit(name: str) -> bool:
-    """True if a filesystem could take `name` for `.git` (git's is_hfs/is_ntfs_dotgit, A1).
+    """True if a filesystem could take `name` for `.git` (git's is_hfs/is_ntfs_dotgit).
 
     HFS+ ignorable code points are removed first, then the NTFS forms are matched
     case-insensitively. Combining both is stricter than git, which is the safe side.
@@ -415,7 +415,7 @@ def _is_dotgit(name: str) -> bool:
 
 
 def _symlink_problem(link_path: bytes, target: bytes) -> str | None:
-    """Why a symlink target could point outside the archive root, or None if it cannot (A2).
+    """Why a symlink target could point outside the archive root, or None if it cannot.
 
     `posixpath.normpath` alone is not enough: with `sub/up -> ..`, the target `up/../..`
     normalises to `.` but really resolves through `up` to the parent of the root. So all

@@ -1,9 +1,9 @@
-"""Directories already written by an earlier build, kept for the next (issue 16).
+"""Directories already written by an earlier build, kept for the next.
 
 Between neighbouring tags of a repository almost every directory is unchanged: the
 same tree sha at the same path. Its part of the tar stream is then the same entries,
 the same names left out and the same counts; only the mtime in each header differs
-(every entry has the tag's commit time, A5). A build therefore records, for every
+(every entry has the tag's commit time). A build therefore records, for every
 directory it walked, the finished entries (gitreg/archives/format.py `TarEntry`: the
 content and the header around its mtime), and a later build that meets the same
 directory at the same path writes those entries again without reading a tree or a
@@ -27,9 +27,9 @@ from gitreg.archives.format import TarEntry
 
 __all__ = ["DEFAULT_CACHE_BYTES", "DirRecord", "SubtreeCache"]
 
-# 64 MiB: the content of a 5,000-file, 21 MB module fits with room to spare; a
-# worker process holds at most twice this (the last build's directories and the
-# current one's) on top of its ~50 MiB.
+# The content of a large module (thousands of files, tens of MB) fits with room
+# to spare; a worker process holds at most twice this (the last build's
+# directories and the current one's) on top of its own memory.
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 
 
@@ -52,7 +52,7 @@ class SubtreeCache:
 
     Keyed by path as well as by tree: the names in the entries and in the
     `skipped` lines, and whether a symlink stays inside the root, depend on it.
-    The limits are part of what a directory's walk decided (A6), so the cache
+    The limits are part of what a directory's walk decided, so the cache
     serves one set of limits and forgets everything when they change. The
     builder does not matter: it only changes the gzip layer, not the tar entries.
     """

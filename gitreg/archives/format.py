@@ -1,9 +1,8 @@
 """The bytes of a module archive: tar members written directly, and the gzip around them.
 
-`gitreg/archives/build.py` decides what goes into an archive; this module only writes it. Two
-things made publishing slow (issue 16, docs/performance.md "Publishing"): gzip level 6 was
-60% of a build, and `tarfile` spent most of the rest building each header through its
-PAX machinery. So:
+`gitreg/archives/build.py` decides what goes into an archive; this module only writes it. A
+build's time goes to two things (docs/performance.md "Publishing"): gzip, and `tarfile`
+building each header through its PAX machinery. So:
 
 - `TarStream` writes the 512-byte ustar header itself for the common entry (ASCII name
   and target of at most 100 bytes, numbers that fit their octal fields) and hands any
@@ -12,9 +11,10 @@ PAX machinery. So:
 - the gzip layer is a *builder*, named by a string stored with every archive it makes
   (`archives.builder`, migration 0017). `CLASSIC` is the zlib level 6 stream every
   archive before 0017 was built with; `fast_builder()` is ISA-L's igzip (the `isal`
-  package) at level 1, about 15x faster than zlib 6 for 14% more bytes, and falls back
-  to `CLASSIC` where the `isal` wheel is missing. An archive already published is never
-  rebuilt, so a change of builder only affects archives built after it (A5).
+  package) at level 1, many times faster than zlib 6 for slightly larger archives
+  (docs/performance.md "Publishing at scale"), and falls back to `CLASSIC` where the
+  `isal` wheel is missing. An archive already published is never rebuilt, so a change
+  of builder only affects archives built after it.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def fast_builder() -> str:
 
     The name carries the ISA-L version: deflate output is only promised to be the same
     for the same library and level, and this is what makes an archive's bytes
-    reproducible (A5).
+    reproducible.
     """
     try:
         import isal
@@ -61,7 +61,7 @@ def fast_builder() -> str:
 
 @contextlib.contextmanager
 def gzip_writer(out: BinaryIO, builder: str) -> Iterator[_Writable]:
-    """A gzip stream into `out` with a fixed header (mtime 0, no file name, A5)."""
+    """A gzip stream into `out` with a fixed header (mtime 0, no file name)."""
     if builder == CLASSIC:
         with gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="", compresslevel=6) as gz:
             yield gz
@@ -83,8 +83,8 @@ def gzip_writer(out: BinaryIO, builder: str) -> Iterator[_Writable]:
 class TarEntry:
     """One member, ready to be written at any mtime: a build keeps these for the
     directories it walked, so a later build of a tree with the same directory writes
-    them again without reading an object or building a header (issue 16,
-    gitreg/archives/cache.py). `head`/`tail` are the ustar header around its mtime
+    them again without reading an object or building a header
+    (gitreg/archives/cache.py). `head`/`tail` are the ustar header around its mtime
     and checksum fields, or empty when `tarfile` must write the header."""
 
     __slots__ = ("base", "data", "head", "key", "kind", "link", "name", "perm", "tail")
@@ -107,7 +107,7 @@ class TarEntry:
             self.head = b"%s%07o\0%s%011o\0" % (
                 name.encode("ascii").ljust(_NAME_MAX, b"\0"),
                 perm & 0o7777,
-                b"0000000\0" * 2,  # uid, gid: 0 (A4)
+                b"0000000\0" * 2,  # uid, gid: 0
                 len(data),
             )
             # The checksum field's last byte (a space), then type to the end.
@@ -119,7 +119,7 @@ class TarEntry:
             self.base = sum(self.head) + 7 * 0x20 + sum(self.tail)
 
     def info(self, mtime: int) -> tarfile.TarInfo:
-        """The header fields (A4, A5): owner 0/0, no names, `mtime`."""
+        """The header fields: owner 0/0, no names, `mtime`."""
         info = tarfile.TarInfo(self.name)
         info.type = self.kind
         info.mode = self.perm
@@ -182,7 +182,7 @@ class TarStream:
         pending = self._pending
         if len(pending) + len(header) + len(data) + pad < _CHUNK:
             # No flush inside this member: what the three `_write`s below would do
-            # (a replayed directory is thousands of these; issue 16).
+            # (a replayed directory is thousands of these).
             pending += header
             pending += data
             pending += _ZEROS[:pad]

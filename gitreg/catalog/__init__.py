@@ -1,4 +1,4 @@
-"""Documentation extracted from a module version at publish time (issue 13).
+"""Documentation extracted from a module version at publish time.
 
 `hcl.py` reads a Terraform module's interface (plain files through `hcl_plain.py`,
 the others through python-hcl2, as lark parses: `hcl_reduce.py`), `readme.py` renders READMEs to

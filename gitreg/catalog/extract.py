@@ -1,4 +1,4 @@
-"""The documentation document of one module version (issue 13).
+"""The documentation document of one module version.
 
 `extract` takes the files `tree.read_doc_files` read and returns a JSON-able
 dict, stored once with the version and never rewritten (like the archive).
@@ -64,7 +64,7 @@ def extract(files: dict[str, bytes], origin: Origin, notes: list[str]) -> dict[s
 
 
 def search_text(document: dict[str, Any]) -> str:
-    """The words search looks at beyond the address (issue 13): README text
+    """The words search looks at beyond the address: README text
     and input/output names of every module in the version."""
     parts: list[str] = []
     for module in [document["root"], *document["submodules"], *document["examples"]]:

@@ -1,6 +1,6 @@
 """A Terraform module's interface, read from its `.tf` files with python-hcl2.
 
-Issue 13 lists what is kept: inputs (name, type as written, description,
+What is kept: inputs (name, type as written, description,
 default, required, sensitive), outputs (name, description, sensitive),
 resources and data sources, module calls (source, version), and the
 `required_providers` and `required_version` of the `terraform` block. A file
@@ -18,7 +18,7 @@ from gitreg.catalog import hcl_plain, hcl_reduce
 from gitreg.catalog.lru import SizedLru
 
 if TYPE_CHECKING:  # imported on first parse: python-hcl2 and lark cost a serving
-    # worker 26 ms and 3.7 MiB, and only a publish needs them (issue 16, target 2)
+    # worker import time and memory, and only a publish needs them (docs/performance.md)
     from hcl2.utils import SerializationOptions
     from lark import Lark
 
@@ -45,15 +45,17 @@ def empty_module(path: str) -> dict[str, Any]:
     }
 
 
-# python-hcl2 needs ~2 ms per small file, as much as building a version's
-# archive; consecutive tags mostly share their .tf files, so parses are kept by
-# content (bench/catalog.py: the cache is what keeps extraction under 10%).
+# A python-hcl2 parse of a small file costs about as much as building a
+# version's archive; consecutive tags mostly share their .tf files, so parses
+# are kept by content (the cache is what keeps extraction within its publish
+# budget: docs/performance.md, "Extraction at publish").
 # Results are never mutated (add_file only reads them). Large files are not kept.
 _CACHE_MAX_TEXT = 64 * 1024
 # The cache is bounded by the text it stands for, not by a count: 4,096 entries
 # of up to 64 KiB could hold hundreds of MiB in a serving worker that
-# published in-process (issue 16, target 2: 60 MiB). A parse takes about 3-4
-# times its text; 2 MiB of text is several hundred typical .tf files.
+# published in-process (the per-worker memory target, docs/performance.md). A
+# parse takes a few times its text; 2 MiB of text is several hundred typical
+# .tf files.
 _CACHE_MAX_BYTES = 2 * 1024 * 1024
 
 
@@ -130,7 +132,7 @@ def _parse(text: str) -> dict[str, Any] | str:
     except (LarkError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
         # RuntimeError: python-hcl2 raises it for text its grammar accepts but
         # HCL does not ("Attribute x is already defined"), and RecursionError
-        # for nesting too deep; neither may stop a publish (issue 13).
+        # for nesting too deep; neither may stop a publish.
         lines = str(exc).strip().splitlines()
         return lines[0][:200] if lines else type(exc).__name__
     return loaded if isinstance(loaded, dict) else {}

@@ -3,10 +3,10 @@
 Most of a module's interface is in files such as `variables.tf`, `outputs.tf`
 and `versions.tf`: blocks of attributes whose values are strings, whole
 numbers, `true`/`false`/`null`, references (`var.x`), calls (`map(string)`) and
-lists and objects of those. python-hcl2 takes about 1.5 ms for such a file,
-of which lark's lexer and LALR parser alone are more than half
-(docs/performance.md, "Extraction at publish"), which is more than extraction's
-whole budget for a 13-file module. This reads that plain subset in one regular
+lists and objects of those. python-hcl2 spends more than half of its time on
+such a file in lark's lexer and LALR parser, and for a module of a dozen such
+files that alone is more than extraction's whole budget (docs/performance.md,
+"Extraction at publish"). This reads that plain subset in one regular
 expression and a small descent, and returns None for anything else (templates
 and escapes in strings, operators, conditionals, `for`, splats, indexes,
 heredocs, numbers that are not whole, keywords as names, `/* */` comments,

@@ -31,11 +31,12 @@ if TYPE_CHECKING:  # imported on first parse, as in hcl.py
     from lark import Lark
 
 # python-hcl2's tree walk recurses twice per level (`_transform_tree` and its
-# generator), so it runs out of stack some 500 rule levels down (measured 496 to
-# 526 for nested tuples, calls, blocks, sums and templates), and such a file is
-# a problem in its document; this path does not recurse there and might not
-# fail. Rather than depend on where each recursion gives out, a result deeper
-# than this is made again the tree's way. Real modules nest a few dozen levels.
+# generator), so it runs out of stack some 500 rule levels down (the depth
+# depends on the construct: docs/performance.md, "Extraction at publish"), and
+# such a file is a problem in its document; this path does not recurse there
+# and might not fail. Rather than depend on where each recursion gives out, a
+# result deeper than this is made again the tree's way. Real modules nest a few
+# dozen levels.
 MAX_DEPTH = 100
 
 
@@ -43,7 +44,7 @@ def parse(text: str, options: Any) -> dict[str, Any] | None:
     """`text` serialised as `hcl2.loads` would serialise it, or None when this
     path cannot vouch for that (it failed, the file is deeper than MAX_DEPTH, or
     python-hcl2 has a rule this module cannot call inline): the caller then
-    parses the tree's way, which also makes any error message exactly as before."""
+    parses the tree's way, which also makes any error message exactly python-hcl2's."""
     parser = _parser()
     if parser is None:
         return None

@@ -1,10 +1,10 @@
 """The catalog's caches: least recently used out first, bounded by a size per value.
 
 Extraction keeps what does not change from tag to tag (blob texts, tree listings,
-parsed `.tf` files, whole documents) so that it adds little to publishing (issue
-13), and bounds each cache so a serving worker's memory does not grow with the
-repositories it published (issue 16, target 2). Publishing runs on several job
-threads, hence the lock.
+parsed `.tf` files, whole documents) so that it adds little to publishing, and
+bounds each cache so a serving worker's memory does not grow with the
+repositories it published. Publishing runs on several job threads, hence the
+lock.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A provider release's documentation pages, rendered at ingest (issue 13).
+"""A provider release's documentation pages, rendered at ingest.
 
 Each page of the release's `docs/` folder (provider_tree.py reads them) is
 rendered with the README renderer (readme.py: raw HTML escaped, unsafe link

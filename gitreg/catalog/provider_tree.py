@@ -1,7 +1,7 @@
 """Reading a provider's documentation files from the release's source tree.
 
-The Terraform registry's convention (issue 13, "the docs in the release's
-docs/ folder"): `docs/index.md`, `docs/resources/*.md`,
+The Terraform registry's convention (the docs in the release's docs/
+folder): `docs/index.md`, `docs/resources/*.md`,
 `docs/data-sources/*.md`, `docs/guides/*.md`, `docs/functions/*.md` and
 `docs/ephemeral-resources/*.md`; providers that predate it keep
 `website/docs/index.html.markdown`, `website/docs/r/*`, `website/docs/d/*`,

@@ -1,11 +1,11 @@
 """README and CHANGELOG rendering: Markdown to HTML that is safe to embed.
 
-Issue 13 asks for no script, no event handlers and no `javascript:` URLs in
-what a page shows. markdown-it-py with `html=False` escapes every raw HTML
-tag, so a README can never add elements or attributes of its own; the only
-attributes it produces are `href` and `src`, which pass `_safe_link` (its
-`validateLink` hook) and are resolved against the repository at the
-published commit when they are relative.
+A page shows no script, no event handlers and no `javascript:` URLs.
+markdown-it-py with `html=False` escapes every raw HTML tag, so a README can
+never add elements or attributes of its own; the only attributes it produces
+are `href` and `src`, which pass `_safe_link` (its `validateLink` hook) and are
+resolved against the repository at the published commit when they are
+relative.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # imported on first use: a serving worker that never
-    # publishes does not pay its 23 ms and 3 MiB (docs/performance.md)
+    # publishes does not pay its import time and memory (docs/performance.md)
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 

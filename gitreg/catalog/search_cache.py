@@ -1,4 +1,4 @@
-"""Search answers, cached apart from the metadata cache (issue 13).
+"""Search answers, cached apart from the metadata cache.
 
 Each distinct query is one entry: kept in the 50,000-entry metadata cache,
 a stream of made-up queries would fill it and make it start over, costing
@@ -64,7 +64,8 @@ def hidden_namespaces(namespaces: Iterable[str], visible: Callable[[str], bool])
 class Listing:
     """Every listed module (the browse list, `all_listed`) with what each
     search needs of it, made once per publish with the list rather than on
-    the event loop per search (0.9 ms a search at 10,000 modules)."""
+    the event loop per search (docs/performance.md, "Documentation and
+    search")."""
 
     modules: list[Listed]
     by_id: dict[int, Listed]

@@ -1,5 +1,5 @@
 """What the catalog needs from the index: module documentation and search,
-provider documentation, download counts (issue 13). The same rules as
+provider documentation, download counts. The same rules as
 protocols.py: code outside gitreg/storage/ types against these; each docstring
 states the contract an implementation keeps.
 """
@@ -11,7 +11,7 @@ from typing import Protocol
 
 
 class CatalogIndex(Protocol):
-    """Module documentation and search (issue 13; SQL in storage/catalog.py)."""
+    """Module documentation and search (SQL in store_sql.py)."""
 
     def put_docs(self, module_id: int, version_key: str, fmt: int, document: str) -> bool:
         """Store a version's document once; False when one of this format exists."""
@@ -57,7 +57,7 @@ class CatalogIndex(Protocol):
 
 
 class ProviderDocsIndex(Protocol):
-    """Provider documentation pages (issue 13; SQL in storage/provider_docs.py)."""
+    """Provider documentation pages (SQL in store_sql_provider_docs.py)."""
 
     def put_provider_docs(
         self, version_id: int, fmt: int, listing: str, pages: list[DocPage]

@@ -1,7 +1,7 @@
 """All SQL of module documentation and search (migration `0014-module-docs`).
 
-A version's document is written once and never replaced, like its archive
-(issue 13): a second `put_docs` for the same version keeps the first. The
+A version's document is written once and never replaced, like its archive:
+a second `put_docs` for the same version keeps the first. The
 search row of a module holds its latest documented version's words and is
 replaced when a newer version is documented. SQLite searches with FTS5
 (bm25), PostgreSQL with tsvectors under GIN indexes (ts_rank), read from
@@ -33,8 +33,8 @@ Hits = list[tuple[Any, ...]]
 # bm25 over those short columns (module_search_head, weights set in
 # migration 0016); then those holding some of the words there, by the same
 # bm25 (ties by id); then matches found only in README text and input/output
-# names, by id. Ranking the long body of every match was what cost 15-28 ms
-# per search (docs/performance.md, "Documentation and search"). When the
+# names, by id. Ranking the long body of every match would be most of a
+# search's cost (docs/performance.md, "Documentation and search"). When the
 # first tier fills the list nothing else is asked.
 # Namespaces the reader may not see are left out inside the queries, before
 # the LIMIT: dropped afterwards, 1,000 private matches ranking first would
@@ -67,7 +67,7 @@ _SQLITE_HEAD = (
 # for the rows that pass the WHERE clause (FTS5 computes `rank` when read), and
 # only the rows kept get their namespace read. `+rowid` keeps FTS5 from
 # taking `rowid IN` as a lookup key: it would run the MATCH once per member
-# (50 ms for 111 members, docs/performance.md "Search: fewer rows ranked").
+# (docs/performance.md, "Search: fewer rows ranked").
 _SQLITE_RANKED = """
 SELECT r.id, h.namespace FROM (
     SELECT rowid AS id, rank AS score FROM module_search_head
@@ -254,7 +254,7 @@ class CatalogStore(IndexBackedStore):
             rows = self._sqlite_search(words, limit, hide)
         else:
             rows = self._postgres_search(words, limit, hide)
-        # An exact name match ranks first (issue 13), whatever its relevance.
+        # An exact name match ranks first, whatever its relevance.
         # The rows' own tuples are returned, not copies (see Database.tuples).
         first = [r for r in exact if r[1].lower() not in hidden]
         if not first:

@@ -1,9 +1,9 @@
 """All SQL of provider documentation (migration `0016-provider-docs-downloads`).
 
 A provider version's pages are written once, with their listing, in one
-transaction, and never replaced (issue 13: immutable like the version's
-packages); only a newer listing format replaces them, which is how
-`gitreg reindex` would upgrade them after their shape changes.
+transaction, and never replaced (immutable like the version's packages);
+only a newer listing format replaces them, which is how `gitreg reindex`
+would upgrade them after their shape changes.
 """
 
 from __future__ import annotations

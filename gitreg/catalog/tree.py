@@ -1,6 +1,6 @@
 """Reading the files documentation is made from, straight from git objects.
 
-Only what issue 13 describes is read: the `.tf` files, README and CHANGELOG
+Only what the documentation shows is read: the `.tf` files, README and CHANGELOG
 of the module's directory, and the `.tf` files and README of each directory
 under `modules/` and `examples/`. Nothing else of the tree is loaded, so
 extraction costs a few blob reads on top of the archive's walk.
@@ -29,7 +29,7 @@ class BlobTexts(SizedLru[bytes, bytes]):
     """The bytes of documentation blobs by their sha. A blob's bytes never
     change for its sha, so the cache is right for every repository; it spares
     re-reading (and inflating) the same .tf and README files for each version
-    of a module (issue 13: extraction adds under 10% to publish time). A blob
+    of a module, so extraction stays within its share of publish time. A blob
     over a sixteenth of the bound is read again each time, not kept."""
 
     def __init__(self, max_bytes: int = CACHE_BYTES) -> None:

@@ -15,7 +15,7 @@ from gitreg.storage.records import RepoRecord
 def check_webhook_secrets(settings: Settings, repos: Sequence[RepoRecord]) -> CheckResult:
     name = "webhook_secrets"
     if settings.webhook_secret:
-        # An env:/file: reference that reads as empty refuses every delivery (W2).
+        # An env:/file: reference that reads as empty refuses every delivery.
         if not resolve_secret(settings.webhook_secret):
             return fail(
                 name,

@@ -17,8 +17,8 @@ from gitreg.storage.blobs import BlobStore
 from gitreg.storage.schema_status import SchemaStatus, schema_status
 
 if TYPE_CHECKING:  # imported by the check: every command's parser, `serve`'s too,
-    # loads this module, and the server keeps cryptography (gitreg.server.tls) out:
-    # 8 MiB (issue 16)
+    # loads this module, and the server keeps cryptography (gitreg.server.tls) out
+    # of its memory (docs/performance.md, "Memory of one worker")
     from cryptography import x509
 
 # A certificate expiring sooner than this is worth renewing now.
@@ -49,7 +49,7 @@ def check_data_dir(settings: Settings) -> CheckResult:
     if not os.access(path, os.W_OK | os.X_OK):
         return fail(name, f"{path} is not writable by this user: `chmod u+rwx {path}`")
     mode = stat.S_IMODE(info.st_mode)
-    # Others writing there could replace archives or the index (checklist S3).
+    # Others writing there could replace archives or the index.
     if mode & 0o022:
         return fail(name, f"{path} is writable by group/others ({mode:o}): `chmod go-w {path}`")
     if mode & 0o077:

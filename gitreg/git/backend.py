@@ -4,7 +4,7 @@ Each registered repository has a bare mirror under `<data-dir>/git/`. A fetch
 asks the remote only for objects the mirror lacks (incremental), then makes the
 mirror's tags match the remote's. Objects are never garbage-collected, so a
 version published from a tag that later moves or disappears still has its
-commit and tree here (checklist G4). Nothing is ever checked out.
+commit and tree here. Nothing is ever checked out.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _mirror_errors(action: str) -> Iterator[None]:
         raise MirrorLocked(f"{action}: mirror file is locked ({name} exists)") from exc
     except (GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
         # A full disk is the operator's "free space and retry", not this
-        # repository's problem: jobs keep it queued (issue 10, item 7).
+        # repository's problem: jobs keep it queued.
         if (full := storage_full(exc, f"{action}: the git mirror")) is not None:
             # dulwich leaves a lock file whose close met ENOSPC to its `__del__`;
             # drop the frames holding it now, not whenever this chain is dropped.
@@ -70,7 +70,7 @@ def _mirror_errors(action: str) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class TagRef:
-    """A tag in a mirror, peeled to its commit (checklist G5)."""
+    """A tag in a mirror, peeled to its commit."""
 
     name: str
     tag_sha: str  # the ref's own target: an annotated tag object or the commit
@@ -121,7 +121,7 @@ class GitBackend(Protocol):
         cache: SubtreeCache | None = None,
     ) -> ArchiveReport:
         """The archive of a tree; with `subdir`, `tree_sha` is that directory's
-        tree and the archive holds it alone, under its path (issue 16). With
+        tree and the archive holds it alone, under its path. With
         `cache`, directories of the previous build are written from it
         (gitreg/archives/cache.py)."""
         ...
@@ -143,7 +143,7 @@ class DulwichBackend:
 
     def __init__(self, timeout: float = 120.0, max_pack_bytes: int = 2 * 1024**3) -> None:
         self._config = ConfigDict()
-        # dulwich reads http.timeout for its urllib3 pool (checklist G3).
+        # dulwich reads http.timeout for its urllib3 pool.
         self._config.set((b"http",), b"timeout", str(int(timeout)).encode())
         self._timeout = timeout
         self._max_pack_bytes = max_pack_bytes
@@ -161,7 +161,7 @@ class DulwichBackend:
             raise GitError(f"cannot use remote {url}: {exc}") from exc
 
     def _watch_ssh(self, client: typing.Any, deadline: float) -> None:
-        """G3 for ssh remotes: dulwich reads the ssh process's pipe with no
+        """The fetch limits for ssh remotes: dulwich reads the ssh process's pipe with no
         timeout, so a server that connects and then sends nothing would hold
         a worker thread forever. The process is killed instead when it is
         silent for `timeout` seconds or runs past `deadline`."""
@@ -307,8 +307,9 @@ class MirrorRepo(Repo):
     def get_config(self) -> ConfigFile:
         # No multi-pack-index: gitreg's fetches never write one, and with the
         # option on (git's default) dulwich stats `objects/pack/multi-pack-index`
-        # on every object lookup to see whether one appeared (~2 us of an ~11 us
-        # read from a pack). A mirror that had one is read through its packs'
+        # on every object lookup to see whether one appeared, a good part of a read
+        # from a pack (docs/performance.md, "Mirrors read without a
+        # multi-pack-index"). A mirror that had one is read through its packs'
         # own indexes, which every pack has. In memory only: nothing is written.
         config = super().get_config()
         config.set((b"core",), b"multiPackIndex", False)
@@ -327,12 +328,13 @@ class MirrorRepo(Repo):
 def _create_mirror(mirror: Path) -> None:
     """A new bare mirror, made beside its place and renamed into it.
 
-    dulwich writes HEAD after `objects/`, so a process killed half-way through
-    `init_bare` in place would leave a directory dulwich cannot open, and every
-    later sync would fail. Made aside, a mirror is whole or absent. Callers
-    hold the repository's lock, so a half-made one (the `.partial` directory,
-    or a mirror without HEAD from before this, which nothing was fetched into:
-    fetches start after HEAD exists) is stale and removed.
+    dulwich writes HEAD after `objects/`, so a process killed half-way
+    through `init_bare` in place would leave a directory dulwich cannot
+    open, and every later sync would fail. Made aside, a mirror is whole or
+    absent. Callers hold the repository's lock, so a half-made one (the
+    `.partial` directory, or a mirror without HEAD that an earlier gitreg
+    made in place, which nothing was fetched into: fetches start after HEAD
+    exists) is stale and removed.
     """
     partial = mirror.with_name(mirror.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
@@ -344,7 +346,7 @@ def _create_mirror(mirror: Path) -> None:
 
 
 def limit_pack(client: typing.Any, max_bytes: int, deadline: float) -> None:
-    """Stop a fetch whose pack grows past `max_bytes` or that runs past `deadline` (G3).
+    """Stop a fetch whose pack grows past `max_bytes` or that runs past `deadline`.
 
     dulwich's `fetch` streams the pack through `fetch_pack(..., pack_data)`, so
     counting there catches a hostile or runaway remote before the disk fills.
@@ -415,7 +417,7 @@ class _Watchdog:
 
 
 class _WatchedProcess(SubprocessWrapper):
-    """dulwich's ssh connection, with every read feeding a `_Watchdog` (G3)."""
+    """dulwich's ssh connection, with every read feeding a `_Watchdog`."""
 
     def __init__(self, inner: SubprocessWrapper, idle: float, deadline: float) -> None:
         # Not `super().__init__`: that would put a second reader on the same pipe.

@@ -1,4 +1,4 @@
-"""Removing what a killed fetch leaves behind in a mirror (issue 10).
+"""Removing what a killed fetch leaves behind in a mirror.
 
 dulwich writes a ref or a pack index through `<name>.lock` and renames it into
 place, and writes a pack into a temporary file first. A process killed in

@@ -1,7 +1,7 @@
-"""Which git remotes gitreg may fetch from (checklist G2).
+"""Which git remotes gitreg may fetch from.
 
-Remotes are configured by the operator, never taken from a webhook payload
-(W8). Even so, transports that run commands (`ext::`), plain-text `git://`,
+Remotes are configured by the operator, never taken from a webhook payload.
+Even so, transports that run commands (`ext::`), plain-text `git://`,
 and hosts on link-local addresses (cloud metadata services) are refused.
 """
 

@@ -1,10 +1,11 @@
-"""Keeping a mirror open for the length of a sync (issue 16).
+"""Keeping a mirror open for the length of a sync.
 
-Opening a mirror with dulwich (refs, pack indexes, caches) costs about 4 ms, and a
-sync of a monorepo reads it for every version it publishes: its subtree, its archive,
-its documentation (gitreg/catalog). `MirrorSessions.session` keeps one `Repo` open on
-the calling thread until the sync ends, and every read on that thread uses it; other
-threads (the server's other job threads) open their own as before.
+Opening a mirror with dulwich (refs, pack indexes, caches) costs milliseconds, and a
+sync of a monorepo reads it for every version it publishes (docs/performance.md,
+"Publishing at scale"): its subtree, its archive, its documentation
+(gitreg/catalog). `MirrorSessions.session` keeps one `Repo` open on the calling
+thread until the sync ends, and every read on that thread uses it; other threads
+(the server's other job threads) open their own.
 """
 
 from __future__ import annotations

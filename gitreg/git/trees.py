@@ -1,4 +1,4 @@
-"""Reading directories out of many tags' trees at once (issue 16, monorepos).
+"""Reading directories out of many tags' trees at once (monorepos).
 
 A sync of a monorepo with 50 modules and 100 tags asks thousands of questions of the
 form "what is `modules/vpc` at this tag?". Each is a few tree reads, so they are

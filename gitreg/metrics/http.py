@@ -1,4 +1,4 @@
-"""`GET /metrics` on the main listener, for an admin token (issue 15).
+"""`GET /metrics` on the main listener, for an admin token.
 
 The numbers say how busy the registry is, which namespaces' traffic fails and
 how the queue stands: operator information, so the same gate as /admin

@@ -1,4 +1,4 @@
-"""The Prometheus metric objects of gitreg (issue 15), created on import.
+"""The Prometheus metric objects of gitreg, created on import.
 
 Imported only by `gitreg.metrics.enable()`, i.e. by processes that serve HTTP:
 the CLI (`gitreg sync`, `repo add`, ...) never loads prometheus_client, and

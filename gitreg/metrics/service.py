@@ -1,11 +1,11 @@
-"""Prometheus metrics (issue 15): the API the rest of gitreg calls.
+"""Prometheus metrics: the API the rest of gitreg calls.
 
 Domain code calls the small functions below (`published`, `mirror_hit`, ...),
 never prometheus_client, so the domain stays free of HTTP and of the
 exposition format; `gitreg/metrics/http.py` and `serve --metrics-listen`
 expose them. They do nothing until `enable()` (called by `create_app`): a
-CLI process has nobody to scrape it, and so never pays for prometheus_client
-(about 7-14 ms of import, docs/performance.md "Metrics").
+CLI process has nobody to scrape it, and so never pays for importing
+prometheus_client (docs/performance.md, "Metrics").
 
 Cardinality is bounded by construction: routes are templates (unmatched paths
 are one value, `UNMATCHED`), methods outside the HTTP set are `other`, and no
@@ -37,8 +37,9 @@ _m: Any = None
 _per_module = False
 # The hot path's label children, looked up once per (route, method, status).
 _request_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
-# The download counter's children, by (kind, module or ""): `labels()` cost
-# about 3 us per download answer (issue 16, target 1).
+# The download counter's children, by (kind, module or ""): `labels()` on every
+# download answer was a measurable part of it (docs/performance.md, "Download
+# answer and the text access line").
 _download_children: dict[tuple[str, str], Any] = {}
 
 

@@ -2,7 +2,7 @@
 
 A repository feeds modules (its git tags, `gitreg.modules.service`),
 providers (its forge's releases, `gitreg.providers.service`), or both. The job
-runner, for webhook-triggered syncs and for the periodic reconcile (W9), asks
+runner, for webhook-triggered syncs and for the periodic reconcile, asks
 `SyncService.sync_repo` and records the `RepoSync` it returns; it never chooses
 between the publishers itself.
 """

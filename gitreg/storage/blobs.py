@@ -1,8 +1,8 @@
 """Content-addressed blob store on the local filesystem.
 
 Blobs are stored under their sha256 and never change, so they may be cached
-forever (checklist H2). A write goes to a temp file in the same filesystem, is
-fsynced, then renamed into place and the directory fsynced (checklist S2): a
+forever. A write goes to a temp file in the same filesystem, is
+fsynced, then renamed into place and the directory fsynced: a
 crash leaves either the whole blob or nothing under its final name.
 """
 
@@ -36,7 +36,7 @@ class StoredBlob:
 class BlobStore(Protocol):
     """What the rest of gitreg needs from blob storage.
 
-    Blobs are named by the sha256 of their bytes and never change (H2, S2). Code
+    Blobs are named by the sha256 of their bytes and never change. Code
     outside gitreg/storage/ never sees where a blob lives: a second
     implementation (S3) keeps this contract with no local path except the
     scratch space below, which is local by definition.
@@ -105,7 +105,7 @@ class BlobStore(Protocol):
 
     def backup(self, dest: Path) -> int:
         """Copy into the local directory `dest`, laid out so a blob store there
-        serves them, the blobs `dest` lacks; how many were copied (S4)."""
+        serves them, the blobs `dest` lacks; how many were copied."""
         ...
 
     def remove_stale_temp_files(self, older_than: float = 3600.0) -> int:
@@ -147,7 +147,7 @@ class BlobWriter:
     def reader_fd(self) -> int:
         """A new descriptor of the temp file, for reading what was written so far
         (with pread) while writing goes on; the caller closes it. It stays valid
-        after the writer ends: the mirror streams a cold miss from it (issue 16).
+        after the writer ends: the mirror streams a cold miss from it.
         From then on every write is flushed to the file before it returns."""
         self._file.flush()
         self._shared = True
@@ -332,7 +332,7 @@ def remove_if_unlocked(path: Path) -> bool:
 
 
 def fsync_dir(directory: Path) -> None:
-    """Make a rename or a new file in `directory` durable (checklist S2)."""
+    """Make a rename or a new file in `directory` durable."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -1,6 +1,6 @@
 """Many index rows in one transaction, for building a large index quickly.
 
-Issue 16, target 5 measures gitreg with 10,000 modules x 50 versions and 1,000
+The index-scale target is measured with 10,000 modules x 50 versions and 1,000
 providers (bench/index_scale.py). Publishing that many versions one by one
 would take hours (an fsync, a git fetch and an archive build each); these
 methods write the same rows the publishers write (`Index.publish_version`,

@@ -2,7 +2,7 @@
 
 Blobs go first, each verified by its sha256 as the target stored it, and the
 index after them: a copied version row then always finds its archive (the
-ordering checklist S2 asks of a publish). Both steps only add what the target
+same order a publish keeps). Both steps only add what the target
 lacks, keyed by content (blobs) and by primary key (rows), so a copy that was
 interrupted, or one run again after the source kept serving, picks up where
 it stopped and copies each thing once.
@@ -45,7 +45,7 @@ def tables_in_order() -> list[str]:
 
 # Built from other tables, in an engine's own shape (FTS5 on SQLite, a generated
 # tsvector on PostgreSQL, and module_search_words filled from it by a trigger,
-# migration 0022): not copied; `gitreg reindex` rebuilds them (issue 13).
+# migration 0022): not copied; `gitreg reindex` rebuilds them.
 DERIVED_TABLES = frozenset({"module_search", "module_search_words"})
 
 

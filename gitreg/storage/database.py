@@ -76,7 +76,8 @@ class Database(Protocol):
         """`rows()` as plain tuples, for reads of many rows (search): an exact
         tuple of ints and strings leaves the garbage collector's lists at its
         first pass, where a row object that can be read by name stays tracked
-        and, by the thousand per search, set off full collections (10-13 ms)."""
+        and, by the thousand per search, set off full collections of the
+        process (docs/performance.md, "Search: fewer rows ranked")."""
         ...
 
     def data_version(self) -> int: ...

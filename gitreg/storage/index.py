@@ -206,7 +206,7 @@ class Index:
     def publish_version(self, new: NewVersion) -> bool:
         """Record a version in one transaction; False if that version already exists.
 
-        The archive blob is already durable in the blob store (S2), so a crash
+        The archive blob is already durable in the blob store, so a crash
         before COMMIT leaves at most an unreferenced blob, never a version
         without bytes.
         """
@@ -255,14 +255,14 @@ class Index:
                 raise NotFound(f"no version {version_key}")
 
     def archive_for_tree(self, tree_sha: str, mtime: int) -> tuple[str, int] | None:
-        """An archive already built from this tree and mtime (A5: build once)."""
+        """An archive already built from this tree and mtime (build once)."""
         rows = self._rows(
             "SELECT sha256, size FROM archives WHERE tree_sha = ? AND mtime = ?", (tree_sha, mtime)
         )
         return (rows[0]["sha256"], rows[0]["size"]) if rows else None
 
     def archive_for_subtree(self, subtree_sha: str, subdir: str) -> tuple[str, int] | None:
-        """An archive of this directory at this path, built for an earlier tag (issue 16)."""
+        """An archive of this directory at this path, built for an earlier tag."""
         rows = self._rows(
             "SELECT sha256, size FROM subtree_archives WHERE subtree_sha = ? AND subdir = ?",
             (subtree_sha, subdir),

@@ -1,4 +1,4 @@
-"""PostgreSQL for scale-out (issue 12, docs/scale-out.md): many replicas, one index.
+"""PostgreSQL for scale-out (docs/scale-out.md): many replicas, one index.
 
 Imported only when `database_url` names PostgreSQL, so a server on the
 embedded default never loads psycopg (the per-worker memory budget,
@@ -37,7 +37,7 @@ log = logging.getLogger("gitreg.storage.postgres")
 
 # Advisory lock keys (64-bit, gitreg's own range). The write lock serialises
 # write transactions; the migration lock lets one starting replica migrate
-# while the others wait for it (issue 12: "migrations run once").
+# while the others wait for it, so migrations run once.
 WRITE_LOCK = 0x67697472656701
 MIGRATION_LOCK = 0x67697472656702
 CHANNEL = "gitreg_changes"

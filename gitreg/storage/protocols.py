@@ -44,7 +44,7 @@ class ModuleIndex(Protocol):
         ...
 
     def backup(self, target: Path) -> None:
-        """A consistent copy taken while others keep writing (S4), verified
+        """A consistent copy taken while others keep writing, verified
         before it is kept: `target` ends up whole or absent. Raises
         `ConfigError` when the copy fails its integrity check."""
         ...
@@ -102,7 +102,7 @@ class ModuleIndex(Protocol):
     def publish_version(self, new: NewVersion) -> bool:
         """Record a version in one transaction; False, changing nothing, when
         that version is already published (re-publishing is idempotent and a
-        published version is immutable). Its archive blob is durable first (S2)."""
+        published version is immutable). Its archive blob is durable first."""
         ...
 
     def set_yanked(self, module_id: int, version_key: str, yanked: bool) -> None: ...
@@ -112,17 +112,17 @@ class ModuleIndex(Protocol):
     ) -> None:
         """Deprecate one version with a reason and optional link, or lift its
         deprecation (reason None); `NotFound` for an unknown version. A
-        deprecated version stays listed and installable (issue 14)."""
+        deprecated version stays listed and installable."""
         ...
 
     def archive_for_tree(self, tree_sha: str, mtime: int) -> tuple[str, int] | None:
         """(sha256, size) of an archive already built from this tree and mtime
-        (A5: build once), or None."""
+        (build once), or None."""
         ...
 
     def archive_for_subtree(self, subtree_sha: str, subdir: str) -> tuple[str, int] | None:
         """(sha256, size) of an archive of the directory `subdir` with this tree
-        sha, built for an earlier tag (archive_scope 'subdir', issue 16), or None."""
+        sha, built for an earlier tag (archive_scope 'subdir'), or None."""
         ...
 
     def archive_builder(self, sha256: str) -> str | None:

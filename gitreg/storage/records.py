@@ -28,7 +28,7 @@ class ModuleRecord:
     last_sync_at: str | None
     sync_report: str
     # 'repository': the archive is the whole repository tree (installed with
-    # `//subdir`); 'subdir': only the module's directory, at its path (issue 16).
+    # `//subdir`); 'subdir': only the module's directory, at its path.
     archive_scope: str = "repository"
 
     @property
@@ -48,7 +48,7 @@ class VersionRecord:
     archive_size: int
     published_at: str
     yanked: bool
-    # `gitreg module deprecate` (issue 14): None unless deprecated; the link is
+    # `gitreg module deprecate`: None unless deprecated; the link is
     # optional ("" when none was given). The version stays listed and installable.
     deprecation_reason: str | None = None
     deprecation_link: str = ""

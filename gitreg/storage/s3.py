@@ -9,7 +9,7 @@ over boto3: docs/scale-out.md, "S3 client". It is imported here, and this module
 only by `open_blob_store` when `blob_store` is an `s3://` URL, so a registry on
 local disk never loads it (the 60 MiB per-worker budget).
 
-Write-once (issue 12): a writer hashes into a local scratch file, then uploads
+Write-once: a writer hashes into a local scratch file, then uploads
 with a conditional put (`If-None-Match: *`). When the object exists already
 (another replica stored the same blob, or the endpoint cannot do conditional
 puts), the existing object's bytes are hashed and must match: stored bytes are

@@ -1,7 +1,7 @@
 """Staged CI uploads in the blob store's S3 bucket, shared by every replica.
 
 Behind a load balancer the create, the PUTs and the publish of one upload
-reach different replicas, whose data dirs are only caches (issue 12), so an
+reach different replicas, whose data dirs are only caches, so an
 upload lives in the bucket: `PREFIX/uploads/<id>/.upload.json` (its metadata,
 written once) and `PREFIX/uploads/<id>/<filename>`. Staged files are not
 content-addressed blobs and no blob route serves them.

@@ -1,6 +1,6 @@
 """The operator's secret key (`secret_key_file`) and AES-256-GCM sealing with it.
 
-Secrets shared through the database (issue 12) are sealed before they are
+Secrets shared through the database are sealed before they are
 written: AES-256-GCM with a random 96-bit nonce, and the secret's name as
 associated data, so a sealed value copied onto another name does not open.
 Each sealed value carries the key's id (a hash of the key, never the key), so

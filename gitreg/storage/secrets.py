@@ -1,7 +1,7 @@
 """The two `SecretStore`s (protocols.py): files in the data directory, or rows
-in the database sealed with the operator's key (issue 12).
+in the database sealed with the operator's key.
 
-Without `secret_key_file` nothing changes from before: each secret is a 0600
+Without `secret_key_file` each secret is a 0600
 file under the data directory, at its name (`secrets/url-signing.keys`,
 `keys/<namespace>/<fingerprint>.key`). With it, secrets live in the `secrets`
 table, so every replica sharing the database shares them; values are sealed
@@ -44,7 +44,7 @@ def check_name(name: str) -> list[str]:
 
 class FileSecretStore:
     """One 0600 file per secret in 0700 directories, written atomically, so
-    only the service user can read a secret, even for an instant (P3)."""
+    only the service user can read a secret, even for an instant."""
 
     def __init__(self, root: Path) -> None:
         self._root = root

@@ -2,7 +2,7 @@
 
 SQLite runs in WAL mode with a busy timeout, and every write opens with
 `BEGIN IMMEDIATE` so concurrent writers queue instead of failing with
-"database is locked" half-way through a transaction (checklist S1). Several
+"database is locked" half-way through a transaction. Several
 processes (the server, CLI commands, more server workers) share one file.
 
 What SQLite reports about its surroundings becomes gitreg's own error in
@@ -40,7 +40,7 @@ READER_CACHE_KIB = 128
 def _enable_wal(conn: sqlite3.Connection) -> None:
     """Switch a database to WAL once. Changing the journal mode needs an exclusive
     lock and SQLite answers "database is locked" at once, without the busy
-    handler, when several processes open a brand-new file together (S1), so it
+    handler, when several processes open a brand-new file together, so it
     is retried here for as long as the busy timeout."""
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     while True:
@@ -105,7 +105,7 @@ class SQLiteDatabase:
 
     Reads stop queueing behind writes, as datasette does: in WAL mode a read
     transaction sees the last commit and is not blocked by a writer holding
-    its transaction open through an fsync (S1). Read connections are pooled
+    its transaction open through an fsync. Read connections are pooled
     rather than kept per thread, so threads that come and go (job workers,
     the request thread pool) cannot leave connections behind, and bounded by
     `MAX_READERS`; every one made is remembered so that `close()` closes them.
@@ -176,7 +176,7 @@ class SQLiteDatabase:
     def reader(self) -> Iterator[sqlite3.Connection]:
         """A read connection for this thread's use alone until it is handed back.
         `query_only` makes a write through it an error, not a deferred-`BEGIN`
-        write that could fail with SQLITE_BUSY at once (S1)."""
+        write that could fail with SQLITE_BUSY at once."""
         with _engine_errors(self.path), self._readers_free:
             conn = self._idle_reader()
             try:
@@ -197,9 +197,10 @@ class SQLiteDatabase:
         conn = self._connect()
         conn.execute("PRAGMA query_only = ON")
         # A small page cache per reader: SQLite's default (2 MiB each, up to
-        # MAX_READERS + 1 connections) filled 18 MiB of a worker reading a
-        # 10,000-module index (issue 16, target 2); the pages stay in the OS's
-        # cache, and a lookup rereads a B-tree's few levels from there.
+        # MAX_READERS + 1 connections) fills a large share of a worker's memory
+        # on a large index (docs/performance.md, "Memory of one worker"); the
+        # pages stay in the OS's cache, and a lookup rereads a B-tree's few
+        # levels from there.
         conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
         with self._readers_lock:
             self._all_readers.append(conn)
@@ -259,7 +260,7 @@ class SQLiteDatabase:
     def table_names(self) -> list[str]:
         with self.reader() as conn:
             # Imported here, not at start-up: sqlite-utils brings click, dateutil
-            # and pygments, about 4 MiB a server worker does not need.
+            # and pygments, memory a server worker does not need.
             import sqlite_utils
 
             return list(sqlite_utils.Database(conn).table_names())
@@ -267,7 +268,7 @@ class SQLiteDatabase:
     def backup(self, target: Path) -> None:
         """A consistent copy of the index at `target`, checked before it is kept:
         written under a `.partial` name and renamed only once SQLite's
-        integrity_check passes, so `target` is whole or absent (S4)."""
+        integrity_check passes, so `target` is whole or absent."""
         partial = target.with_name(target.name + ".partial")
         partial.unlink(missing_ok=True)
         with _engine_errors(target):
@@ -278,7 +279,7 @@ class SQLiteDatabase:
         os.replace(partial, target)
 
     def _online_copy(self, target: Path) -> None:
-        """SQLite's online backup API: consistent while the server keeps writing (S4)."""
+        """SQLite's online backup API: consistent while the server keeps writing."""
         dest = sqlite3.connect(target)
         try:
             with self._lock:

@@ -1,4 +1,4 @@
-"""CSRF protection of every form that changes state (issue 14; docs/ui.md).
+"""CSRF protection of every form that changes state (docs/ui.md).
 
 Two checks, both required:
 

@@ -1,6 +1,6 @@
 """Templates, HCL highlighting and static assets, loaded on the first page.
 
-Jinja2 (+4 MiB, ~25 ms import) and Pygments are imported here and nowhere
+Jinja2 and Pygments (memory and import time) are imported here and nowhere
 else, inside `Renderer.create`: a worker that only answers `terraform init`
 never imports them (docs/performance.md, "Web UI"). Autoescape is on for
 every template, so data reaches the page as text unless a template marks it

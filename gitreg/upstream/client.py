@@ -4,12 +4,12 @@ mirror (gitreg/mirror/upstream.py) and the module proxy
 the same metrics (`gitreg_upstream_errors_total`,
 `gitreg_mirror_upstream_bytes_total`; docs/operations.md).
 
-Every request (checklist M2): https only, redirects included, and never to a
-refused address (gitreg/upstream/hosts.py, as for git remotes, checklist G2); connect and
+Every request: https only, redirects included, and never to a
+refused address (gitreg/upstream/hosts.py, as for git remotes); connect and
 read timeouts plus a total deadline covering the wait for a free slot and the
 body; a byte cap checked against Content-Length and again while reading;
 optionally at most `concurrency` requests in flight per upstream host. An
-answer is used only when it is of the expected kind (M1): JSON documents must
+answer is used only when it is of the expected kind: JSON documents must
 say `application/json`, and a body shorter than its Content-Length is an
 error, not a file.
 
@@ -41,8 +41,8 @@ from gitreg.metrics import service as metrics
 from gitreg.upstream.hosts import refused_address
 
 if TYPE_CHECKING:
-    # httpx (2.3 MiB, and click and pygments with it) is imported on a first
-    # upstream request: a serving worker that never mirrors does not carry it (issue 16)
+    # httpx (and click and pygments with it) is imported on a first upstream
+    # request: a serving worker that never mirrors does not carry it (docs/performance.md)
     import httpx
 
 MAX_JSON_BYTES = 4 * 1024 * 1024
@@ -112,7 +112,7 @@ def require_https(url: str) -> None:
             f"refused non-https upstream URL {url[:200]!r} (upstreams are https only)"
         )
     # An upstream's metadata names the hosts to fetch from; never a cloud
-    # metadata service or similar (as for git remotes, checklist G2).
+    # metadata service or similar (as for git remotes).
     address = refused_address(parts.hostname)
     if address is not None:
         raise UpstreamError(f"refused upstream URL {url[:200]!r}: address {address}")
@@ -162,8 +162,9 @@ class UpstreamHttp:
 
         o = self.limits
         if self._ssl is None:
-            # Once per instance: loading the CA bundle takes ~14 ms on the event
-            # loop, and an unpooled owner makes a client per request.
+            # Once per instance: loading the CA bundle blocks the event loop for
+            # milliseconds (docs/performance.md, "Mirror"), and an unpooled owner
+            # makes a client per request.
             self._ssl = outbound_ssl_context()
         return httpx.AsyncClient(
             transport=self._transport or _asyncio_transport(self._ssl),
@@ -381,7 +382,7 @@ class _SinkPipe:
 
 def _asyncio_transport(context: ssl.SSLContext) -> httpx.AsyncHTTPTransport:
     """httpx's transport with httpcore's pool on asyncio's own streams
-    (gitreg/upstream/transport.py): 1.1 CPU s per GB less for a mirrored zip. httpx
+    (gitreg/upstream/transport.py), which costs less CPU per mirrored zip. httpx
     takes no network backend, so its pool is replaced by one of the same settings
     (httpx's default limits, HTTP/1.1) built with it; httpx's exception mapping
     around the pool stays (tests/mirror/test_upstream_net.py checks both)."""

@@ -1,4 +1,4 @@
-"""Which literal IP addresses gitreg refuses to connect to (checklist G2, M2).
+"""Which literal IP addresses gitreg refuses to connect to.
 
 Git remotes, forge download URLs and mirror upstream URLs must not point at
 link-local addresses (cloud metadata services such as 169.254.169.254),

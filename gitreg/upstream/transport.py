@@ -1,16 +1,15 @@
 """httpcore's network backend over asyncio streams, for the upstream client
-(gitreg/upstream/client.py; issue 16, target 6).
+(gitreg/upstream/client.py).
 
 httpx's default backend (anyio) decrypts TLS one record at a time: every 16 KiB
-of a mirrored zip went through a read with its own timeout scope, an SSLObject
-call and an h11 event, about 6,400 times per 100 MB. asyncio's own TLS transport
-(uvloop's in `gitreg serve`) decrypts every record that arrived into the stream
-buffer in one go, so each read here takes up to httpcore's 64 KiB at once.
-Measured on a 100 MB body over TLS from 127.0.0.1, under uvloop, one core
-(docs/performance.md, "Mirror"): 2.5 -> 1.4 CPU s per GB for the client.
+of a mirrored zip would go through a read with its own timeout scope, an
+SSLObject call and an h11 event. asyncio's own TLS transport (uvloop's in
+`gitreg serve`) decrypts every record that arrived into the stream buffer in
+one go, so each read here takes up to httpcore's 64 KiB at once, for much less
+CPU per GB (docs/performance.md, "Mirror").
 
 Failures are raised as the httpcore exceptions the anyio backend raises for
-them, so httpx maps them as before (timeouts, connection and TLS errors).
+them, so httpx maps them as it maps anyio's (timeouts, connection and TLS errors).
 """
 
 from __future__ import annotations

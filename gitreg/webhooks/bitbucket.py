@@ -1,7 +1,7 @@
 """Bitbucket Cloud and Bitbucket Data Center webhooks, on one route.
 
 Both sign with `X-Hub-Signature: sha256=<hex HMAC-SHA256 of the raw body>`
-(W3) and name the event in `X-Event-Key`.
+and name the event in `X-Event-Key`.
 
 Cloud ("Event payloads", support.atlassian.com): `repo:push` with
 `push.changes[]`, each with `new` / `old` (null for an absent side) carrying

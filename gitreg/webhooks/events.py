@@ -2,7 +2,7 @@
 
 Each forge module turns (headers, JSON payload) into a `Delivery`. Only the
 repository's identity and the fact that tags changed matter: the job fetches
-from the remote gitreg has configured (W8), so shas, clone URLs and commit
+from the remote gitreg has configured, so shas, clone URLs and commit
 lists in a payload are never used for anything but the job's description.
 """
 
@@ -59,7 +59,7 @@ def ignore(forge: str, event: str, why: str) -> Delivery:
 
 
 def tag_delivery(forge: str, event: str, changes: list[TagChange], note: str = "") -> Delivery:
-    """A delivery about tags; tags with hostile names are dropped (G1)."""
+    """A delivery about tags; tags with hostile names are dropped."""
     safe = tuple(c for c in changes if unsafe_ref_reason(c.tag) is None)
     if changes and not safe:
         return ignore(forge, event, "no usable tag names")

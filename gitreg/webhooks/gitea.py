@@ -3,7 +3,7 @@ format and adds `X-Forgejo-*` names for each `X-Gitea-*` header).
 
 Headers: `X-Gitea-Event` / `X-Forgejo-Event`, `X-Gitea-Delivery` /
 `X-Forgejo-Delivery`, `X-Gitea-Signature` / `X-Forgejo-Signature`: the bare
-hex HMAC-SHA256 of the raw body (W3). Events used:
+hex HMAC-SHA256 of the raw body. Events used:
 
 - `push` with `ref: refs/tags/NAME`, `before` / `after`.
 - `create` / `delete` with `ref_type: tag` and `ref` the bare tag name.
@@ -11,7 +11,7 @@ hex HMAC-SHA256 of the raw body (W3). Events used:
   `release.tag_name`.
 
 Gitea's "Test delivery" button sends a `push` for a branch: it is answered
-2xx and ignored (W4).
+2xx and ignored.
 """
 
 from __future__ import annotations

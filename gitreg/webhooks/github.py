@@ -2,7 +2,7 @@
 
 Headers: `X-GitHub-Event` (event name), `X-GitHub-Delivery` (a GUID that a
 redelivery reuses), `X-Hub-Signature-256` (`sha256=` + hex HMAC-SHA256 of the
-raw body, W1). Events used:
+raw body). Events used:
 
 - `push` with `ref: refs/tags/NAME`: `created`, `deleted` and `forced` flags,
   `before`/`after` shas (all zeros for an absent side).
@@ -11,7 +11,7 @@ raw body, W1). Events used:
 - `ping` when the hook is created (`zen`, `hook_id`, `hook`).
 
 GitHub sends no push event at all when more than three tags are pushed at
-once; the reconcile loop covers that (W9).
+once; the reconcile loop covers that.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 Headers: `X-Gitlab-Event` (`Tag Push Hook`, `Release Hook`, `Push Hook`,
 `System Hook`, ...), `X-Gitlab-Token` (the secret itself, compared in
-constant time, W3), `Idempotency-Key` (same on retries, GitLab 17.4+) or else
+constant time), `Idempotency-Key` (same on retries, GitLab 17.4+) or else
 `X-Gitlab-Event-UUID` as the delivery id.
 
 - Tag Push Hook: `object_kind: tag_push`, `ref: refs/tags/NAME`, `before` /
   `after` (all zeros for an absent side), `project.path_with_namespace`.
-  Not sent when one push changes more than three tags (W9: reconcile).
+  Not sent when one push changes more than three tags (the reconcile loop covers them).
 - Release Hook: `object_kind: release`, `action` (`create`, `update`,
   `delete`), `tag`.
 - System hooks send tag pushes with `X-Gitlab-Event: System Hook` and the same

@@ -1,15 +1,14 @@
 """The webhook endpoints: size cap, JSON, authentication, then a durable job.
 
-Order of checks, for every forge: the body is read up to a cap (413 beyond,
-W7), must be a JSON object (400, W7), names a repository that is looked up
-by its configured forge name (W8), and must carry that repository's secret,
-or the global default (401 otherwise; no secret at all refuses everything,
-W2). Only then is the event interpreted: ping and unused events get 200 and
-change nothing (W4); tag events become a job, stored before the 202 (W5):
-the jobs go to the group commit (`Repositories.enqueue_syncs`), and the request
-awaits the commit holding them without holding a thread; a failed commit
-answers 503 with Retry-After. The database work runs off the event loop; no
-git work happens here.
+Order of checks, for every forge: the body is read up to a cap (413 beyond),
+must be a JSON object (400), names a repository that is looked up by its
+configured forge name, and must carry that repository's secret, or the global
+default (401 otherwise; no secret at all refuses everything). Only then is the
+event interpreted: ping and unused events get 200 and change nothing; tag events
+become a job, stored before the 202: the jobs go to the group commit
+(`Repositories.enqueue_syncs`), and the request awaits the commit holding them
+without holding a thread; a failed commit answers 503 with Retry-After. The
+database work runs off the event loop; no git work happens here.
 """
 
 from __future__ import annotations
@@ -59,7 +58,7 @@ FORGES: tuple[Forge, ...] = (GitHub(), GitLab(), Gitea(), Bitbucket())
 
 async def read_json(request: Request, limit: int) -> tuple[bytes, dict[str, Any]]:
     """The raw body and it as a JSON object, refusing oversize bodies before reading them
-    whole and anything that is not a JSON object (W7)."""
+    whole and anything that is not a JSON object."""
     declared = declared_length(request.headers.get("content-length", ""))
     if declared is not None and declared > limit:
         raise PayloadTooLarge(f"body over {limit} bytes")
@@ -85,7 +84,7 @@ async def read_json(request: Request, limit: int) -> tuple[bytes, dict[str, Any]
 @dataclass(frozen=True)
 class Pending:
     """A verified delivery that makes jobs: stored by the group commit (off
-    this thread), and only then answered (W5)."""
+    this thread), and only then answered."""
 
     repos: list[RepoRecord]
     source: str

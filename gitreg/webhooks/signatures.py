@@ -1,8 +1,8 @@
-"""Checking forge signatures and tokens, always in constant time (W1, W3).
+"""Checking forge signatures and tokens, always in constant time.
 
 Every check takes the raw request body as received: re-serialised JSON would
 not reproduce the sender's bytes. An empty secret never verifies anything,
-so a route or repository without a secret refuses every delivery (W2).
+so a route or repository without a secret refuses every delivery.
 """
 
 from __future__ import annotations
