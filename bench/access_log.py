@@ -1,4 +1,4 @@
-"""The access line's cost per request, in process (issue 16, target 1).
+"""The access line's cost per request, in process.
 
 Drives gitreg's AccessLog middleware around a trivial ASGI app that answers a
 fixed 200 with a route template in its scope, as Starlette's router leaves it,

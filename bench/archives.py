@@ -10,7 +10,7 @@ gitreg's blob store and served as `/archives/<sha256>.tar.gz` by:
 
 All three use the same TLS certificate. One client, then 8 concurrent clients, over
 HTTPS and over plain HTTP (`--schemes`; over HTTP nginx hands the file to the kernel
-with sendfile). Target (issue 16, target 7): gitreg >= 0.9x nginx's MB/s.
+with sendfile). Target: gitreg >= 0.9x nginx's MB/s.
 `--before DIR` adds a `before` row: `gitreg serve` from another source tree (e.g.
 `git archive` of main) on the same data dir, measured in the same rounds.
 

@@ -5,7 +5,7 @@ It answers fixed bytes from memory (or a file with Starlette's stock
 and runs uvicorn with the options `gitreg serve` uses for one worker
 (gitreg/server/cli.py): same host, TLS files, log level, no server header,
 no proxy headers, 10 s graceful shutdown; with uvicorn's fast extras,
-httptools and uvloop, as issue 16 defines the baseline (`--http h11 --loop
+httptools and uvloop, the baseline of the performance targets (`--http h11 --loop
 asyncio` for the pure-Python pair), and uvicorn's own access log as uvicorn
 has it by default (on at log level info).
 

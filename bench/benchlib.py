@@ -298,7 +298,7 @@ class Finished:
     maxrss_kib: int
     stdout: str
     # The largest sum of VmRSS over the command and all its descendants seen at one
-    # poll (archive worker processes, issue 16); 0 when not asked for.
+    # poll (archive worker processes); 0 when not asked for.
     tree_rss_kib: int = 0
     # User + system CPU seconds of the command and of every descendant it waited
     # for (wait4's rusage): steadier than wall time on a shared machine.

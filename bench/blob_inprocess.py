@@ -1,4 +1,4 @@
-"""One hosted archive download's cost in process (issue 16, targets 1 and 7).
+"""One hosted archive download's cost in process.
 
 Calls gitreg's whole ASGI app (`create_app` with default settings: access line
 on, JSON into /dev/null, metrics on) with a prepared scope for

@@ -1,4 +1,4 @@
-"""Issue 13's two budgets: search over 10,000 modules, and what extraction adds to publish.
+"""The catalog's two budgets: search over 10,000 modules, and what extraction adds to publish.
 
 1. Search: 10,000 modules' search rows (namespace, name, system, a description and a
    README's worth of words, input/output names) in a fresh SQLite index, then
@@ -18,7 +18,7 @@
    measured in processes of their own, taking turns: the "before" and "after" rows.
 
     python bench/catalog.py [--modules 10000] [--queries 2000] [--tags 40] [--runs 3]
-    python bench/catalog.py --search-only --postgres start   # issue 13's search target
+    python bench/catalog.py --search-only --postgres start   # the search target
     python bench/catalog.py --search-only --postgres start --baseline DIR   # and main's, DIR
     python bench/catalog.py --publish-only --baseline ../main [--runs 5] [--rounds 2]
 """

@@ -1,4 +1,4 @@
-"""One module download answer's cost in process (issue 16, target 1).
+"""One module download answer's cost in process.
 
 Calls gitreg's whole ASGI app (`create_app` with default settings: access line
 on, JSON into /dev/null, metrics on) with a prepared scope for

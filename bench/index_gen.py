@@ -1,4 +1,4 @@
-"""Fill a gitreg index with many modules and providers, fast (issue 16, target 5).
+"""Fill a gitreg index with many modules and providers, fast.
 
 The rows are what publishing records (gitreg/storage/bulk.py writes them many per
 statement, in transactions of `BATCH` modules), without git repositories or

@@ -1,4 +1,4 @@
-"""Index scale (issue 16, target 5): gitreg with 10,000 modules x 50 versions and
+"""Index scale: gitreg with 10,000 modules x 50 versions and
 1,000 providers (bench/index_gen.py), against the same gitreg on an empty index and
 bare Starlette (bench/bare_server.py) in the same run:
 

@@ -188,7 +188,7 @@ def publish_probe(data_dir: Path, repo_url: str) -> None:
     svc = build_services(load_settings({"data_dir": data_dir}))
     repo = svc.index.repo_by_url(repo_url)
     # A serving process has done this long before: import the documentation
-    # parsers, build python-hcl2's grammar (about 80 ms, once per process), open
+    # parsers, build python-hcl2's grammar (once per process), open
     # the mirror (a sync with nothing new).
     hcl.parse_file('variable "warm" {}')
     readme.render("# warm")

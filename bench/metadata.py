@@ -1,6 +1,6 @@
 """Metadata answers: gitreg vs a bare Starlette handler vs nginx, over HTTP and HTTPS.
 
-Target (issue 16, target 1): `gitreg serve` as installed, default logging on, answers
+Target: `gitreg serve` as installed, default logging on, answers
 discovery, module `versions` and module `download` at >= 0.9x a bare Starlette handler
 returning the same bytes from memory on uvicorn with httptools + uvloop
 (bench/bare_server.py, one worker), with p99 <= 5 ms at 32 connections, measured in the

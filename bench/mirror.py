@@ -1,4 +1,4 @@
-"""Mirror pull-through (issue 16, target 6): a cold miss against fetching directly.
+"""Mirror pull-through: a cold miss against fetching directly.
 
 A fake upstream provider registry (tests/support/fake_upstream.py: uvicorn over TLS,
 in a thread of this process) serves one signed provider zip per size. In one run,
@@ -18,9 +18,8 @@ with curl as the only client, each round measures for each size:
   one package against the origin (discovery, versions, download metadata,
   SHA256SUMS, its signature, the zip) and through the mirror (index.json, then a
   cold VERSION.json, which lists `zh:` from the verified SHA256SUMS once the
-  zip is arriving and starts its fill, then the zip, which joins that fill;
-  before this change that VERSION.json fetched and verified the whole zip for
-  its `h1:` first); "until stored" as above;
+  zip is arriving and starts its fill, then the zip, which joins that fill);
+  "until stored" as above;
 - cold VERSION.json alone: that VERSION.json's GET of the same run, timed alone.
 
 gitreg's CPU (server process, all threads) is read from /proc around each gitreg
@@ -114,8 +113,7 @@ def run(args: argparse.Namespace, ws: Path) -> str:
             # --upstream-piece: the zip in pieces, each written once the last one
             # drained, as a server streaming a file sends it; without it the fake
             # writes the whole body at once (uvloop encrypts all of it before the
-            # first byte leaves, ~0.1 s per 100 MB on a warm connection, ~0.35 s
-            # on a new one)
+            # first byte leaves)
             piece = args.upstream_piece * 1024 or RATE_PIECE
             began = time.perf_counter()
             for start in range(0, len(data), piece):

@@ -1,4 +1,4 @@
-"""A monorepo of many modules published in one fetch: `repo add --modules` (issue 16).
+"""A monorepo of many modules published in one fetch: `repo add --modules`.
 
 A synthetic bare repository (git fast-import): `--modules` module directories under
 `modules/` (8 small files each: .tf files, a README, an example) plus a shared

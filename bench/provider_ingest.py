@@ -1,4 +1,4 @@
-"""Time to ingest one provider release of 8 platforms x 20 MB (issue 4's closing note).
+"""Time to ingest one provider release of 8 platforms x 20 MB.
 
 Two paths, each on a fresh data dir, median of `--rounds`:
 

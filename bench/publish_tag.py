@@ -1,4 +1,4 @@
-"""One new tag, from `git push` to installable (bench/publish.py, issue 16 target 3).
+"""One new tag, from `git push` to installable (part of bench/publish.py).
 
 The forge is the synthetic bare repository. Each round makes a commit on its main
 branch, tags it in a clone and times:

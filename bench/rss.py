@@ -1,4 +1,4 @@
-"""Memory of one worker (issue 16, target 2): gitreg vs bare Starlette, in one run.
+"""Memory of one worker: gitreg vs bare Starlette, in one run.
 
 Reads VmRSS (now) and VmHWM (peak so far) from /proc/PID/status of:
 

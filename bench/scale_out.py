@@ -1,4 +1,4 @@
-"""Scale-out (issue 12): gitreg on SQLite vs PostgreSQL, one replica vs three, S3 downloads.
+"""Scale-out: gitreg on SQLite vs PostgreSQL, one replica vs three, S3 downloads.
 
 One run measures, side by side:
 

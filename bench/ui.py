@@ -1,4 +1,4 @@
-"""A module page of the web UI served from its page cache (issue 13: p99 < 5 ms).
+"""A module page of the web UI served from its page cache (target: p99 < 5 ms).
 
 In process, no network: gitreg's whole ASGI app (router, access-log middleware
 with JSON lines into /dev/null, the reader's cookie check, the page cache) is

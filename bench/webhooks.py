@@ -1,6 +1,6 @@
 """Webhook storm: answer latency of 500 concurrent GitHub push deliveries.
 
-Target (issue 10, item 5): p99 under 1 s at 500 concurrent deliveries on one worker,
+Target: p99 under 1 s at 500 concurrent deliveries on one worker,
 with every 2xx'd delivery stored before its answer. GitHub gives up after 10 s.
 
     python bench/webhooks.py [--deliveries 500] [--repos 20] [--rounds 3]

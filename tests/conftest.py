@@ -45,7 +45,7 @@ def servers() -> Iterator[Callable[..., RunningServer]]:
         server.stop()
 
 
-# What must never reach a log line (issue 15, checklist U2): a signed URL's
+# What must never reach a log line: a signed URL's
 # signature, a bearer credential, a gitreg API token.
 _LEAKS = re.compile(
     r"signature=(?!\*\*\*)[^&\s\"']+|(?i:bearer\s+)(?!\*\*\*)[^\s\"',]+|gitreg_[A-Za-z0-9_-]{43}"

@@ -6,8 +6,8 @@ names through the installed metadata; tools run as commands are accepted only
 through TOOLS below, and packages that a library we use imports for us only
 through FOR_LIBRARIES, each checked to be what that library really loads.
 
-(Issue 10 asked to drop `httpx2` as unused. Nothing of ours imports it, but
-starlette's TestClient does: without it, a fresh install fails every in-process
+(`httpx2` looks unused: nothing of ours imports it, but starlette's TestClient
+does: without it, a fresh install fails every in-process
 HTTP test with starlette's "install httpx2 instead" deprecation. Its metadata
 names Tom Christie of encode, starlette's own author, so it stays, listed below.)
 """

@@ -1,7 +1,7 @@
 """A hosted blob is opened and fstat'ed in one thread-pool trip and the response
 reads that descriptor (gitreg/api/blob_file.py, `OpenBlob`), in process through
-the whole app. The trip count and the 503 are behaviour (each fails with the old
-stat-then-open); the descriptor counts are guards: whatever way an answer ends,
+the whole app. The trip count and the 503 are behaviour (each fails with a stat
+followed by an open); the descriptor counts are guards: whatever way an answer ends,
 no descriptor of a blob stays open.
 """
 
@@ -113,7 +113,7 @@ async def ask(
 def test_a_download_makes_one_thread_pool_trip(
     app: tuple[Starlette, dict[str, str], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Open and fstat together: the old stat, then open in the response, made two."""
+    """Open and fstat together: a stat, then an open in the response, would make two."""
     # Whatever an earlier test's file system made of the process-wide switch.
     monkeypatch.setattr(blob_file, "_nowait", [blob_file._NOWAIT])
     if not blob_file._NOWAIT:

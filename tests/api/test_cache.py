@@ -30,7 +30,7 @@ def test_invalidate_empties_the_cache() -> None:
 
 
 def test_bytes_are_bounded_and_the_oldest_entries_go_first() -> None:
-    """Issue 16, target 2: a cache filled with far more answers than its byte
+    """A cache filled with far more answers than its byte
     bound keeps at most that bound, drops the oldest entries, and keeps the
     newest; entries are weighed by their bodies, not counted."""
     body = b"x" * 4000

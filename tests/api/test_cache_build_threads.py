@@ -1,5 +1,5 @@
 """Cache misses are built on at most `cache_build_threads` worker threads at
-once (issue 16, target 2): the others wait on the event loop, so a burst of
+once: the others wait on the event loop, so a burst of
 cold answers does not start a thread each that then stays in the worker's RSS."""
 
 from __future__ import annotations

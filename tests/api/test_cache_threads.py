@@ -1,5 +1,5 @@
 """The metadata cache under threads: an invalidation racing a fill never leaves
-a stale entry (issue 11). Fills run on event loops, as requests do; publishes
+a stale entry. Fills run on event loops, as requests do; publishes
 run on plain threads, as job workers do: change the "database", then invalidate.
 """
 

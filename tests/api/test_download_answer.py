@@ -1,5 +1,5 @@
-"""The module download's 204 is built directly (gitreg/modules/http.py,
-issue 16): it must send exactly what Starlette's Response sends for it."""
+"""The module download's 204 is built directly (gitreg/modules/http.py): it must
+send exactly what Starlette's Response sends for it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Structured logs (issue 15): one JSON access line per request carrying the
+"""Structured logs: one JSON access line per request carrying the
 request id the response carries, job lines with their job and repository, and
 nothing secret in any line."""
 
@@ -209,7 +209,7 @@ def test_the_fast_access_line_is_the_line_the_json_formatter_writes() -> None:
 
 
 def test_the_fast_text_access_line_is_the_line_the_text_formatter_writes() -> None:
-    """Issue 16, target 1: the text access line skips logging too, and writes the
+    """The text access line skips logging too, and writes the
     line TextFormatter would, context and fields in the same order."""
     probe, fast, slow = _probe_fast_slow("text", logs.access_text)
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"

@@ -1,7 +1,7 @@
 """`/readyz` answers within 1 s (Kubernetes' default probe timeout) whatever its
 dependencies do: a check that does not finish in time is itself the answer, a
 503 naming what does not answer, and readiness returns once it does. The
-checks themselves are tests/api/test_security_http.py (H3); PostgreSQL
+checks themselves are tests/api/test_security_http.py; PostgreSQL
 stopping and starting is tests/e2e/test_e2e_readiness.py.
 """
 

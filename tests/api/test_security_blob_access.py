@@ -1,5 +1,4 @@
-"""Private blobs stay private on every route that serves blob bytes (issue 10,
-item 2; checklist U1, U2, H2).
+"""Private blobs stay private on every route that serves blob bytes.
 
 A real server holds, in a private namespace, one blob of each kind: a module
 archive, a provider zip, its SHA256SUMS and signature, and a zip pulled through

@@ -1,5 +1,4 @@
-"""The HTTP surface and credentials under hostile input (issue 6; checklist
-H1, H2, H3, U1, U2, M2).
+"""The HTTP surface and credentials under hostile input.
 
 In-process requests against a registry with a public and a private
 namespace, a real `gitreg serve` for what only a real server shows (its
@@ -104,7 +103,7 @@ def _json_error(answer: Any, method: str = "GET") -> None:
         assert isinstance(errors, list) and errors and all(isinstance(e, str) for e in errors)
 
 
-# -- H1: malformed addresses, versions, platforms, paths, queries ----------------------
+# -- malformed addresses, versions, platforms, paths, queries --------------------------
 
 SEGMENT = st.one_of(
     st.sampled_from(
@@ -175,9 +174,9 @@ def test_random_requests_never_give_a_server_error(
 def test_signed_url_queries_are_403_never_500(
     shared: Registry, method: str, expires: str, signature: str, extra: str
 ) -> None:
-    """U2 + H1: whatever the query on a private archive says, a 403 (digits
-    that int() refuses, such as superscript two, and non-ASCII signatures
-    used to raise a 500)."""
+    """Whatever the query on a private archive says, a 403, never a 500, even
+    for digits that int() refuses (such as superscript two) and non-ASCII
+    signatures."""
     path = shared.archive_url("secret", shared.token("read", ["secret"])).split("?")[0]
     query = urlencode({"expires": expires, "signature": signature}) + extra
     answer = shared.client.request(method, f"{path}?{query}")
@@ -213,7 +212,7 @@ def test_admin_numbers_that_int_refuses_are_400(registry: Registry, method: str,
     assert answer.status_code == 400, answer.text
 
 
-# -- H2: caching headers -----------------------------------------------------------------
+# -- caching headers ---------------------------------------------------------------------
 
 
 def test_immutable_caching_only_for_public_content_addressed_blobs(registry: Registry) -> None:
@@ -225,7 +224,7 @@ def test_immutable_caching_only_for_public_content_addressed_blobs(registry: Reg
     assert answer.headers["etag"] == f'"{sha}"'
     assert client.get(public, headers={"if-none-match": f'"{sha}"'}).status_code == 304
 
-    # A private blob's URL expires (U2): no shared cache may keep it for a year.
+    # A private blob's URL expires: no shared cache may keep it for a year.
     signed = registry.archive_url("secret", registry.token("read", ["secret"]))
     for method in ("GET", "HEAD"):
         private = client.request(method, signed)
@@ -247,7 +246,7 @@ def test_immutable_caching_only_for_public_content_addressed_blobs(registry: Reg
         assert "immutable" not in metadata.headers.get("cache-control", ""), path
 
 
-# -- H3: health and readiness ------------------------------------------------------------
+# -- health and readiness ----------------------------------------------------------------
 
 
 def test_readyz_probes_the_blob_store_once_and_names_one_cause_once(
@@ -293,7 +292,7 @@ def test_readyz_names_each_problem_and_healthz_needs_nothing(
     assert registry.client.get("/healthz").json() == {"status": "ok"}
 
 
-# -- U1: tokens stored hashed, scoped per namespace ---------------------------------------
+# -- tokens stored hashed, scoped per namespace -------------------------------------------
 
 
 def test_tokens_are_stored_only_as_hashes(tmp_path: Path) -> None:
@@ -321,7 +320,7 @@ def test_a_token_for_one_namespace_reads_nothing_private_of_another(registry: Re
     assert registry.client.get("/admin/jobs", headers=headers).status_code == 403
 
 
-# -- U2: tokens never appear in logs -----------------------------------------------------
+# -- tokens never appear in logs ---------------------------------------------------------
 
 
 def test_tokens_never_reach_the_log(registry: Registry, caplog: pytest.LogCaptureFixture) -> None:
@@ -383,7 +382,7 @@ def test_signed_url_lifetime_is_at_most_15_minutes(tmp_path: Path) -> None:
         load_settings({"data_dir": tmp_path, "signed_url_ttl": 901}, environ={})
 
 
-# -- M2: connect timeout -----------------------------------------------------------------
+# -- connect timeout ---------------------------------------------------------------------
 
 
 def test_upstream_that_never_accepts_the_connection_times_out(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Slow request bodies cannot take the server down (docs/deployment.md, "Slow
-clients and open files"; checklist R14).
+clients and open files").
 
 A real `gitreg serve` over TLS. Clients declare a body and then send it a byte
 at a time: the server answers 408 and closes the connection, on the routes

@@ -1,4 +1,4 @@
-"""Slow and idle clients cannot take the server down (issue 10, item 4).
+"""Slow and idle clients cannot take the server down.
 
 A real `gitreg serve` over TLS with a small connection cap and header timeout;
 more idle connections than the cap are opened against it, some that never
@@ -53,7 +53,7 @@ HALF_HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # never finished
 
 @pytest.fixture(params=["httptools", "h11"])
 def impl_env(request: pytest.FixtureRequest) -> dict[str, str]:
-    """The limits on both of uvicorn's HTTP protocols and loops (issue 16):
+    """The limits on both of uvicorn's HTTP protocols and loops:
     httptools + uvloop, the default, and h11 + asyncio, the fallback."""
     return {**LIMIT_ENV, "GITREG_HTTP_IMPL": str(request.param)}
 

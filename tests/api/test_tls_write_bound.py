@@ -1,8 +1,8 @@
 """A TLS connection holds at most about one blob piece of encrypted bytes its
 socket has not taken before the app's next write waits (gitreg/server/limits.py
-`bound_tls_writes`; issue 16, target 2): uvloop's default, 512 KiB kept in
-OpenSSL's memory buffer for the connection's life, cost a worker about 1 MiB per
-download to a slow client."""
+`bound_tls_writes`): with uvloop's default, 512 KiB kept in OpenSSL's memory
+buffer for the connection's life, every download to a slow client would add to a
+worker's memory (docs/performance.md, "Memory of one worker")."""
 
 from __future__ import annotations
 

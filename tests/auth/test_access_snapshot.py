@@ -1,4 +1,4 @@
-"""The access snapshot's own cache (issue 11): a publish that cannot change who
+"""The access snapshot's own cache: a publish that cannot change who
 may read what keeps the snapshot; a token revoke, a visibility change or a
 private publish replaces it at once (a private blob is never served publicly,
 a revoked token never keeps working)."""

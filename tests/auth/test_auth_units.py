@@ -1,4 +1,4 @@
-"""Tokens, scopes, signed URLs and the failed-auth limiter (checklist U1, U2)."""
+"""Tokens, scopes, signed URLs and the failed-auth limiter."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`[[grants]]`: group -> namespace permissions, and `gitreg grants` (issue 14)."""
+"""`[[grants]]`: group -> namespace permissions, and `gitreg grants`."""
 
 from __future__ import annotations
 

@@ -238,7 +238,8 @@ def test_a_discovery_document_for_another_issuer_is_refused(issuer: Issuer) -> N
 
 
 def test_a_server_without_sign_in_never_loads_joserfc() -> None:
-    """joserfc costs ~8 MiB per process (pyproject.toml): only a sign-in loads it."""
+    """joserfc's memory (docs/performance.md, "Memory of one worker") is paid only
+    by a process that signs someone in."""
     probe = (
         "import sys, gitreg.app, gitreg.auth.http, gitreg.auth.oidc, gitreg.auth.login\n"
         "print(sorted(m for m in sys.modules if m.startswith('joserfc')))"

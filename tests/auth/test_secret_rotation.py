@@ -1,4 +1,4 @@
-"""URL-signing keys shared through the database (issue 12): a rotation made by
+"""URL-signing keys shared through the database: a rotation made by
 one process is used by the others without a restart, and a URL signed by one
 `gitreg serve` is accepted by another on the same database and secret key."""
 

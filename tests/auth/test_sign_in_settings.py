@@ -1,4 +1,4 @@
-"""Sign-in settings (issue 14): GITREG_OIDC_* variables and their checks."""
+"""Sign-in settings: GITREG_OIDC_* variables and their checks."""
 
 from __future__ import annotations
 

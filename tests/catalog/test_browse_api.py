@@ -1,5 +1,5 @@
 """The browse/search API in the public registry's v1 shape, and private
-namespaces never leaking through it (issue 13)."""
+namespaces never leaking through it."""
 
 from __future__ import annotations
 

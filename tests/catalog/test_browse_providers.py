@@ -1,5 +1,5 @@
 """`/v1/providers/NS/TYPE[/VERSION]` for providers published with `gitreg
-provider publish` (issue 13): versions, platforms, protocols, key ids."""
+provider publish`: versions, platforms, protocols, key ids."""
 
 from __future__ import annotations
 

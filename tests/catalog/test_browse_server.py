@@ -1,5 +1,5 @@
 """The browse API from a real `gitreg serve` over TLS, after a real
-`gitreg repo add` + `gitreg sync` from a git repository (issue 13)."""
+`gitreg repo add` + `gitreg sync` from a git repository."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """A counter that fills up flushes early, but re-reads every module's total
-(one query over the whole table) at most once an interval: at 10,000 modules
-that read is ~20 ms, and a load over every module fills the counter every
-500 downloads (issue 16, target 2)."""
+(one query over the whole table) at most once an interval: a load over every
+module of a large index fills the counter every 500 downloads."""
 
 from __future__ import annotations
 

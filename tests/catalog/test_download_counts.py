@@ -1,4 +1,4 @@
-"""Download counts (issues 13 and 14): counted in memory on the request path,
+"""Download counts: counted in memory on the request path,
 flushed in batches, kept across restarts, shown as `downloads` in records,
 and never showing a private module to others."""
 

@@ -1,4 +1,4 @@
-"""Documentation extracted at publish from real git repositories (issue 13)."""
+"""Documentation extracted at publish from real git repositories."""
 
 from __future__ import annotations
 

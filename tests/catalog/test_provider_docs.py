@@ -1,4 +1,4 @@
-"""Provider documentation (issue 13): the release's docs/ pages, read from the
+"""Provider documentation: the release's docs/ pages, read from the
 repository at the release tag when a forge release is published, rendered
 safely, bounded, stored with the version, back-filled by `gitreg reindex`,
 and served by `/v1/providers/NS/TYPE/VERSION/docs/ID` with the access rules

@@ -1,5 +1,5 @@
 """`gitreg reindex` back-fills documentation for versions published before it
-existed, and resumes where an interrupted run stopped (issue 13)."""
+existed, and resumes where an interrupted run stopped."""
 
 from __future__ import annotations
 

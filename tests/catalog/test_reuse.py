@@ -1,6 +1,6 @@
 """Documents made once per distinct content (gitreg/catalog/reuse.py): a later
 version with the same documentation files gets the same document with its own
-commit, and exactly what a fresh extraction would make of it (issue 13)."""
+commit, and exactly what a fresh extraction would make of it."""
 
 from __future__ import annotations
 

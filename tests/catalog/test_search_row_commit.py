@@ -1,5 +1,5 @@
-"""A sync's documents and the module's search row are written together (issue 13's
-"extraction adds under 10% to publish time": one commit, one fsync, per sync), and
+"""A sync's documents and the module's search row are written together (one commit,
+one fsync, per sync, so extraction stays within its share of publish time), and
 the row is still that of the newest version when a sync publishes an older one."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Who uses what (issue 14), end to end: real downloads through a real
+"""Who uses what, end to end: real downloads through a real
 `gitreg serve` by two signed-in people in different groups, an operator token
 and nobody, flushed by the server, then the API, the CLI and the web UI give
 the same per-version, per-person and per-team numbers; old days fall out of the

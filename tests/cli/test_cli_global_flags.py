@@ -1,6 +1,6 @@
-"""`--data-dir` and `--config` take effect wherever they stand on the command line
-(issue 10, item 3): `gitreg --data-dir D sync` once wrote to ./gitreg-data, and
-`gitreg --config strict.toml serve` ignored a file that made the registry private."""
+"""`--data-dir` and `--config` take effect wherever they stand on the command line:
+`gitreg --data-dir D sync` writes to D, not ./gitreg-data, and `gitreg --config
+strict.toml serve` reads a file that makes the registry private."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`secret_key_file` from the command line (issue 12): `gitreg secret
+"""`secret_key_file` from the command line: `gitreg secret
 generate-key`, and every refusal is one clear line, never a traceback."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`gitreg module deprecate|undeprecate` (issue 14): a deprecated version stays
+"""`gitreg module deprecate|undeprecate`: a deprecated version stays
 listed and installable; its version-list entry, its browse record and its
 module page carry the reason and link."""
 

@@ -1,5 +1,5 @@
-"""A serving worker does not load what only some paths need (issue 16, target
-2: one worker's RSS <= 60 MiB). `gitreg serve` runs in a subprocess; once it
+"""A serving worker does not load what only some paths need (the per-worker
+memory target, docs/performance.md). `gitreg serve` runs in a subprocess; once it
 has answered discovery, a versions lookup and an archive, a thread in that
 process lists which of the heavy packages are in sys.modules. Each is still
 loaded by the path that needs it (the catalog, signing, mirror and doctor

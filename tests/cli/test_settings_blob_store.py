@@ -1,4 +1,4 @@
-"""The blob store settings (issue 12): `blob_store`, `s3_addressing`, `blob_downloads`."""
+"""The blob store settings: `blob_store`, `s3_addressing`, `blob_downloads`."""
 
 from __future__ import annotations
 

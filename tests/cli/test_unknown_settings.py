@@ -1,4 +1,4 @@
-"""A name that is no setting stops gitreg instead of being ignored (checklist S5):
+"""A name that is no setting stops gitreg instead of being ignored:
 a mistyped `read_defualt = "token"` must not leave a registry public."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`gitreg module|provider yank|unyank` (issue 15): a yanked version leaves the
+"""`gitreg module|provider yank|unyank`: a yanked version leaves the
 version lists but keeps downloading by exact version, on SQLite and PostgreSQL."""
 
 from __future__ import annotations

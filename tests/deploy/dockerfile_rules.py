@@ -1,4 +1,4 @@
-"""Our Dockerfile linter: the rules that matter for gitreg's image (issue 15).
+"""Our Dockerfile linter: the rules that matter for gitreg's image.
 
 hadolint is not installable here, so the file is parsed with `dockerfile-parse`
 (the instructions, continuation lines joined) and checked against our own rules:

@@ -1,4 +1,4 @@
-"""The image's build steps, run the way the image runs them (issue 15).
+"""The image's build steps, run the way the image runs them.
 
 No container daemon runs here, so the build stage of deploy/Dockerfile is a
 script, deploy/build-image.sh; this test copies exactly the files the

@@ -1,5 +1,5 @@
 """`gitreg doctor`: one test per check of this machine's own state, each
-creating the misconfiguration for real (issue 15)."""
+creating the misconfiguration for real."""
 
 from __future__ import annotations
 

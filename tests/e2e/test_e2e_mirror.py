@@ -45,7 +45,7 @@ def _workdir(path: Path) -> Path:
 def test_terraform_installs_null_through_the_mirror_and_from_cache(
     tmp_path: Path, servers: Any
 ) -> None:
-    # The upstream: a second gitreg hosting hashicorp/null 2.1.2 (issue 4's CLI),
+    # The upstream: a second gitreg hosting hashicorp/null 2.1.2 (`provider publish`),
     # signed with a key gitreg generates for the namespace.
     upstream_data = tmp_path / "upstream"
     dist = make_dist("null", "2.1.2", ["linux_amd64"], null_provider_binary().read_bytes())
@@ -100,4 +100,4 @@ def test_terraform_installs_null_through_the_mirror_and_from_cache(
     second = _workdir(tmp_path / "second")
     again = run_terraform(second, "init", ca_pem=mirror.ca_pem, cli_config=cli_config)
     assert "Installed hashicorp/null v2.1.2 (verified checksum)" in again.stdout
-    assert "serving the list from" in mirror.log()  # stale-if-error (M3)
+    assert "serving the list from" in mirror.log()  # stale-if-error

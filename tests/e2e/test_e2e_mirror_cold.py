@@ -1,4 +1,4 @@
-"""End to end: the real Terraform CLI through a cold mirror (issue 16, target 6).
+"""End to end: the real Terraform CLI through a cold mirror.
 
 A cold VERSION.json lists only `zh:` (the zip's sha256 from the signed
 SHA256SUMS) for a package not yet held, and the zip is sent while it arrives,

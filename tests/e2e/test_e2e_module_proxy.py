@@ -1,5 +1,5 @@
 """End to end: real Terraform installs a public-shaped module through gitreg's
-pull-through cache (issue 17), then again with the upstream registry and the
+pull-through cache, then again with the upstream registry and the
 git server gone.
 
 The upstream is a registry shaped like the public one answering

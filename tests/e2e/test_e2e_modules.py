@@ -1,6 +1,6 @@
 """End to end: real git repos, the real CLI, `gitreg serve` over TLS, real Terraform.
 
-Issue 2: `~> 1.0` installs 1.1.0, an exact prerelease installs, a monorepo
+`~> 1.0` installs 1.1.0, an exact prerelease installs, a monorepo
 module using `../common` works, and `terraform apply` prints the outputs.
 """
 

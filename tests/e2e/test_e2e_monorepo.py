@@ -1,4 +1,4 @@
-"""End to end, issue 16: a monorepo registered with `repo add --modules`, published by
+"""End to end: a monorepo registered with `repo add --modules`, published by
 `git push` (hooks/post-receive -> webhook -> job -> sync), installed by real Terraform.
 
 A tag for one module publishes that module only; a module directory pushed later is

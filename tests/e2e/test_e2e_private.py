@@ -1,4 +1,4 @@
-"""End to end with the real Terraform CLI against a private namespace (issue 6).
+"""End to end with the real Terraform CLI against a private namespace.
 
 No credentials: `terraform init` fails naming the authentication problem. A read
 token in the CLI config: the module and the provider install, the archive and
@@ -93,7 +93,7 @@ def test_read_token_installs_through_a_signed_archive_url(private: Private, tmp_
     log = private.server.log()
     # The archive and the provider files were served (through signed URLs, which
     # Terraform fetched without credentials); the access lines name route
-    # templates, so neither a signature nor a token reaches the log (U2).
+    # templates, so neither a signature nor a token reaches the log.
     served = [
         json.loads(line)
         for line in log.splitlines()

@@ -1,4 +1,4 @@
-"""End to end: in-house providers installed by the real Terraform CLI (issue 4).
+"""End to end: in-house providers installed by the real Terraform CLI.
 
 The real `null` provider binary (TERRAFORM-CLIENT.md) is packaged as goreleaser
 would for linux_amd64 and darwin_arm64 (the second only has to be hashed by

@@ -1,4 +1,4 @@
-"""End to end, issue 3: `git push --tags` publishes, with no manual sync.
+"""End to end: `git push --tags` publishes, with no manual sync.
 
 Real bare repositories with hooks/post-receive installed, the git CLI pushing,
 `gitreg serve` over TLS, signed forge-style webhooks, kill -9 and restart, a
@@ -148,7 +148,7 @@ def test_git_push_of_a_tag_becomes_installable(servers: Servers, tmp_path: Path)
 
     listing = json.loads(cli(data_dir, "jobs", "list", "--json").stdout)
     assert [(j["source"], j["state"]) for j in listing["jobs"]] == [("hook", "done")]
-    # The token is never logged (U2).
+    # The token is never logged.
     assert token not in server.log()
 
 
@@ -240,7 +240,7 @@ def test_job_survives_kill_9_and_publishes_once(servers: Servers, tmp_path: Path
     bare = bare_remote(work, tmp_path / "git" / "acme" / "slow.git", hook=False)
     work.tag("v3.0.0")
     assert push(work, "main", "v3.0.0").returncode == 0
-    # An ssh remote whose server hangs until told otherwise (checklist W5).
+    # An ssh remote whose server hangs until told otherwise.
     env, flag, pidfile = hanging_ssh(tmp_path)
     add = ["repo", "add", f"ssh://git.example.test{bare}", "--module", "acme/slow/null"]
     cli(data_dir, *add, "--no-sync", "--forge-repo", "acme/slow", "--webhook-secret", SECRET)
@@ -305,7 +305,7 @@ def test_burst_of_200_deliveries_for_20_repositories(servers: Servers, tmp_path:
         record = svc.index.add_repo(str(work.path), f"burst/r{number}", SECRET)
         svc.index.add_module(record.id, "burst", f"r{number}", "null", "", "")
     svc.close()
-    # Two processes on one data dir: each job must still run exactly once (S3).
+    # Two processes on one data dir: each job must still run exactly once.
     one = servers(data_dir, "--reconcile-interval", "0")
     two = servers(data_dir, "--reconcile-interval", "0")
 

@@ -1,4 +1,4 @@
-"""End to end, issue 12: a CI provider upload spread over replicas behind a
+"""End to end: a CI provider upload spread over replicas behind a
 load balancer. Two `gitreg serve` replicas with separate data dirs share one
 real PostgreSQL server and one S3 bucket (moto's server mode); the upload is
 created on replica 1, its files are PUT alternately to both, it is published on

@@ -1,4 +1,4 @@
-"""End to end, issue 12: three `gitreg serve` replicas with separate data dirs
+"""End to end: three `gitreg serve` replicas with separate data dirs
 sharing one real PostgreSQL server and one S3 bucket (moto's server mode).
 
 Real git remotes and pushes, signed forge webhooks spread over the replicas,

@@ -1,4 +1,4 @@
-"""End to end: a registry whose blobs live in S3 (issue 12), through real
+"""End to end: a registry whose blobs live in S3, through real
 `gitreg serve` processes, the real CLI and real Terraform.
 
 moto's S3 server runs in this process on 127.0.0.1 (tests/support/s3.py); the

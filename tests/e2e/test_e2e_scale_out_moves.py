@@ -1,4 +1,4 @@
-"""End to end, issue 12: moving a single-machine registry into PostgreSQL + S3
+"""End to end: moving a single-machine registry into PostgreSQL + S3
 with `gitreg migrate-storage`, and a replica riding out a database outage.
 
 Real `gitreg serve` processes, the real CLI, a real PostgreSQL server that the

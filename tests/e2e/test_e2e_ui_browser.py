@@ -1,4 +1,4 @@
-"""The web UI in a real browser (issue 13): Debian's Chromium driven by
+"""The web UI in a real browser: Debian's Chromium driven by
 Playwright against a real `gitreg serve` over TLS.
 
 A module with a README, inputs, outputs, a submodule and an example is

@@ -1,4 +1,4 @@
-"""Web UI sign-in in a real browser (issue 14): Debian's Chromium, driven by
+"""Web UI sign-in in a real browser: Debian's Chromium, driven by
 Playwright, signs in through the real OpenID Provider (oidc-provider,
 tests/support/oidc_provider.py) to a real `gitreg serve` over TLS.
 

@@ -20,7 +20,7 @@ def _samples() -> Samples:
 def test_a_full_cache_counts_its_evictions(monkeypatch: pytest.MonkeyPatch) -> None:
     metrics.enable(per_module=False)  # as create_app does
     monkeypatch.setattr(cache, "MAX_NOT_FOUND", 3)
-    # Room for eight "x" answers (issue 16: the bound is in bytes).
+    # Room for eight "x" answers (the bound is in bytes).
     room = 8 * cache.entry_bytes("x")
     metadata: cache.MetadataCache[object] = cache.MetadataCache(lambda: 0, max_bytes=room)
     before = _samples()

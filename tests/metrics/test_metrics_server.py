@@ -1,4 +1,4 @@
-"""Every metric of issue 15 moves when its event happens, on a real `gitreg
+"""Every metric moves when its event happens, on a real `gitreg
 serve` over TLS: a signed GitHub webhook for a real git tag (job, publish,
 archive, blob), a webhook for a repository whose remote is gone (retries and a
 failure), downloads, the mirror pulling through a fake upstream over TLS (and

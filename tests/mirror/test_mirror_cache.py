@@ -1,7 +1,7 @@
 """The pull-through cache against a misbehaving upstream served over real TLS.
 
-Checklist M1 (refusals store nothing), M2 (single flight, timeouts, caps,
-https only), M3 (stale-if-error) and M4 (hashes, no replacement).
+Refusals store nothing; single flight, timeouts, caps, https only;
+stale-if-error; hashes, and no replacement.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""A cold miss of a mirror zip is sent while it arrives (issue 16, target 6;
-gitreg/mirror/fill.py), against a real `gitreg serve` over TLS pulling through a
-fake upstream over TLS whose zip bodies can be held at their middle (`gate`)."""
+"""A cold miss of a mirror zip is sent while it arrives (gitreg/mirror/fill.py),
+against a real `gitreg serve` over TLS pulling through a fake upstream over TLS
+whose zip bodies can be held at their middle (`gate`)."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def test_tampered_zip_is_cut_off_before_its_tail_and_never_stored(
     world: World, upstream: FakeUpstream
 ) -> None:
     """Right length, one wrong byte in the middle: the client gets a truncated
-    body (never the whole wrong zip), and nothing is kept (M1)."""
+    body (never the whole wrong zip), and nothing is kept."""
     upstream.faults["1.0.1"] = "tampered"
     data = genuine(upstream, "1.0.1")
     before = stored_blobs(world.server)
@@ -177,7 +177,7 @@ def test_a_zip_with_the_signed_sha256_goes_out_whole_and_its_layout_is_checked_a
     """The tail waits for the sha256 only (docs/mirror.md, "Cold VERSION.json"): the
     signed bytes go out whole, and the layout and `h1:` are checked after, off the
     client's path. One that fails them (a member's CRC-32 here, in the bytes the
-    signature covers) is still never kept (M1), and the log says why."""
+    signature covers) is still never kept, and the log says why."""
     upstream.faults["1.0.8"] = "bad-crc"
     signed = upstream._zip(upstream.providers[("hashicorp", "big")]["1.0.8"], "linux_amd64")
     assert signed is not None and signed != genuine(upstream, "1.0.8")
@@ -200,7 +200,7 @@ def test_a_zip_with_the_signed_sha256_goes_out_whole_and_its_layout_is_checked_a
 def test_requests_during_the_fill_join_it_and_the_upstream_is_asked_once(
     world: World, upstream: FakeUpstream
 ) -> None:
-    """Single-flight (M2): a request arriving while the zip is arriving joins the
+    """Single-flight: a request arriving while the zip is arriving joins the
     stream (reads the same temp file from its start) instead of waiting for the end."""
     data = genuine(upstream, "1.0.2")
     first = open_get(world.server, zip_path("1.0.2"))
@@ -241,7 +241,7 @@ def peak_rss_kib(server: RunningServer) -> int:
 def test_a_reader_that_stalls_holds_pieces_not_the_zip(
     tmp_path: Path, world: World, upstream: FakeUpstream
 ) -> None:
-    """Memory stays bounded (issue 16, target 2): the whole 40 MB zip arrives and is
+    """Memory stays bounded: the whole 40 MB zip arrives and is
     stored while the client reads nothing; the server's peak RSS grows by far less."""
     upstream.gate = None
     big = "1.0.7"  # listed from the start; its zip replaced by a 40 MB one before any fetch
@@ -256,7 +256,8 @@ def test_a_reader_that_stalls_holds_pieces_not_the_zip(
         wait_until_stored(world.server, data)  # while this client read nothing
         grown = peak_rss_kib(world.server) - before
         assert answer.read() == data
-    # Measured 6-12 MiB (first-use buffers, thread arenas), for 40 MB and 80 MB alike.
+    # What the peak grows by is first-use buffers and thread arenas, the same for
+    # a 40 MB zip as for an 80 MB one.
     assert grown * 1024 < len(data) / 2, f"peak RSS grew {grown} KiB for a {len(data)} byte zip"
 
 

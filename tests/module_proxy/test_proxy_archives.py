@@ -59,7 +59,7 @@ def test_a_tar_gz_with_a_subdir_is_rebuilt_and_pinned_by_sha256(
     record = asyncio.run(service.cached(ADDRESS, "3.0.0"))
     assert record.subdir == "modules/vpc" and record.ref == ""
     assert record.commit_sha.startswith("sha256:")
-    # The escaping symlink is left out by the same rules as own modules (A1).
+    # The escaping symlink is left out by the same rules as own modules.
     assert _names(service, record.archive_sha256) == [
         "README.md",
         "modules/vpc/main.tf",

@@ -1,4 +1,4 @@
-"""go-getter locations the proxy accepts, and the ones it refuses (issue 17, Safety)."""
+"""go-getter locations the proxy accepts, and the ones it refuses."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """An unpooled upstream client (the module proxy's) builds its TLS context
-once, not per request: loading the CA bundle costs ~14 ms on the event loop."""
+once, not per request: loading the CA bundle blocks the event loop
+(docs/performance.md, "Mirror")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Module and provider address and subdirectory validation (issue 2 "HTTP", issue 11)."""
+"""Module and provider address and subdirectory validation."""
 
 from __future__ import annotations
 

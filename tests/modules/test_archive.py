@@ -1,7 +1,7 @@
 """Tests for gitreg.archives.build: safe, deterministic module archives built from git objects.
 
 Hostile trees are written with dulwich straight into a bare repository, which accepts names
-and modes that `git` itself would refuse (checklist A1-A6).
+and modes that `git` itself would refuse.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ MODULE: Spec = {
 }
 
 
-# --- A5: determinism -----------------------------------------------------------------------
+# --- determinism ---------------------------------------------------------------------------
 
 
 def test_same_tree_builds_byte_identical_archives(repo: Repo) -> None:
@@ -161,7 +161,7 @@ def test_content_and_report_totals(repo: Repo) -> None:
     assert (report.files, report.total_bytes, report.skipped) == (2, 8, [])
 
 
-# --- A4: modes and owners --------------------------------------------------------------------
+# --- modes and owners ------------------------------------------------------------------------
 
 
 def test_executable_file_gets_0755(repo: Repo) -> None:
@@ -202,7 +202,7 @@ def test_unsupported_mode_is_left_out_and_reported(repo: Repo) -> None:
     assert report.skipped == ["dev: unsupported git mode 020644"]
 
 
-# --- A1, A3: unsafe names ----------------------------------------------------------------------
+# --- unsafe names ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -281,7 +281,7 @@ def test_non_utf8_name_is_left_out_and_reported(repo: Repo) -> None:
 
 def test_nul_in_name_is_left_out_when_a_store_returns_it() -> None:
     # A NUL cannot survive git's tree encoding on disk (see the next test), but a store that
-    # hands over parsed objects can carry one; the name check must still stop it (A1).
+    # hands over parsed objects can carry one; the name check must still stop it.
     blob = Blob.from_string(b"x")
     tree = Tree()
     tree.add(b"evil\x00.tf", 0o100644, blob.id)
@@ -314,7 +314,7 @@ def test_file_entry_pointing_at_a_tree_is_left_out(repo: Repo) -> None:
     assert report.skipped == ["confused.tf: file entry is not a blob"]
 
 
-# --- A2: symlinks ------------------------------------------------------------------------------
+# --- symlinks ----------------------------------------------------------------------------------
 
 
 def test_relative_symlink_inside_monorepo_is_kept(repo: Repo) -> None:
@@ -382,7 +382,7 @@ def test_kept_archive_passes_pythons_data_extraction_filter(repo: Repo, tmp_path
     assert not (dest / "bad").exists()
 
 
-# --- A3: submodules ----------------------------------------------------------------------------
+# --- submodules --------------------------------------------------------------------------------
 
 
 def test_submodule_is_left_out_and_reported(repo: Repo) -> None:
@@ -392,7 +392,7 @@ def test_submodule_is_left_out_and_reported(repo: Repo) -> None:
     assert report.skipped == ["vendor/lib: submodule (gitlink) not included"]
 
 
-# --- A6: limits ----------------------------------------------------------------------------------
+# --- limits --------------------------------------------------------------------------------------
 
 
 def test_too_many_files_raises(repo: Repo) -> None:

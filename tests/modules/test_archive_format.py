@@ -79,7 +79,7 @@ def test_fast_builder_is_deterministic_and_reads_back(tmp_path) -> None:  # type
     builder = fast_builder()
     first, second = _archive(repo, tree_id, builder), _archive(repo, tree_id, builder)
     assert first == second
-    # A5: no timestamp, no file name in the gzip header, whatever the builder.
+    # No timestamp, no file name in the gzip header, whatever the builder.
     assert first[4:8] == b"\0\0\0\0" and not first[3] & 0x08
     classic = _archive(repo, tree_id, CLASSIC)
     assert gzip.decompress(first) == gzip.decompress(classic)
@@ -136,7 +136,7 @@ def test_entries_reach_the_stream_in_the_pieces_add_writes(
     for n, (name, size) in enumerate(members):
         data = bytes([n % 251]) * size
         entry = tar_entry(name, tarfile.REGTYPE, 0o755 if n % 3 else 0o644, data)
-        if n % 4 == 3:  # a symlink, its target a name too (A2 is archive.py's)
+        if n % 4 == 3:  # a symlink, its target a name too (checked by build.py)
             entry = tar_entry(name, tarfile.SYMTYPE, 0o755, link=name[::-1])
             data = b""
         added.add(entry.info(mtime), data)

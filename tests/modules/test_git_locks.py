@@ -1,4 +1,4 @@
-"""Issue 10: what a killed fetch leaves in a mirror never stops a repository
+"""What a killed fetch leaves in a mirror never stops a repository
 from publishing, and a repository that cannot sync says so everywhere."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`repo add --modules PATTERN` (issue 16): every module directory of a real monorepo,
+"""`repo add --modules PATTERN`: every module directory of a real monorepo,
 tags per module or shared, directories that appear later, per-directory archives."""
 
 from __future__ import annotations

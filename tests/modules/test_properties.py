@@ -1,6 +1,6 @@
 """Property-based tests: arbitrary input never crashes parsing or breaks archives.
 
-Issue 6 asks for hypothesis over address, version and tag parsing, the archive
+Hypothesis runs over address, version and tag parsing, the archive
 builder (hostile names and modes: nothing escaping, no `.git`, reproducible),
 and the HTTP endpoints (random paths never give a 5xx).
 """

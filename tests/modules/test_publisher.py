@@ -1,4 +1,4 @@
-"""Publishing tags as immutable versions from real git repositories (issue 2; G4, G5)."""
+"""Publishing tags as immutable versions from real git repositories."""
 
 from __future__ import annotations
 

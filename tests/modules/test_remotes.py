@@ -1,4 +1,4 @@
-"""Which remotes may be registered (checklist G2)."""
+"""Which remotes may be registered."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Git ingestion hardening (issue 6; checklist G1, G2, G3, W5, A5).
+"""Git ingestion hardening.
 
 Real git repositories, real dulwich transports, and a stand-in `ssh` on PATH
 that either runs the git command locally or connects and then sends nothing.
@@ -39,11 +39,11 @@ from tests.support.webhooks import delivery
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gitreg"
 
-# -- G1: no git subprocess, so no argument injection through refs ---------------------
+# -- no git subprocess, so no argument injection through refs -------------------------
 
 
 def test_gitreg_starts_no_subprocess() -> None:
-    """G1's `--` rule applies to git subprocesses; gitreg has none: git is
+    """Refs could only inject arguments into git subprocesses; gitreg has none: git is
     dulwich in-process, and refs never reach a command line. (dulwich itself
     starts only `ssh`, see the ssh tests below.)"""
     offenders = [
@@ -55,7 +55,7 @@ def test_gitreg_starts_no_subprocess() -> None:
     assert offenders == []
 
 
-# -- G2: remotes, and every other outbound URL, refuse metadata addresses ------------
+# -- remotes, and every other outbound URL, refuse metadata addresses ----------------
 
 # 169.254.169.254 (cloud metadata) as the C resolver also reads it, and 0.0.0.0.
 METADATA_SPELLINGS = [
@@ -177,7 +177,7 @@ def test_any_accepted_network_remote_is_safe(text: str) -> None:
     assert refused_address(host) is None
 
 
-# -- G3: a remote that connects and then sends nothing --------------------------------
+# -- a remote that connects and then sends nothing ------------------------------------
 
 FAKE_SSH = """#!/bin/sh
 # Stands in for ssh: dulwich runs `ssh [options] HOST 'git-upload-pack PATH'`.
@@ -294,7 +294,7 @@ def test_https_remote_that_sends_nothing_times_out(tmp_path: Path) -> None:
             DulwichBackend(timeout=1).fetch(url, tmp_path / "mirror.git")
 
 
-# -- W5: a hanging git server never delays a webhook answer ---------------------------
+# -- a hanging git server never delays a webhook answer -------------------------------
 
 SECRET = "w5-secret"
 
@@ -342,7 +342,7 @@ def test_deliveries_are_answered_while_the_git_server_hangs(
     assert states == ["queued", "running"]  # stored before the answer; git runs elsewhere
 
 
-# -- A5: archives are served from the blob store, never rebuilt on request -----------
+# -- archives are served from the blob store, never rebuilt on request ---------------
 
 
 def test_archives_are_served_without_git(

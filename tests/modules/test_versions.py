@@ -1,4 +1,4 @@
-"""Tags to versions (issue 2 "Git and versions"; checklist G1)."""
+"""Tags to versions."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """providers.v1 over HTTP, the files it points at, and CI uploads (spec:
-provider-registry-protocol.md; checklist H1, H2, P2, U1, U2)."""
+provider-registry-protocol.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one publish path: validation, refusals (P1, P2, P4), no-ops, signing and rotation."""
+"""The one publish path: validation, refusals, no-ops, signing and rotation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provider zips: the layout Terraform can install, and h1:/zh: hashes under limits (P4)."""
+"""Provider zips: the layout Terraform can install, and h1:/zh: hashes under limits."""
 
 from __future__ import annotations
 

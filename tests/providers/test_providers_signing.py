@@ -1,4 +1,4 @@
-"""SHA256SUMS format, OpenPGP key checks, detached signatures and key management (P1, P3)."""
+"""SHA256SUMS format, OpenPGP key checks, detached signatures and key management."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_generated_key_is_rsa_private_to_the_service_user(tmp_path: Path) -> Non
 def test_generated_key_secret_is_shared_sealed_with_a_secret_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With secret_key_file (issue 12), another process on the same database
+    """With secret_key_file, another process on the same database
     signs with the key one generated; nothing of it is written to the disk."""
     reuse_generated_key(monkeypatch)
     key_file = tmp_path / "secret.key"

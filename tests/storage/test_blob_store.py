@@ -1,4 +1,4 @@
-"""Contract: the content-addressed, write-once blob store (BlobStore, S2, H2)."""
+"""Contract: the content-addressed, write-once blob store (BlobStore)."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_a_refusing_check_stores_nothing_and_leaves_no_temp_file(
 
 
 def test_a_reader_fd_sees_each_write_at_once_and_outlives_the_writer(blobs: BlobStore) -> None:
-    """The mirror streams a cold miss from the temp file as it fills (issue 16)."""
+    """The mirror streams a cold miss from the temp file as it fills."""
     with blobs.writer() as sink:
         sink.write(DATA[:3])
         fd = sink.reader_fd()

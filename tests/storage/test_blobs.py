@@ -1,4 +1,4 @@
-"""The content-addressed blob store (checklist S2, A5)."""
+"""The content-addressed blob store."""
 
 from __future__ import annotations
 

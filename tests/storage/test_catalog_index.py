@@ -1,4 +1,4 @@
-"""Contract: module documentation and search (CatalogIndex, issue 13), on
+"""Contract: module documentation and search (CatalogIndex), on
 SQLite (FTS5) and PostgreSQL (tsvector + GIN)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A full disk gets a clean answer (issue 10, item 7).
+"""A full disk gets a clean answer.
 
 The data dir lives on a real, small tmpfs that the test fills to the last
 byte, so the server and the CLI meet real ENOSPC and real SQLite "database or

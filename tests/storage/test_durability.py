@@ -1,4 +1,4 @@
-"""Durability: kill -9 while publishing (checklist S2) and live backups (S4)."""
+"""Durability: kill -9 while publishing and live backups."""
 
 from __future__ import annotations
 

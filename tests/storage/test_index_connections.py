@@ -1,4 +1,4 @@
-"""`SQLiteIndex`'s connections (issue 11): reads never queue behind the writer,
+"""`SQLiteIndex`'s connections: reads never queue behind the writer,
 see every commit made before them, and `close()` closes every connection."""
 
 from __future__ import annotations

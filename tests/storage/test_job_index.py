@@ -1,4 +1,4 @@
-"""Contract: the durable job queue (JobIndex, W5, W6, S3)."""
+"""Contract: the durable job queue (JobIndex)."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_a_job_failed_otherwise_stays_failed_until_redelivered(implementation: B
     assert jobs.job(job_id).state == "failed"
     assert jobs.claim("w2", NOW + 3, lease=60) is not None
     assert jobs.finish(new.job_id, "w2", NOW + 3, "{}")
-    # A forge's redelivery of the failed delivery queues it again (W6).
+    # A forge's redelivery of the failed delivery queues it again.
     assert jobs.enqueue(repo_id, "sync", "github", "push", NOW + 4, 8, "d1") == Enqueued(
         job_id, "requeued"
     )

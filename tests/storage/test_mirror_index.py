@@ -1,4 +1,4 @@
-"""Contract: the provider network mirror's cache (MirrorIndex, M4)."""
+"""Contract: the provider network mirror's cache (MirrorIndex)."""
 
 from __future__ import annotations
 

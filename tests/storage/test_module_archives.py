@@ -1,4 +1,4 @@
-"""Contract (issue 16): archive builders, per-directory archives and module globs."""
+"""Contract: archive builders, per-directory archives and module globs."""
 
 from __future__ import annotations
 

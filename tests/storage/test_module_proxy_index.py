@@ -1,4 +1,4 @@
-"""Contract: the pull-through module cache (ModuleProxyIndex, issue 17)."""
+"""Contract: the pull-through module cache (ModuleProxyIndex)."""
 
 from __future__ import annotations
 

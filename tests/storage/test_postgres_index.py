@@ -1,4 +1,4 @@
-"""What PostgreSQL must add over SQLite when several replicas share it (issue 12):
+"""What PostgreSQL must add over SQLite when several replicas share it:
 migrations once, a refusal on a newer schema, changes seen everywhere within
 a second, and each job claimed by exactly one replica."""
 

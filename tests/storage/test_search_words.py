@@ -1,6 +1,6 @@
 """Migration 0022 on PostgreSQL: search reads the narrow module_search_words,
-which a trigger keeps in step with module_search, whoever writes it (issue 13,
-"Search over 10,000 modules: p99 under 20 ms"; gitreg/storage/schema_search.py)."""
+which a trigger keeps in step with module_search, whoever writes it (for the
+search target, p99 under 20 ms over 10,000 modules; gitreg/storage/schema_search.py)."""
 
 from __future__ import annotations
 

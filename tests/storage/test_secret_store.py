@@ -1,6 +1,6 @@
 """The SecretStore contract (files, and sealed in the database), and what only
 the database store does: sealing at rest, the key check, importing file
-secrets and sealing webhook secrets written in plaintext (issue 12)."""
+secrets and sealing webhook secrets written in plaintext."""
 
 from __future__ import annotations
 

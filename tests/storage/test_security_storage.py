@@ -1,4 +1,4 @@
-"""SQLite under concurrent load (issue 6; checklist S1).
+"""SQLite under concurrent load.
 
 Several processes open one brand-new index at the same moment (so they race
 through the migrations), then publish and read concurrently, as the server,

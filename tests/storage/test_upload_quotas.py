@@ -1,10 +1,11 @@
-"""Quotas and expiry for staged CI uploads (issue 10, item 8).
+"""Quotas and expiry for staged CI uploads.
 
-One namespace-scoped publish token once staged 2.4 GB in 27 s, kept for 6 h.
-A real `gitreg serve` with small limits in its config file: bytes over
-`max_staged_bytes_per_token` or `max_staged_bytes` are refused (413, naming
-the limit) whether the client declares them or streams them, and a cleaner
-removes idle uploads and leftover blob temp files while the server runs.
+Without them one namespace-scoped publish token could stage gigabytes in
+seconds and keep them for hours. A real `gitreg serve` with small limits in
+its config file: bytes over `max_staged_bytes_per_token` or
+`max_staged_bytes` are refused (413, naming the limit) whether the client
+declares them or streams them, and a cleaner removes idle uploads and
+leftover blob temp files while the server runs.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Staged CI uploads (`UploadStore`, gitreg/storage/staging.py) on local disk and
-in S3, and what replicas sharing one bucket need of them (issue 12): an upload
+in S3, and what replicas sharing one bucket need of them: an upload
 created on one replica takes files on another and is published from a third;
 the staging quotas count what every replica staged; stale uploads are removed
 by whichever replica's cleaner runs.

@@ -1,5 +1,5 @@
-"""Contract: who downloaded which version (`DownloadCountIndex.usage_rows`,
-issue 14), on SQLite and PostgreSQL: counts summed over the days of the
+"""Contract: who downloaded which version (`DownloadCountIndex.usage_rows`),
+on SQLite and PostgreSQL: counts summed over the days of the
 window and joined to each token's owner, revoked tokens included."""
 
 from __future__ import annotations

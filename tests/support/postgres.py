@@ -1,4 +1,4 @@
-"""A real PostgreSQL server for the tests (issue 12), no mock of the database.
+"""A real PostgreSQL server for the tests, no mock of the database.
 
 One server per pytest session, started the first time a test asks for it
 (`postgres_server`), in a fresh temporary directory on a free 127.0.0.1 port with
@@ -53,8 +53,8 @@ STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 
 # Throwaway data: surviving a power cut buys nothing here (fsync, full_page_writes).
-# synchronous_commit stays on: with fsync off it costs one write() per commit (the
-# same ~40,000 single-row commits/s either way, measured), and off would lose the
+# synchronous_commit stays on: with fsync off it costs one write() per commit (no
+# slower than off), and off would lose the
 # last commits when a test crashes the server (`stop("immediate")`). 300
 # connections leave room for three replicas' pools plus the test's own connections.
 SETTINGS = {

@@ -140,7 +140,7 @@ def ui(
         yield Ui(client, svc)
 
 
-# Sign-in (issue 14): a registry configured with the real test identity
+# Sign-in: a registry configured with the real test identity
 # provider (tests/support/oidc_provider.py), whose people are alice
 # (platform-team) and bob (other). The provider runs once per test module.
 SESSION_COOKIE = "__Host-gitreg_session"

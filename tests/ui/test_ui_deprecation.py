@@ -1,4 +1,4 @@
-"""The module page on a deprecated version (issue 14): a banner with the reason
+"""The module page on a deprecated version: a banner with the reason
 and link, and the version marked in the picker and the Versions tab; markup in
 the reason or link is shown as text, never run."""
 

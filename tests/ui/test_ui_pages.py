@@ -1,4 +1,4 @@
-"""Every page of the web UI renders what it should (issue 13)."""
+"""Every page of the web UI renders what it should."""
 
 from __future__ import annotations
 

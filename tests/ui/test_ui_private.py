@@ -1,6 +1,6 @@
 """Private namespaces never show on any UI page to a reader who may not read
 them: not anonymously, not with a token for another namespace, not in lists,
-counts, pages or error texts (issue 13). A 404 for a private page is the very
+counts, pages or error texts. A 404 for a private page is the very
 same page as for one that does not exist."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Provider documentation pages in the web UI (issue 13): the release's docs/
+"""Provider documentation pages in the web UI: the release's docs/
 pages listed on the provider page, each rendered at
 /providers/NS/TYPE/VERSION/docs/ID from the HTML sanitised at ingest, and
 nothing of a private provider's docs shown to a reader without access."""

@@ -1,4 +1,4 @@
-"""Web UI sign-in through the real identity provider (issue 14): the session
+"""Web UI sign-in through the real identity provider: the session
 cookie's flags, what the session shows, rotation at sign-in (session
 fixation), the binding of a sign-in to its browser, expiry and sign-out."""
 

@@ -1,5 +1,5 @@
 """The read-token form (`/ui/token`): CSRF, the cookie's flags, clear messages
-for a bad token, and sign-out (issue 13, until sign-in in issue 14)."""
+for a bad token, and sign-out."""
 
 from __future__ import annotations
 

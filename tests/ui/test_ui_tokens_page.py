@@ -1,4 +1,4 @@
-"""The Tokens page and the admin page (issue 14): a person's own tokens, never
+"""The Tokens page and the admin page: a person's own tokens, never
 more than their grants, the secret shown once and never cached, revocation
 that the API honours at once; and CSRF on every form that changes state."""
 

@@ -1,4 +1,4 @@
-"""An XSS corpus through every place the UI prints data (issue 13): READMEs,
+"""An XSS corpus through every place the UI prints data: READMEs,
 descriptions, variable descriptions and defaults, output descriptions, tag
 names, module calls and the search query echoed back. No page may carry
 executable markup: no script element but our own `src` one, no event handler

@@ -1,4 +1,4 @@
-"""The ingestion queue: leases, retries, one job per repository, reconcile (W5, W6, W9, S3)."""
+"""The ingestion queue: leases, retries, one job per repository, reconcile."""
 
 from __future__ import annotations
 
@@ -243,7 +243,7 @@ def test_a_repository_removed_from_the_index_fails_without_retries(
     assert job.state == "failed" and job.attempts == 1
 
 
-# -- reconcile (W9) ----------------------------------------------------------
+# -- reconcile ---------------------------------------------------------------
 
 
 def test_reconcile_publishes_tags_no_webhook_announced(svc: Services, make_repo: Any) -> None:

@@ -1,4 +1,4 @@
-"""Several processes on one data dir never claim the same job (checklist S1, S3)."""
+"""Several processes on one data dir never claim the same job."""
 
 from __future__ import annotations
 

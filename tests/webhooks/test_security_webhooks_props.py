@@ -1,11 +1,11 @@
-"""Property-based tests of every webhook endpoint (issue 6; checklist W1-W4, W7, H1).
+"""Property-based tests of every webhook endpoint.
 
 Random bodies (JSON shaped like forge payloads, other JSON, bytes), random
 header sets and signatures that are absent, wrong or correct go to
 `/webhooks/github`, `/gitlab`, `/gitea`, `/bitbucket` and `/git`. Whatever
 arrives, the answer is never a 5xx and always JSON: `{"errors": [...]}` for a
 4xx, `{"status": ...}` otherwise. With no secret configured anywhere, no
-forge delivery is ever accepted (W2).
+forge delivery is ever accepted.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
 
 @pytest.fixture(scope="module")
 def closed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    """The same repository with no secret, and no default secret (W2)."""
+    """The same repository with no secret, and no default secret."""
     yield from _registry(tmp_path_factory.mktemp("fuzz-closed") / "data", "")
 
 
@@ -401,7 +401,7 @@ def test_random_deliveries_never_give_a_5xx(registry: Registry, route: str) -> N
 def test_authentic_deliveries_never_give_a_5xx(registry: Registry, route: str) -> None:
     """Correctly signed (or token-bearing) deliveries for the registered
     repository with hostile fields: interpreted, queued or refused, never a 5xx.
-    A 2xx that says `queued` has stored its job before answering (W5)."""
+    A 2xx that says `queued` has stored its job before answering."""
 
     @FUZZ
     @given(body=payloads(route, registered=True), headers=header_sets(route))
@@ -419,7 +419,7 @@ def test_authentic_deliveries_never_give_a_5xx(registry: Registry, route: str) -
 
 @pytest.mark.parametrize("route", FORGES)
 def test_without_any_secret_no_delivery_is_accepted(closed: Registry, route: str) -> None:
-    """W2: fail closed, for every body, header set and signature, even one
+    """Fail closed, for every body, header set and signature, even one
     computed with the empty secret."""
 
     @settings(FUZZ, max_examples=50)
@@ -445,7 +445,7 @@ def test_without_any_secret_no_delivery_is_accepted(closed: Registry, route: str
 @pytest.mark.parametrize("where", ["repository", "tag"])
 def test_lone_surrogates_in_a_payload_are_a_400(registry: Registry, route: str, where: str) -> None:
     """JSON may escape a lone surrogate (`"\\ud800"`), which SQLite cannot store:
-    it used to reach the repository lookup unauthenticated and answer 500."""
+    unchecked, it would reach the repository lookup unauthenticated and answer 500."""
     name = "\ud800" if where == "repository" else FORGE_REPO
     payload: dict[str, Any] = {
         **_identity(route, name),
@@ -467,7 +467,7 @@ def test_lone_surrogates_in_a_payload_are_a_400(registry: Registry, route: str, 
     assert "not valid Unicode" in answer.json()["errors"][0]
 
 
-# -- constant-time comparison (W1, W3) ------------------------------------------------
+# -- constant-time comparison ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Webhook secrets sealed with the operator's key (issue 12): never plaintext
+"""Webhook secrets sealed with the operator's key: never plaintext
 in the database, and real signed GitHub deliveries still verify, for secrets
 registered with the key and for plaintext ones from before it."""
 

@@ -151,7 +151,7 @@ def test_github_release_edit_is_ignored() -> None:
 
 
 def test_hostile_tag_names_are_dropped() -> None:
-    """G1: a tag with '..' or a leading '-' never reaches a job description."""
+    """A tag with '..' or a leading '-' never reaches a job description."""
     assert interpret("github", "push-tag-created", tag="../../etc").kind == "ignore"
     assert interpret("gitlab", "tag-push-created", tag="-rf").kind == "ignore"
 

@@ -1,4 +1,4 @@
-"""The webhook endpoints over HTTP (in-process client), checklist W1-W8.
+"""The webhook endpoints over HTTP (in-process client).
 
 Workers are off (`job_workers=0`): the tests see exactly what a delivery
 stored, then run the queue themselves with `JobRunner.drain()`.
@@ -48,7 +48,7 @@ class Registry:
         return repo, record
 
     def token(self, scope: str, namespaces: list[str] | None = None) -> dict[str, str]:
-        """An API token (issue 6) as an Authorization header."""
+        """An API token as an Authorization header."""
         token = new_token()
         self.svc.auth.add_token(token_hash(token), token[:12], scope, namespaces or [], "", None)
         self.svc.cache.invalidate()
@@ -138,7 +138,7 @@ def test_forge_names_match_case_insensitively(registry: Registry) -> None:
     assert registry.post(prepared).status_code == 202
 
 
-# -- authentication (W1, W2, W3) ---------------------------------------------
+# -- authentication ----------------------------------------------------------
 
 
 def test_missing_signature_is_refused(registry: Registry) -> None:
@@ -188,8 +188,8 @@ def test_forge_headers_on_the_wrong_route_are_refused(
 def test_repository_without_secret_refuses_everything(
     registry: Registry, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """W2: fail closed, even for a delivery 'signed' with the empty secret. The
-    answer is a wrong signature's (W10: a registered name is not told apart);
+    """Fail closed, even for a delivery 'signed' with the empty secret. The
+    answer is a wrong signature's (a registered name is not told apart);
     the log says why."""
     registry.repo(secret="")
     registry.repo("other", forge_repo="acme/other")
@@ -248,7 +248,7 @@ def test_secret_references_are_read_at_use(
     )
 
 
-# -- bad input (W7, H1) ------------------------------------------------------
+# -- bad input ---------------------------------------------------------------
 
 
 def test_oversize_body_is_refused_before_parsing(
@@ -309,7 +309,7 @@ def test_repository_field_of_the_wrong_type_is_a_400(registry: Registry) -> None
     assert_error(answer, 400)
 
 
-# -- ping, unknown events, unknown repositories (W4) -------------------------
+# -- ping, unknown events, unknown repositories ------------------------------
 
 
 @pytest.mark.parametrize(
@@ -366,7 +366,7 @@ def assert_same_answer(first: Any, second: Any) -> None:
 def test_an_unregistered_repository_is_answered_as_a_wrong_signature(
     tmp_path: Path, make_repo: Callable[[str], GitRepo], forge: str, default: str
 ) -> None:
-    """W10: no answer tells which repository names are registered, whatever the
+    """No answer tells which repository names are registered, whatever the
     delivery is signed with, short of the default secret itself. A name that
     auto-registration would take is no exception."""
     settings = {
@@ -388,7 +388,7 @@ def test_an_unregistered_repository_is_answered_as_a_wrong_signature(
 def test_an_unregistered_repository_is_logged_for_the_operator(
     registry: Registry, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The 401 no longer says why: the log does, for the one who set the hook up."""
+    """The 401 does not say why: the log does, for the one who set the hook up."""
     with caplog.at_level(logging.INFO, logger="gitreg.webhooks"):
         registry.post(delivery("github", "push-tag-created", repo="acme/unknown", secret=SECRET))
     assert "repository 'acme/unknown' is not registered with gitreg" in caplog.text
@@ -405,7 +405,7 @@ def test_unknown_repository_with_a_default_secret_still_needs_a_valid_signature(
         assert_error(registry.post(good), 404)
 
 
-# -- idempotency (W6) --------------------------------------------------------
+# -- idempotency -------------------------------------------------------------
 
 
 def test_redelivery_with_the_same_id_is_a_no_op(registry: Registry) -> None:
@@ -467,7 +467,7 @@ def test_redelivering_a_failed_delivery_retries_it(impatient: Registry) -> None:
     assert registry.versions() == ["1.0.0"]
 
 
-# -- what is fetched (W8) ----------------------------------------------------
+# -- what is fetched ---------------------------------------------------------
 
 
 def test_clone_url_in_the_payload_is_not_used(registry: Registry) -> None:
@@ -488,7 +488,7 @@ def test_clone_url_in_the_payload_is_not_used(registry: Registry) -> None:
     assert registry.svc.index.repos() == [registry.svc.index.repo(record.id)]
 
 
-# -- tags that move or disappear (G4) ----------------------------------------
+# -- tags that move or disappear ---------------------------------------------
 
 
 def test_force_moved_tag_keeps_the_published_bytes_and_records_a_conflict(
@@ -539,7 +539,7 @@ def test_deleted_tag_yanks_when_configured(
         [job] = registry.drain()
         assert job.to_json()["result"]["yanked"] == ["acme/hello/null 1.0.0"]
         assert registry.versions() == ["1.1.0"]
-        # Yanked, not deleted: pinned users still download it (G4).
+        # Yanked, not deleted: pinned users still download it.
         assert registry.client.get("/v1/modules/acme/hello/null/1.0.0/download").status_code == 204
 
 

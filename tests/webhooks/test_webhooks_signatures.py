@@ -1,4 +1,4 @@
-"""Signature and token checks for every forge (checklist W1, W2, W3), and secret references."""
+"""Signature and token checks for every forge, and secret references."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_gitlab_token_is_the_secret_itself() -> None:
 
 @pytest.mark.parametrize("forge", [GitHub(), GitLab(), Gitea(), Bitbucket()], ids=lambda f: f.name)
 def test_empty_secret_never_verifies(forge: object) -> None:
-    """W2: with no secret configured, not even an 'empty' signature passes."""
+    """With no secret configured, not even an 'empty' signature passes."""
     from tests.support.webhooks import hmac_hex
 
     headers = {

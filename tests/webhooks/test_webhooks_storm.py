@@ -1,4 +1,4 @@
-"""A storm of deliveries at a real `gitreg serve` (issue 10, item 5).
+"""A storm of deliveries at a real `gitreg serve`.
 
 Deliveries waiting to be stored share one transaction (group commit,
 `gitreg.jobs.queue.GroupCommit`); each is answered only after the commit that holds
