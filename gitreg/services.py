@@ -35,9 +35,12 @@ from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store import ModuleProxyIndex
 from gitreg.module_proxy.store_sql import ModuleProxyStore
 from gitreg.modules.service import Publisher
-from gitreg.providers.service import ProviderPublisher
+from gitreg.providers.ingest import ProviderPublisher
+from gitreg.providers.keys import KeyManager
+from gitreg.providers.service import ProviderService
 from gitreg.providers.store import ProviderIndex
 from gitreg.providers.store_sql import ProviderStore
+from gitreg.providers.uploads import UploadStaging
 from gitreg.repositories.store import RegistrationIndex
 from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.repositories.sync import SyncService
@@ -75,6 +78,7 @@ class Services:
     provider_docs: ProviderDocsIndex  # provider documentation pages (issue 13)
     downloads: DownloadCounter  # download counts, flushed in batches (issues 13, 14)
     searches: SearchCache  # search answers, in an LRU of their own (issue 13)
+    provider_service: ProviderService  # hosted providers: protocol, uploads, keys, publishing
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -109,15 +113,31 @@ def build_services(settings: Settings) -> Services:
     publisher = Publisher(settings, index, blobs, git, on_change=cache.invalidate, docs=docs)
     jobs = JobQueue(job_store, settings)
     access = Access(settings, auth, cache, UrlSigner(secrets, settings.signed_url_ttl))
-    providers = ProviderPublisher(
-        settings, provider_store, blobs, cache.invalidate, secrets=secrets
-    )
-    access.add_blob_owners(providers.store.blob_owners)
-    access.add_blob_owners(mirror_store.blob_owners)
     provider_docs: ProviderDocsIndex = ProviderDocsStore(shared)
-    providers.documenter = ProviderDocumenter(
-        provider_store, provider_docs, git, publisher.fetch_mirror, cache.invalidate
+    provider_keys = KeyManager(settings, provider_store, secrets)
+    providers = ProviderPublisher(
+        settings,
+        provider_store,
+        blobs,
+        cache.invalidate,
+        keys=provider_keys,
+        documenter=ProviderDocumenter(
+            provider_store, provider_docs, git, publisher.fetch_mirror, cache.invalidate
+        ),
     )
+    uploads = open_upload_store(settings, blobs)
+    provider_service = ProviderService(
+        store=provider_store,
+        publisher=providers,
+        keys=provider_keys,
+        staging=UploadStaging.for_settings(uploads, settings),
+        cache=cache,
+        access=access,
+        repos=index,
+        max_package_bytes=settings.max_provider_package_bytes,
+    )
+    access.add_blob_owners(provider_store.blob_owners)
+    access.add_blob_owners(mirror_store.blob_owners)
     counts: DownloadCountIndex = DownloadCountStore(shared)
     proxy_store: ModuleProxyIndex = ModuleProxyStore(shared)
     access.add_blob_owners(proxy_store.blob_owners)
@@ -131,11 +151,11 @@ def build_services(settings: Settings) -> Services:
         access,
         auth,
         providers,
-        build_mirror(settings, mirror_store, blobs, cache, providers.store),
+        build_mirror(settings, mirror_store, blobs, cache, provider_store),
         registrations,
-        SyncService(index, publisher, providers),
+        SyncService(index, publisher, provider_service),
         secrets,
-        open_upload_store(settings, blobs),
+        uploads,
         ModuleProxyService(
             proxy_options(settings), proxy_store, blobs, cache, settings.data_dir / "proxy-tmp"
         ),
@@ -144,6 +164,7 @@ def build_services(settings: Settings) -> Services:
         provider_docs,
         DownloadCounter(counts, index, provider_store),
         SearchCache(cache),
+        provider_service=provider_service,
     )
 
 

@@ -74,7 +74,7 @@ class UploadStaging:
         )
 
     def create(self, address: ProviderAddress, version: str, token_id: int) -> str:
-        self.remove_stale(self.ttl)
+        self.remove_expired()
         meta: dict[str, object] = {
             "provider": address.key,
             "version": version,
@@ -141,6 +141,6 @@ class UploadStaging:
     def remove(self, upload: Upload) -> None:
         self.store.remove(upload.upload_id)
 
-    def remove_stale(self, ttl: float) -> int:
+    def remove_expired(self) -> int:
         """Remove uploads nothing was written to for `ttl` seconds; returns how many."""
-        return self.store.remove_stale(ttl)
+        return self.store.remove_stale(self.ttl)

@@ -100,7 +100,7 @@ def repo_list(svc: Services, as_json: bool) -> int:
             "url": r.url,
             "forge_repo": r.forge_repo,
             "modules": [m.address for m in svc.index.modules_of_repo(r.id)],
-            "providers": [p.address for p in svc.providers.store.providers_of_repo(r.id)],
+            "providers": [p.address for p in svc.provider_service.providers_of_repo(r.id)],
             "status": sync_status(r),
             "last_fetch_at": r.last_fetch_at,
             "last_fetch_error": r.last_fetch_error,

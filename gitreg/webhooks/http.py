@@ -258,7 +258,7 @@ def forge_endpoint(forge: Forge) -> Route:
 def _namespaces(svc: Services, repo: RepoRecord) -> set[str]:
     """Every namespace a repository publishes into (its modules and providers)."""
     found = {m.namespace for m in svc.index.modules_of_repo(repo.id)}
-    found |= {p.namespace for p in svc.providers.store.providers_of_repo(repo.id)}
+    found |= {p.namespace for p in svc.provider_service.providers_of_repo(repo.id)}
     return found
 
 
