@@ -151,7 +151,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             yield
         finally:
             await run_in_threadpool(runner.stop)
-            await services.mirror.upstream.aclose()
+            await services.mirror.aclose()
             for task in (watcher, cleaner, keys, counts):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

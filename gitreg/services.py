@@ -112,7 +112,8 @@ def build_services(settings: Settings) -> Services:
     docs = Documenter(index, catalog, git, on_change=cache.invalidate)
     publisher = Publisher(settings, index, blobs, git, on_change=cache.invalidate, docs=docs)
     jobs = JobQueue(job_store, settings)
-    access = Access(settings, auth, cache, UrlSigner(secrets, settings.signed_url_ttl))
+    signer = UrlSigner(secrets, settings.signed_url_ttl)
+    access = Access(settings, auth, cache, signer)
     provider_docs: ProviderDocsIndex = ProviderDocsStore(shared)
     provider_keys = KeyManager(settings, provider_store, secrets)
     providers = ProviderPublisher(
@@ -151,7 +152,7 @@ def build_services(settings: Settings) -> Services:
         access,
         auth,
         providers,
-        build_mirror(settings, mirror_store, blobs, cache, provider_store),
+        build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),
         registrations,
         SyncService(index, publisher, provider_service),
         secrets,

@@ -127,21 +127,18 @@ async def providers(svc: Services) -> list[tuple[str, str]]:
 
 def _load_mirrored(svc: Services) -> tuple[list[Mirrored], list[Mirrored]]:
     """What the provider network mirror and the module proxy hold on disk."""
-    store = svc.mirror.store
+    cached: dict[str, dict[str, set[str]]] = {}
+    for package in svc.mirror.cached_packages():
+        cached.setdefault(package.provider_key, {})
+        cached[package.provider_key].setdefault(package.version, set()).add(package.platform)
     providers: list[Mirrored] = []
-    for key in sorted(store.cached_provider_keys()):
-        packages = store.packages(key)
-        if not packages:
-            continue
-        versions: dict[str, set[str]] = {}
-        for package in packages:
-            versions.setdefault(package.version, set()).add(package.platform)
+    for key, versions in sorted(cached.items()):
         ordered = sorted(versions, key=_version_order, reverse=True)
         platforms = sorted({p for found in versions.values() for p in found})
         providers.append(Mirrored(key.split("/")[1], key, tuple(ordered), ", ".join(platforms)))
     modules: dict[str, list[str]] = {}
     namespaces: dict[str, str] = {}
-    for proxied in svc.module_proxy.store.versions():
+    for proxied in svc.module_proxy.cached_versions():
         address = f"{proxied.host}/{proxied.namespace}/{proxied.name}/{proxied.system}"
         modules.setdefault(address, []).append(proxied.version)
         namespaces[address] = proxied.namespace

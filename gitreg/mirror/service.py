@@ -28,10 +28,13 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio.to_thread
 
 from gitreg.addresses import ProviderAddress
+from gitreg.auth.service import Access, Credentials
+from gitreg.auth.signed_urls import UrlSigner
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import ConstraintError, GitregError, NotFound, UpstreamError, UpstreamNotFound
@@ -44,12 +47,15 @@ from gitreg.mirror.bodies import (
     parse_archive_filename,
     sorted_versions,
 )
+from gitreg.mirror.downloads import ArrivingZip, JsonFile, MirrorFile, StoredZip, sign_archives
+from gitreg.mirror.export import ExportResult, export_static
 from gitreg.mirror.fetch import PackageFetcher
 from gitreg.mirror.fill import PackageFill
 from gitreg.mirror.hosted import HostedPackage, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.singleflight import SingleFlight
 from gitreg.mirror.store import CachedIndex, CachedVersion, MirrorIndex, MirrorPackage
+from gitreg.mirror.sync import Selection, SyncReport, sync_configurations
 from gitreg.mirror.upstream import Progress, UpstreamClient
 from gitreg.providers.package import PackageLimits
 from gitreg.providers.store import ProviderIndex
@@ -80,14 +86,18 @@ class MirrorService:
         blobs: BlobStore,
         cache: MetadataCache[object],
         upstream: UpstreamClient,
+        access: Access,
+        signer: UrlSigner,
         hosted: HostedProviders | None = None,
     ) -> None:
-        self.options = options
-        self.store = store
+        self._options = options
+        self._store = store
         self.blobs = blobs
         self.cache = cache
-        self.upstream = upstream
-        self.hosted = hosted
+        self._upstream = upstream
+        self._access = access
+        self._signer = signer
+        self._hosted = hosted
         self.flight = SingleFlight()  # version lists
         self._fills: dict[tuple[str, str, str], PackageFill] = {}  # packages in flight
         self._fresh: dict[str, float] = {}  # provider key -> monotonic time it was good
@@ -98,13 +108,82 @@ class MirrorService:
         )
         self.fetcher = PackageFetcher(upstream, blobs, limits, options.max_package_bytes)
 
+    async def aclose(self) -> None:
+        """Close the connections to the upstreams (they belong to one event loop)."""
+        await self._upstream.aclose()
+
+    # -- a reader's request -------------------------------------------------------------
+
+    async def file(
+        self, who: Credentials, address: ProviderAddress, name: str, directory: str, head: bool
+    ) -> MirrorFile:
+        """The mirror file `name` of `address`, asked for at the URL path
+        `directory` (its VERSION.json's zip URLs are signed for paths below it).
+
+        Hosted and upstream providers alike follow namespace visibility: with
+        `read_default = "token"` a locked-down registry serves nothing, mirrored
+        public providers included, without a read token (unless the operator marks
+        such a namespace public). A zip URL with a signature needs no token: the
+        signed URL VERSION.json handed out is the proof instead (U2). A HEAD for a
+        zip waits for the whole zip, to answer its true length. NotFound for a
+        name the protocol does not have."""
+        if name.endswith(".zip") and "signature" in who.query:
+            self._access.verify_signature(who)
+            private = True
+        else:
+            private = await self._access.require_read(
+                who, address.namespace, f"provider {address} not found"
+            )
+        if name == "index.json":
+            return JsonFile(await self.index_json(address), revalidate=True)
+        if name.endswith(".json"):
+            body = await self.version_json(address, name[: -len(".json")])
+            if private:  # signed URLs expire: never cached, never an old ETag
+                return JsonFile(sign_archives(self._signer, body, directory), revalidate=False)
+            return JsonFile(body, revalidate=True)
+        if name.endswith(".zip"):
+            if head:
+                return StoredZip(await self.archive_sha256(address, name))
+            found = await self.archive(address, name)
+            if isinstance(found, str):
+                return StoredZip(found)
+            return ArrivingZip(found, private)
+        raise NotFound(f"no such mirror file {name[:120]!r}")
+
+    # -- the cache's contents -----------------------------------------------------------
+
+    def cached_packages(
+        self, address: ProviderAddress | None = None, version: str | None = None
+    ) -> list[MirrorPackage]:
+        """The packages pulled through and kept: every one, or those of one
+        provider (and version). Blocking."""
+        if address is not None:
+            return self._store.packages(address.key, version)
+        return [p for key in self._store.cached_provider_keys() for p in self._store.packages(key)]
+
+    def export(self, dest: Path, platforms: tuple[str, ...]) -> ExportResult:
+        """Write the cache, and gitreg's own providers under its own hostnames, as
+        a static mirror in `dest` (gitreg/mirror/export.py); every platform when
+        `platforms` is empty. Blocking."""
+        hosted = self._hosted.all() if self._hosted is not None else []
+        hostnames = sorted(self._options.local_hostnames)
+        return export_static(self._store, self.blobs, hosted, hostnames, dest, platforms)
+
+    async def sync(
+        self, path: Path, platforms: tuple[str, ...], report: SyncReport
+    ) -> list[Selection]:
+        """Pre-fill the cache for the Terraform configurations under `path`, as
+        `terraform init` would choose (gitreg/mirror/sync.py), for `platforms`, else
+        for the configured `mirror_platforms` each version offers."""
+        return await sync_configurations(self, path, platforms, self._options.platforms, report)
+
     # -- which source ------------------------------------------------------------------
 
     def is_local(self, address: ProviderAddress) -> bool:
-        return address.hostname in self.options.local_hostnames
+        return address.hostname in self._options.local_hostnames
 
     def check_allowed(self, address: ProviderAddress) -> None:
-        if not self.options.allowed(address):
+        if not self._options.allowed(address):
             raise NotFound(
                 f"{address} is not mirrored here: its hostname/namespace is not in"
                 " mirror_allow, and no upstream is mapped for its hostname"
@@ -112,7 +191,7 @@ class MirrorService:
 
     async def hosted_view(self, address: ProviderAddress) -> HostedView:
         """gitreg's own provider, with its JSON answers serialised once."""
-        hosted = self.hosted
+        hosted = self._hosted
         found = None
         if hosted is not None:
             found = await self.cache.get(
@@ -138,7 +217,7 @@ class MirrorService:
         return body
 
     def _index_body(self, address: ProviderAddress) -> bytes | None:
-        index = self.store.index(address.key)
+        index = self._store.index(address.key)
         if index is None:
             return None
         return json_bytes({"versions": {v: {} for v in sorted_versions(_names(index))}})
@@ -146,10 +225,10 @@ class MirrorService:
     async def current_index(self, address: ProviderAddress, force: bool = False) -> CachedIndex:
         """The upstream's version list: fresh, re-fetched, or stale within the window."""
         good_at = self._fresh.get(address.key)
-        fresh = good_at is not None and time.monotonic() - good_at < self.options.index_ttl
+        fresh = good_at is not None and time.monotonic() - good_at < self._options.index_ttl
         if fresh and not force:
             cached = await self.cache.get(
-                ("mirror-index-record", address.key), lambda: self.store.index(address.key)
+                ("mirror-index-record", address.key), lambda: self._store.index(address.key)
             )
             if isinstance(cached, CachedIndex):
                 metrics.mirror_hit("index")
@@ -160,8 +239,8 @@ class MirrorService:
         except UpstreamNotFound as exc:
             raise NotFound(f"provider {address} not found upstream: {exc}") from exc
         except UpstreamError as exc:
-            stored = await anyio.to_thread.run_sync(self.store.index, address.key)
-            if stored is None or time.time() - stored.fetched_at > self.options.stale_if_error:
+            stored = await anyio.to_thread.run_sync(self._store.index, address.key)
+            if stored is None or time.time() - stored.fetched_at > self._options.stale_if_error:
                 raise
             age = time.time() - stored.fetched_at
             # Stale-if-error (M3): serve the last good list and back off a little.
@@ -170,16 +249,18 @@ class MirrorService:
                 "%s: upstream failed (%s); serving the list from %.0fs ago", address, exc, age
             )
             self._fresh[address.key] = (
-                time.monotonic() - self.options.index_ttl + min(RETRY_AFTER, self.options.index_ttl)
+                time.monotonic()
+                - self._options.index_ttl
+                + min(RETRY_AFTER, self._options.index_ttl)
             )
             return stored
 
     async def _refresh(self, address: ProviderAddress) -> CachedIndex:
-        listed = await self.upstream.versions(address)
+        listed = await self._upstream.versions(address)
         versions = [CachedVersion(v.version, v.protocols, v.platforms) for v in listed]
         now = time.time()
         changed = await anyio.to_thread.run_sync(
-            lambda: self.store.save_index(
+            lambda: self._store.save_index(
                 address.key, address.hostname, address.namespace, address.type, versions, now
             )
         )
@@ -213,13 +294,13 @@ class MirrorService:
         return found
 
     def _build_view(self, address: ProviderAddress, version: str) -> VersionView:
-        packages = tuple(self.store.packages(address.key, version))
+        packages = tuple(self._store.packages(address.key, version))
         have = {p.platform for p in packages}
-        index = self.store.index(address.key)
+        index = self._store.index(address.key)
         offered = next(
             (v.platforms for v in (index.versions if index else ()) if v.version == version), ()
         )
-        wanted = [p for p in self.options.platforms if not offered or p in offered]
+        wanted = [p for p in self._options.platforms if not offered or p in offered]
         body = archives_body(
             address.type, version, [HostedPackage.from_mirror(p) for p in packages]
         )
@@ -242,7 +323,7 @@ class MirrorService:
         held = {p.platform: p for p in view.packages}
         targets = [
             p
-            for p in self.options.platforms
+            for p in self._options.platforms
             if p not in held and (not listed.platforms or p in listed.platforms)
         ]
         results = await asyncio.gather(
@@ -299,7 +380,7 @@ class MirrorService:
         self.check_allowed(address)
         found = await self.cache.get(
             ("mirror-archive", address.key, version, platform),
-            lambda: self.store.package(address.key, version, platform),
+            lambda: self._store.package(address.key, version, platform),
         )
         if isinstance(found, MirrorPackage):
             metrics.mirror_hit("package")
@@ -339,7 +420,7 @@ class MirrorService:
         """The stored package, or the one fill of it in flight (started if none is:
         single-flight, M2). The fill runs on its own: a caller that goes away does
         not cancel it for the others."""
-        stored = await anyio.to_thread.run_sync(self.store.package, address.key, version, platform)
+        stored = await anyio.to_thread.run_sync(self._store.package, address.key, version, platform)
         if stored is not None:
             metrics.mirror_hit("package")
             return stored
@@ -370,7 +451,7 @@ class MirrorService:
         except UpstreamNotFound as exc:
             # A platform the upstream does not have stays absent for a while.
             error: GitregError = NotFound(str(exc))
-            hold = max(RETRY_AFTER, self.options.index_ttl)
+            hold = max(RETRY_AFTER, self._options.index_ttl)
             self._failed[key] = (time.monotonic() + hold, error)
             raise error from exc
         except GitregError as exc:
@@ -390,7 +471,7 @@ class MirrorService:
         self, address: ProviderAddress, version: str, platform: str, fill: PackageFill
     ) -> MirrorPackage:
         what = f"{address} {version} {platform}"
-        info = await self.upstream.download(address, version, platform)
+        info = await self._upstream.download(address, version, platform)
         key_id, package = await self.fetcher.fetch(address, info, what, fill)
         record = MirrorPackage(
             provider_key=address.key,
@@ -413,7 +494,7 @@ class MirrorService:
     def _keep(self, record: MirrorPackage) -> MirrorPackage:
         """The blob is durable already (S2); then the row: a crash leaves at most an
         orphan blob."""
-        stored = self.store.add_package(record)
+        stored = self._store.add_package(record)
         if stored.sha256 != record.sha256:
             log.warning(
                 "%s %s %s: upstream now serves other bytes (%s); keeping the cached %s (M4)",
@@ -442,6 +523,8 @@ def build_mirror(
     store: MirrorIndex,
     blobs: BlobStore,
     cache: MetadataCache[object],
+    access: Access,
+    signer: UrlSigner,
     providers: ProviderIndex | None = None,
 ) -> MirrorService:
     options = mirror_options(settings)
@@ -451,5 +534,7 @@ def build_mirror(
         blobs,
         cache,
         UpstreamClient(options),
+        access,
+        signer,
         HostedProviders(providers) if providers is not None else None,
     )

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from gitreg.mirror.cli import Reporter
-from gitreg.module_proxy.export import import_modules
 from gitreg.module_proxy.prefetch import prefetch
 from gitreg.services import Services
 
@@ -64,8 +63,8 @@ def proxied_command(svc: Services, check: bool, as_json: bool) -> int:
     proxy = svc.module_proxy
     if check:
         asyncio.run(proxy.check_moves())
-    versions = proxy.store.versions()
-    moves = proxy.store.moves()
+    versions = proxy.cached_versions()
+    moves = proxy.moves()
     if as_json:
         answer: dict[str, Any] = {
             "versions": [dataclasses.asdict(v) for v in versions],
@@ -86,8 +85,7 @@ def proxied_command(svc: Services, check: bool, as_json: bool) -> int:
 
 
 def import_command(svc: Services, path: Path) -> int:
-    result = import_modules(svc.module_proxy.store, svc.blobs, path)
-    svc.cache.invalidate()
+    result = svc.module_proxy.import_from(path)
     print(
         f"imported {result.versions} module version(s); {result.kept} already cached here were kept"
     )

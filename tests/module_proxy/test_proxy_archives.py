@@ -83,7 +83,7 @@ def test_a_huge_archive_is_refused(tmp_path: Path, upstream: Upstream) -> None:
     _serve(upstream, "huge.tar.gz", _tar_gz({"a.bin": __import__("os").urandom(50_000)}))
     with pytest.raises(UpstreamError, match="more than 10000 bytes"):
         asyncio.run(service.cached(ADDRESS, "3.0.0"))
-    assert service.store.versions() == []
+    assert service.cached_versions() == []
 
 
 def test_an_archive_bomb_is_refused_before_it_is_unpacked(
@@ -93,7 +93,7 @@ def test_an_archive_bomb_is_refused_before_it_is_unpacked(
     _serve(upstream, "bomb.tar.gz", _tar_gz({"zeros": bytes(10_000_000)}))
     with pytest.raises(UpstreamError, match="100000 bytes"):
         asyncio.run(service.cached(ADDRESS, "3.0.0"))
-    assert service.store.versions() == []
+    assert service.cached_versions() == []
 
 
 def test_the_temp_directory_is_made_and_removed_off_the_event_loop(
