@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from gitreg.mirror.cli import Reporter
-from gitreg.module_proxy.prefetch import prefetch
 from gitreg.services import Services
 
 Parser = argparse.ArgumentParser
@@ -50,7 +49,7 @@ def register(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
 
 def prefetch_command(svc: Services, path: Path) -> int:
     reporter = Reporter(sys.stdout)
-    result = asyncio.run(prefetch(svc.module_proxy, path, reporter.line))
+    result = asyncio.run(svc.module_proxy.prefetch(path, reporter.line))
     for note in result.notes:
         print(f"note: {note}")
     print(f"cached {len(result.cached)} module version(s), {len(result.failed)} failed")

@@ -38,6 +38,7 @@ from gitreg.module_proxy.archive_source import archive_from_download
 from gitreg.module_proxy.config import ProxyOptions, ProxyUpstream
 from gitreg.module_proxy.export import ModuleTransfer, export_modules, import_modules
 from gitreg.module_proxy.fetch import FetchedArchive, FetchLimits, fetch_archive, remote_commit
+from gitreg.module_proxy.prefetch import PrefetchResult, Report, prefetch
 from gitreg.module_proxy.source import ArchiveSource, GitSource, parse_source
 from gitreg.module_proxy.store import ModuleProxyIndex, ProxiedMove, ProxiedVersion
 from gitreg.module_proxy.upstream import ModuleUpstream
@@ -245,6 +246,13 @@ class ModuleProxyService:
         return location
 
     # -- the cache's contents -------------------------------------------------------------
+
+    async def prefetch(self, path: Path, report: Report) -> PrefetchResult:
+        """Cache every version, meeting its constraint, of every proxied module the
+        configurations under `path` call, and of the modules those call in turn
+        (gitreg/module_proxy/prefetch.py). A module's failure is recorded in the
+        result, not raised; ConfigError when `path` is no directory."""
+        return await prefetch(self, self.blobs, path, report)
 
     def cached_versions(self) -> list[ProxiedVersion]:
         """Every cached module version. Blocking."""
