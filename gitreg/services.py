@@ -115,6 +115,9 @@ def build_services(settings: Settings) -> Services:
     signer = UrlSigner(secrets, settings.signed_url_ttl)
     access = Access(settings, auth, cache, signer)
     provider_docs: ProviderDocsIndex = ProviderDocsStore(shared)
+    provider_documenter = ProviderDocumenter(
+        provider_store, provider_docs, git, publisher.fetch_mirror, cache.invalidate
+    )
     provider_keys = KeyManager(settings, provider_store, secrets)
     providers = ProviderPublisher(
         settings,
@@ -122,9 +125,7 @@ def build_services(settings: Settings) -> Services:
         blobs,
         cache.invalidate,
         keys=provider_keys,
-        documenter=ProviderDocumenter(
-            provider_store, provider_docs, git, publisher.fetch_mirror, cache.invalidate
-        ),
+        documenter=provider_documenter,
     )
     uploads = open_upload_store(settings, blobs)
     provider_service = ProviderService(

@@ -16,7 +16,7 @@ sync`), an HTTP upload from CI, and `gitreg provider publish DIR`. Each hands
 6. every zip's layout, and its h1 hash under limits (P4);
 7. protocols come from the manifest's `metadata.protocol_versions`, else 5.0.
 
-Then (`store`) the blobs are written (durable first), and the version with its
+Then (`record`) the blobs are written (durable first), and the version with its
 packages is recorded in one transaction (S2), under a per-provider lock.
 """
 

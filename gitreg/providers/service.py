@@ -222,7 +222,7 @@ class ProviderService:
         """A new key gitreg signs the namespace's SHA256SUMS with; BadRequest for
         an algorithm Terraform 1.0.x cannot verify or gitreg does not know."""
         key = self._keys.generate(check_provider_namespace(namespace), algorithm)
-        return GeneratedKey(key, self._keys.secrets.where(self._keys.secret_name(key)))
+        return GeneratedKey(key, self._keys.secret_location(key))
 
     def retire_key(self, namespace: str, key_id: str) -> KeyUse:
         """Stop a key signing or verifying new versions; those it signed keep
