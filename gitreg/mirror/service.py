@@ -12,10 +12,10 @@ for the platforms in `mirror_platforms` are fetched and verified together
 wait for it (single-flight, M2). A package that fails is remembered for
 `RETRY_AFTER` seconds so a broken upstream is not hammered, and is never
 stored (M1). Stored packages are never replaced (M4). The download and its
-checks are gitreg/mirror/fetch.py's; a cold miss of a zip is sent to its
-requests while it arrives, its tail held back until its sha256 is the signed one
-(gitreg/mirror/fill.py, issue 16 target 6), and a cold VERSION.json lists `zh:`
-from the verified SHA256SUMS for packages on their way (`_cold_version`).
+checks are gitreg/mirror/fetch.py's; a cold miss of a zip is sent to its requests
+while it arrives, its tail held back until its sha256 is the signed one
+(gitreg/mirror/fill.py), and a cold VERSION.json lists `zh:` from the verified
+SHA256SUMS for packages on their way (`_cold_version`).
 
 Warm hits read pre-serialised bytes from the metadata cache: no JSON encoding,
 no database access, no write. Every write here invalidates this process's
@@ -37,17 +37,18 @@ from gitreg.auth.service import Access, Credentials
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import ConstraintError, GitregError, NotFound, UpstreamError, UpstreamNotFound
+from gitreg.errors import GitregError, NotFound, UpstreamError, UpstreamNotFound
 from gitreg.metrics import service as metrics
 from gitreg.mirror.bodies import (
     HostedView,
     archive_filename,
     archives_body,
+    check_version,
     hosted_view,
     parse_archive_filename,
     sorted_versions,
 )
-from gitreg.mirror.downloads import ArrivingZip, JsonFile, MirrorFile, StoredZip, sign_archives
+from gitreg.mirror.downloads import MirrorFile, mirror_file
 from gitreg.mirror.export import ExportResult, export_static
 from gitreg.mirror.fetch import PackageFetcher
 from gitreg.mirror.fill import PackageFill
@@ -61,7 +62,6 @@ from gitreg.providers.package import PackageLimits
 from gitreg.providers.store import ProviderIndex
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
-from gitreg.versions import Version, parse_version
 
 log = logging.getLogger("gitreg.mirror")
 
@@ -112,43 +112,13 @@ class MirrorService:
         """Close the connections to the upstreams (they belong to one event loop)."""
         await self._upstream.aclose()
 
-    # -- a reader's request -------------------------------------------------------------
-
     async def file(
         self, who: Credentials, address: ProviderAddress, name: str, directory: str, head: bool
     ) -> MirrorFile:
-        """The mirror file `name` of `address`, asked for at the URL path
-        `directory` (its VERSION.json's zip URLs are signed for paths below it).
-
-        Hosted and upstream providers alike follow namespace visibility: with
-        `read_default = "token"` a locked-down registry serves nothing, mirrored
-        public providers included, without a read token (unless the operator marks
-        such a namespace public). A zip URL with a signature needs no token: the
-        signed URL VERSION.json handed out is the proof instead (U2). A HEAD for a
-        zip waits for the whole zip, to answer its true length. NotFound for a
-        name the protocol does not have."""
-        if name.endswith(".zip") and "signature" in who.query:
-            self._access.verify_signature(who)
-            private = True
-        else:
-            private = await self._access.require_read(
-                who, address.namespace, f"provider {address} not found"
-            )
-        if name == "index.json":
-            return JsonFile(await self.index_json(address), revalidate=True)
-        if name.endswith(".json"):
-            body = await self.version_json(address, name[: -len(".json")])
-            if private:  # signed URLs expire: never cached, never an old ETag
-                return JsonFile(sign_archives(self._signer, body, directory), revalidate=False)
-            return JsonFile(body, revalidate=True)
-        if name.endswith(".zip"):
-            if head:
-                return StoredZip(await self.archive_sha256(address, name))
-            found = await self.archive(address, name)
-            if isinstance(found, str):
-                return StoredZip(found)
-            return ArrivingZip(found, private)
-        raise NotFound(f"no such mirror file {name[:120]!r}")
+        """The file `name` of `address` asked for at URL path `directory` (downloads.py)."""
+        return await mirror_file(
+            self, self._access, self._signer, who, address, name, directory, head
+        )
 
     # -- the cache's contents -----------------------------------------------------------
 
@@ -157,9 +127,8 @@ class MirrorService:
     ) -> list[MirrorPackage]:
         """The packages pulled through and kept: every one, or those of one
         provider (and version). Blocking."""
-        if address is not None:
-            return self._store.packages(address.key, version)
-        return [p for key in self._store.cached_provider_keys() for p in self._store.packages(key)]
+        keys = [address.key] if address else self._store.cached_provider_keys()
+        return [p for key in keys for p in self._store.packages(key, version)]
 
     def export(self, dest: Path, platforms: tuple[str, ...]) -> ExportResult:
         """Write the cache, and gitreg's own providers under its own hostnames, as
@@ -220,7 +189,8 @@ class MirrorService:
         index = self._store.index(address.key)
         if index is None:
             return None
-        return json_bytes({"versions": {v: {} for v in sorted_versions(_names(index))}})
+        names = [v.version for v in index.versions]
+        return json_bytes({"versions": {v: {} for v in sorted_versions(names)}})
 
     async def current_index(self, address: ProviderAddress, force: bool = False) -> CachedIndex:
         """The upstream's version list: fresh, re-fetched, or stale within the window."""
@@ -274,7 +244,7 @@ class MirrorService:
     # -- VERSION.json -------------------------------------------------------------------
 
     async def version_json(self, address: ProviderAddress, version: str) -> bytes:
-        _check_version(address, version)
+        check_version(address, version)
         if self.is_local(address):
             bodies = (await self.hosted_view(address)).version_bodies
             if version not in bodies:
@@ -371,7 +341,7 @@ class MirrorService:
         """The zip's sha256 when it is here; on a cold miss, its fill in progress,
         which the caller may stream from as it arrives (gitreg/mirror/fill.py)."""
         version, platform = parse_archive_filename(address.type, filename)
-        _check_version(address, version)
+        check_version(address, version)
         if self.is_local(address):
             sha256 = (await self.hosted_view(address)).archives.get((version, platform))
             if sha256 is None:
@@ -505,17 +475,6 @@ class MirrorService:
                 stored.sha256,
             )
         return stored
-
-
-def _names(index: CachedIndex) -> list[str]:
-    return [v.version for v in index.versions]
-
-
-def _check_version(address: ProviderAddress, version: str) -> Version:
-    try:
-        return parse_version(version)
-    except ConstraintError as exc:
-        raise NotFound(f"provider {address} has no version {version[:80]!r}") from exc
 
 
 def build_mirror(
