@@ -36,7 +36,6 @@ from gitreg.metrics import service as metrics
 from gitreg.mirror import http as mirror
 from gitreg.modules import http as modules
 from gitreg.providers import http as providers
-from gitreg.providers.uploads import UploadStaging
 from gitreg.server import http as health
 from gitreg.server.access_log import AccessLog
 from gitreg.server.limits import limit_malloc_arenas
@@ -121,8 +120,7 @@ async def _clean_staging_forever(svc: Services) -> None:
 
 
 def _clean_staging(svc: Services, ttl: float) -> None:
-    staging = UploadStaging.for_settings(svc.uploads, svc.staged_bytes, svc.settings)
-    uploads = staging.remove_stale(ttl)
+    uploads = svc.provider_service.remove_stale_uploads()
     temps = svc.blobs.remove_stale_temp_files(older_than=ttl)
     if uploads or temps:
         log.info("removed %d expired staged upload(s), %d blob temp file(s)", uploads, temps)
@@ -180,7 +178,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             yield
         finally:
             await run_in_threadpool(runner.stop)
-            await services.mirror.upstream.aclose()
+            await services.mirror.aclose()
             for task in (watcher, cleaner, keys, counts):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

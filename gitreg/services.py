@@ -38,9 +38,12 @@ from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store import ModuleProxyIndex
 from gitreg.module_proxy.store_sql import ModuleProxyStore
 from gitreg.modules.service import Publisher
-from gitreg.providers.service import ProviderPublisher
+from gitreg.providers.ingest import ProviderPublisher
+from gitreg.providers.keys import KeyManager
+from gitreg.providers.service import ProviderService
 from gitreg.providers.store import ProviderIndex
 from gitreg.providers.store_sql import ProviderStore
+from gitreg.providers.uploads import UploadStaging
 from gitreg.repositories.service import Repositories
 from gitreg.repositories.store import RegistrationIndex
 from gitreg.repositories.store_sql import RegistrationStore
@@ -83,6 +86,7 @@ class Services:
     catalog_service: Catalog  # listing, search, records and documentation of the catalog
     staged_bytes: StagedBytesIndex  # what staged uploads hold, for the quotas
     repositories: Repositories
+    provider_service: ProviderService  # hosted providers: protocol, uploads, keys, publishing
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -146,17 +150,35 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     docs = Documenter(index, catalog, git, on_change=cache.invalidate)
     publisher = Publisher(settings, index, blobs, git, on_change=cache.invalidate, docs=docs)
     jobs = JobQueue(job_store, settings)
-    access = Access(settings, auth, cache, UrlSigner(secrets, settings.signed_url_ttl))
-    providers = ProviderPublisher(
-        settings, provider_store, blobs, cache.invalidate, secrets=secrets
-    )
-    access.add_blob_owners(providers.store.blob_owners)
-    access.add_blob_owners(mirror_store.blob_owners)
+    signer = UrlSigner(secrets, settings.signed_url_ttl)
+    access = Access(settings, auth, cache, signer)
     provider_docs: ProviderDocsIndex = ProviderDocsStore(shared)
     provider_documenter = ProviderDocumenter(
         provider_store, provider_docs, git, publisher.fetch_mirror, cache.invalidate
     )
-    providers.documenter = provider_documenter
+    provider_keys = KeyManager(settings, provider_store, secrets)
+    providers = ProviderPublisher(
+        settings,
+        provider_store,
+        blobs,
+        cache.invalidate,
+        keys=provider_keys,
+        documenter=provider_documenter,
+    )
+    uploads = open_upload_store(settings, blobs)
+    staged_bytes: StagedBytesIndex = StagedBytesStore(shared)
+    provider_service = ProviderService(
+        store=provider_store,
+        publisher=providers,
+        keys=provider_keys,
+        staging=UploadStaging.for_settings(uploads, staged_bytes, settings),
+        cache=cache,
+        access=access,
+        repos=index,
+        max_package_bytes=settings.max_provider_package_bytes,
+    )
+    access.add_blob_owners(provider_store.blob_owners)
+    access.add_blob_owners(mirror_store.blob_owners)
     counts: DownloadCountIndex = DownloadCountStore(shared)
     proxy_store: ModuleProxyIndex = ModuleProxyStore(shared)
     access.add_blob_owners(proxy_store.blob_owners)
@@ -192,11 +214,11 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         access,
         auth,
         providers,
-        build_mirror(settings, mirror_store, blobs, cache, providers.store),
+        build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),
         RegistrationStore(shared),
-        SyncService(index, publisher, providers),
+        SyncService(index, publisher, provider_service),
         secrets,
-        open_upload_store(settings, blobs),
+        uploads,
         ModuleProxyService(
             proxy_options(settings), proxy_store, blobs, cache, settings.data_dir / "proxy-tmp"
         ),
@@ -206,8 +228,9 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         DownloadCounter(counts, index, provider_store),
         searches,
         catalog_service=catalog_service,
-        staged_bytes=StagedBytesStore(shared),
+        staged_bytes=staged_bytes,
         repositories=_repositories(settings, shared, provider_store, secrets, publisher, jobs),
+        provider_service=provider_service,
     )
 
 

@@ -57,7 +57,7 @@ def list_jobs(svc: Services, args: argparse.Namespace) -> int:
     print(", ".join(f"{n} {state}" for state, n in counts.items() if n) or "no jobs")
     for job in jobs:
         print(_line(svc, job))
-    moves = svc.module_proxy.store.moves()
+    moves = svc.module_proxy.moves()
     if moves:
         # Cached public modules whose upstream tag moved (docs/module-proxy.md).
         print(f"{len(moves)} moved upstream tag(s) of cached modules; see `gitreg modules proxied`")

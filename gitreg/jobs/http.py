@@ -116,7 +116,7 @@ async def conflicts(request: Request) -> Response:
             ],
             # Upstream tags of cached public modules that moved (issue 17):
             # the first bytes keep serving, as for own moved tags above.
-            "module_proxy_moves": [dataclasses.asdict(m) for m in svc.module_proxy.store.moves()],
+            "module_proxy_moves": [dataclasses.asdict(m) for m in svc.module_proxy.moves()],
         }
 
     return json_response(json_bytes(await run_in_threadpool(build)))

@@ -13,6 +13,8 @@ cache of provider registries, served with the provider network mirror protocol
     singleflight one fetch per missing thing however many requests wait (M2)
     fetch        one package downloaded into the blob store and verified there
     fill         a package being pulled through, readable by requests as it arrives
+    downloads    what a file request gets; VERSION.json with signed zip URLs
+    sync         `mirror sync`: the versions `terraform init` would pick, fetched
     service      the cache itself: fills, stale-if-error, verified storage
     export       the static mirror layout
 """

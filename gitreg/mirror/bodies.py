@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gitreg.addresses import PLATFORM_RE
+from gitreg.addresses import PLATFORM_RE, ProviderAddress
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import NotFound
+from gitreg.errors import ConstraintError, NotFound
 from gitreg.mirror.hosted import HostedProvider
-from gitreg.versions import parse_version
+from gitreg.versions import Version, parse_version
 
 
 def archive_filename(type_: str, version: str, platform: str) -> str:
@@ -31,6 +31,14 @@ def parse_archive_filename(type_: str, filename: str) -> tuple[str, str]:
     if not PLATFORM_RE.match(platform):
         raise NotFound(f"no such file {filename[:120]!r}")
     return parts[0], platform
+
+
+def check_version(address: ProviderAddress, version: str) -> Version:
+    """A version named in a request; NotFound when it is none (so no upstream is asked)."""
+    try:
+        return parse_version(version)
+    except ConstraintError as exc:
+        raise NotFound(f"provider {address} has no version {version[:80]!r}") from exc
 
 
 def sorted_versions(versions: list[str]) -> list[str]:

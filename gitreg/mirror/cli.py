@@ -1,11 +1,9 @@
 """`gitreg mirror sync PATH`, `gitreg mirror export DIR`, `gitreg mirror list`.
 
-`sync` is `terraform providers mirror`, but into the server's cache: it reads
-the configuration (gitreg.mirror.config), picks the versions `terraform init`
-would pick (gitreg.versions), and fetches and verifies their
-packages for the chosen platforms, showing progress. The running server sees
-them at once (it shares the data dir). `export` writes what the mirror holds
-as a static mirror directory for air-gapped sites.
+`sync` is `terraform providers mirror`, but into the server's cache
+(gitreg/mirror/sync.py), showing progress. The running server sees the packages
+at once (it shares the data dir). `export` writes what the mirror holds as a
+static mirror directory for air-gapped sites.
 """
 
 from __future__ import annotations
@@ -15,21 +13,15 @@ import asyncio
 import json
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from gitreg.addresses import ProviderAddress, check_platform
+from gitreg.addresses import check_platform
 from gitreg.cli_handlers import ReadOnly
-from gitreg.errors import GitregError, NotFound
-from gitreg.mirror.config import RootConfiguration, read_configurations
-from gitreg.mirror.export import export_static
 from gitreg.mirror.service import MirrorService
-from gitreg.mirror.store import MirrorPackage
+from gitreg.mirror.sync import Selection, megabytes
 from gitreg.mirror.upstream import Progress
-from gitreg.module_proxy.export import export_modules
 from gitreg.services import Services
-from gitreg.versions import Constraints, Version, parse_version
 
 Parser = argparse.ArgumentParser
 
@@ -113,47 +105,29 @@ class Reporter:
             return
         self._drawn = now
         parts = [
-            f"{label.rsplit(' ', 1)[-1]} {_mb(done)}/{_mb(total) if total else '?'}"
+            f"{label.rsplit(' ', 1)[-1]} {megabytes(done)}/{megabytes(total) if total else '?'}"
             for label, (done, total) in self.active.items()
         ]
         self.out.write(("\r\x1b[Kfetching: " + ", ".join(parts))[:200])
         self.out.flush()
 
 
-def _mb(size: int | None) -> str:
-    return f"{(size or 0) / 1e6:.1f} MB"
-
-
 # -- sync -------------------------------------------------------------------------------
-
-
-@dataclass
-class Selection:
-    root: Path
-    address: ProviderAddress
-    constraints: Constraints
-    version: str | None = None
-    locked: bool = False
-    lock_hashes: tuple[str, ...] = ()
-    error: str = ""
-    packages: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def sync_command(svc: Services, path: Path, platforms: list[str], as_json: bool) -> int:
     chosen = tuple(dict.fromkeys(check_platform(p) for p in platforms))
-    roots = read_configurations(path)
-    return asyncio.run(_sync(svc.mirror, roots, chosen, as_json))
+    return asyncio.run(_sync(svc.mirror, path, chosen, as_json))
 
 
 async def _sync(
-    mirror: MirrorService, roots: list[RootConfiguration], platforms: tuple[str, ...], as_json: bool
+    mirror: MirrorService, path: Path, platforms: tuple[str, ...], as_json: bool
 ) -> int:
     report = Reporter(sys.stdout, quiet=as_json)
     try:
-        selections = await _select(mirror, roots, report)
-        await _fetch(mirror, selections, platforms, report)
+        selections = await mirror.sync(path, platforms, report)
     finally:
-        await mirror.upstream.aclose()
+        await mirror.aclose()  # its connections belong to this command's event loop
     failed = [s for s in selections if s.error] + [
         s for s in selections for p in s.packages.values() if p["status"] != "ok"
     ]
@@ -166,107 +140,6 @@ async def _sync(
             f" {len(failed)} problem(s)"
         )
     return 1 if failed else 0
-
-
-async def _select(
-    mirror: MirrorService, roots: list[RootConfiguration], report: Reporter
-) -> list[Selection]:
-    selections: list[Selection] = []
-    for root in roots:
-        for note in root.notes:
-            report.line(f"note: {note}")
-        for address, constraints in sorted(root.requirements.items()):
-            selection = Selection(root.path, address, constraints)
-            selections.append(selection)
-            shown = str(constraints) or "any version"
-            try:
-                await _choose(mirror, root, selection)
-            except GitregError as exc:
-                selection.error = str(exc)
-                report.line(f"FAIL {address} ({shown}): {exc}")
-                continue
-            if selection.version is None:
-                report.line(f"skip {address}: served from gitreg's own providers")
-            else:
-                how = "locked" if selection.locked else "newest match"
-                report.line(f"{address} {shown} -> {selection.version} ({how}, {root.path})")
-    return selections
-
-
-async def _choose(mirror: MirrorService, root: RootConfiguration, selection: Selection) -> None:
-    """Terraform's choice (providercache installer): the lock file's version if it
-    still meets the constraints, else the newest version that does."""
-    address, constraints = selection.address, selection.constraints
-    if mirror.is_local(address):
-        return
-    mirror.check_allowed(address)
-    index = await mirror.current_index(address, force=True)
-    available = [parse_version(v.version) for v in index.versions]
-    locked = root.locks.get(address)
-    chosen: Version | None
-    if locked is not None:
-        if not constraints.allows(locked.version):
-            raise GitregError(
-                f"the lock file selects {locked.version}, which does not meet {constraints};"
-                " terraform init would fail too (run terraform init -upgrade)"
-            )
-        if locked.version not in available:
-            raise NotFound(f"the locked version {locked.version} is not offered upstream")
-        chosen, selection.locked, selection.lock_hashes = locked.version, True, locked.hashes
-    else:
-        chosen = constraints.newest(available)
-    if chosen is None:
-        raise NotFound(f"no available version matches {str(constraints) or 'any version'}")
-    selection.version = str(chosen)
-
-
-async def _fetch(
-    mirror: MirrorService,
-    selections: list[Selection],
-    platforms: tuple[str, ...],
-    report: Reporter,
-) -> None:
-    jobs: dict[tuple[ProviderAddress, str, str], list[Selection]] = {}
-    for selection in selections:
-        if selection.error or selection.version is None:
-            continue
-        index = await mirror.current_index(selection.address)
-        listed = next(v for v in index.versions if v.version == selection.version)
-        wanted = platforms or tuple(
-            p for p in mirror.options.platforms if not listed.platforms or p in listed.platforms
-        )
-        for platform in wanted:
-            jobs.setdefault((selection.address, selection.version, platform), []).append(selection)
-
-    async def one(address: ProviderAddress, version: str, platform: str) -> None:
-        label = f"{address} {version} {platform}"
-        try:
-            package = await mirror.ensure_package(
-                address, version, platform, report.progress(label)
-            )
-        except GitregError as exc:
-            result: dict[str, Any] = {"status": "failed", "error": str(exc)}
-            report.line(f"FAIL {label}: {exc}")
-        else:
-            result = {"status": "ok", "h1": package.h1, "zh": package.zh, "size": package.size}
-            report.line(f"  ok {label} ({_mb(package.size)}, signed by {package.key_id})")
-            for selection in jobs[(address, version, platform)]:
-                _check_lock(selection, package, report)
-        finally:
-            report.finished(label)
-        for selection in jobs[(address, version, platform)]:
-            selection.packages[platform] = result
-
-    await asyncio.gather(*(one(*job) for job in jobs))
-
-
-def _check_lock(selection: Selection, package: MirrorPackage, report: Reporter) -> None:
-    # `terraform init` refuses a package matching none of the lock file's hashes.
-    if selection.lock_hashes and not {package.h1, package.zh} & set(selection.lock_hashes):
-        report.line(
-            f"warning: {selection.address} {package.version} {package.platform} matches none of"
-            f" the hashes in {selection.root}/.terraform.lock.hcl; terraform init would refuse it"
-        )
 
 
 def _as_json(selection: Selection) -> dict[str, Any]:
@@ -286,19 +159,19 @@ def _as_json(selection: Selection) -> dict[str, Any]:
 
 def export_command(svc: Services, dest: Path, platforms: list[str]) -> int:
     chosen = tuple(dict.fromkeys(check_platform(p) for p in platforms))
-    result = export_static(svc.mirror, dest, chosen)
+    result = svc.mirror.export(dest, chosen)
     for note in result.notes:
         print(f"note: {note}")
     print(
         f"exported {result.providers} provider(s), {result.versions} version(s),"
-        f" {result.packages} package(s) ({_mb(result.bytes_written)} written) to {dest}"
+        f" {result.packages} package(s) ({megabytes(result.bytes_written)} written) to {dest}"
     )
     print(
         "serve it over https as a network_mirror, or point a filesystem_mirror at it"
         " (its zips are in the packed layout); see docs/mirror.md"
     )
     # Cached public modules go along for another gitreg (docs/module-proxy.md).
-    modules = export_modules(svc.module_proxy.store, svc.blobs, dest)
+    modules = svc.module_proxy.export(dest)
     if modules.versions:
         print(
             f"exported {modules.versions} cached module version(s) to {dest / 'modules'};"
@@ -308,18 +181,16 @@ def export_command(svc: Services, dest: Path, platforms: list[str]) -> int:
 
 
 def list_command(svc: Services, as_json: bool) -> int:
-    store = svc.mirror.store
     rows: list[dict[str, Any]] = [
         {
-            "provider": key,
+            "provider": p.provider_key,
             "version": p.version,
             "platform": p.platform,
             "size": p.size,
             "hashes": [p.h1, p.zh],
             "signed_by": p.key_id,
         }
-        for key in store.cached_provider_keys()
-        for p in store.packages(key)
+        for p in svc.mirror.cached_packages()
     ]
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -327,5 +198,5 @@ def list_command(svc: Services, as_json: bool) -> int:
     if not rows:
         print("the mirror cache is empty; fill it with `gitreg mirror sync PATH`")
     for row in rows:
-        print(f"{row['provider']} {row['version']} {row['platform']} {_mb(row['size'])}")
+        print(f"{row['provider']} {row['version']} {row['platform']} {megabytes(row['size'])}")
     return 0

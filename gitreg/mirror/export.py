@@ -27,8 +27,8 @@ from pathlib import Path
 
 from gitreg.canonical_json import json_bytes
 from gitreg.mirror.bodies import archive_filename
-from gitreg.mirror.hosted import HostedPackage
-from gitreg.mirror.service import MirrorService
+from gitreg.mirror.hosted import HostedPackage, HostedProvider
+from gitreg.mirror.store import MirrorIndex
 from gitreg.storage.blobs import BlobStore
 from gitreg.versions import parse_version
 
@@ -78,7 +78,7 @@ def _copy_blob(blobs: BlobStore, sha256: str, target: Path) -> None:
 
 
 def _write_provider(
-    mirror: MirrorService,
+    blobs: BlobStore,
     directory: Path,
     type_: str,
     versions: Mapping[str, Iterable[HostedPackage]],
@@ -99,7 +99,7 @@ def _write_provider(
             name = archive_filename(type_, version, package.platform)
             target = directory / name
             if not _same_file(target, package.sha256, package.size):
-                _copy_blob(mirror.blobs, package.sha256, target)
+                _copy_blob(blobs, package.sha256, target)
                 result.bytes_written += package.size
             archives[package.platform] = {
                 "url": name,
@@ -113,20 +113,26 @@ def _write_provider(
     result.providers += 1
 
 
-def export_static(mirror: MirrorService, dest: Path, platforms: tuple[str, ...]) -> ExportResult:
+def export_static(
+    store: MirrorIndex,
+    blobs: BlobStore,
+    hosted: list[HostedProvider],
+    hostnames: list[str],
+    dest: Path,
+    platforms: tuple[str, ...],
+) -> ExportResult:
+    """Write the cached packages, and gitreg's own providers under each of
+    `hostnames`, for `platforms` (every platform when empty)."""
     result = ExportResult()
     dest.mkdir(parents=True, exist_ok=True)
-    store = mirror.store
     for key in store.cached_provider_keys():
         hostname, namespace, type_ = key.split("/")
         grouped: dict[str, list[HostedPackage]] = {}
         for p in store.packages(key):
             grouped.setdefault(p.version, []).append(HostedPackage.from_mirror(p))
         _write_provider(
-            mirror, dest / hostname / namespace / type_, type_, dict(grouped), platforms, result
+            blobs, dest / hostname / namespace / type_, type_, dict(grouped), platforms, result
         )
-    hosted = mirror.hosted.all() if mirror.hosted is not None else []
-    hostnames = sorted(mirror.options.local_hostnames)
     if hosted and not hostnames:
         result.notes.append(
             "gitreg's own providers were not exported: set public_url or mirror_hostnames"
@@ -136,5 +142,5 @@ def export_static(mirror: MirrorService, dest: Path, platforms: tuple[str, ...])
         for provider in hosted:
             directory = dest / hostname / provider.namespace / provider.type
             versions = {v: list(ps) for v, ps in provider.versions.items()}
-            _write_provider(mirror, directory, provider.type, versions, platforms, result)
+            _write_provider(blobs, directory, provider.type, versions, platforms, result)
     return result

@@ -30,8 +30,7 @@ from gitreg.addresses import ProviderAddress, provider_address
 from gitreg.api.blobs import blob_response
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
-from gitreg.errors import NotFound
-from gitreg.mirror.downloads import version_json
+from gitreg.mirror.downloads import JsonFile, StoredZip
 from gitreg.mirror.http_stream import fill_response
 from gitreg.services import services
 
@@ -55,39 +54,18 @@ async def mirror_file(request: Request) -> Response:
     address: ProviderAddress = provider_address(
         params["hostname"], params["namespace"], params["type"]
     )
-    svc = services(request)
-    mirror = svc.mirror
-    # Hosted and upstream providers alike follow namespace visibility: with
-    # `read_default = "token"` a locked-down registry serves nothing, mirrored
-    # public providers included, without a read token (unless the operator
-    # marks such a namespace public with `gitreg namespace set NS --public`).
-    name: str = params["file"]
-    if name.endswith(".zip") and "signature" in request.query_params:
-        # Terraform fetches zips without credentials: the signed URL that
-        # VERSION.json handed out is the proof instead of a token (U2).
-        svc.access.verify_signature(credentials(request))
-        private = True
-    else:
-        private = await svc.access.require_read(
-            credentials(request), address.namespace, f"provider {address} not found"
-        )
-    if name == "index.json":
-        return _json(request, await mirror.index_json(address))
-    if name.endswith(".json"):
-        directory = request.url.path.rsplit("/", 1)[0]
-        version = name[: -len(".json")]
-        body = await version_json(mirror, svc.access.signer, address, version, directory, private)
-        # Signed URLs expire, so a signed body is never cached or given an old ETag.
-        return json_response(body) if private else _json(request, body)
-    if name.endswith(".zip"):
-        if request.method == "HEAD":  # the true Content-Length: only once it is here
-            sha256 = await mirror.archive_sha256(address, name)
-            return await blob_response(request, sha256, "application/zip")
-        found = await mirror.archive(address, name)
-        if isinstance(found, str):
-            return await blob_response(request, found, "application/zip")
-        return await fill_response(request, found, private)  # a cold miss, sent as it arrives
-    raise NotFound(f"no such mirror file {name[:120]!r}")
+    found = await services(request).mirror.file(
+        credentials(request),
+        address,
+        params["file"],
+        request.url.path.rsplit("/", 1)[0],
+        request.method == "HEAD",
+    )
+    if isinstance(found, JsonFile):
+        return _json(request, found.body) if found.revalidate else json_response(found.body)
+    if isinstance(found, StoredZip):
+        return await blob_response(request, found.sha256, "application/zip")
+    return await fill_response(request, found.fill, found.private)  # sent as it arrives
 
 
 def routes() -> list[Route]:

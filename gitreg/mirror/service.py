@@ -12,10 +12,10 @@ for the platforms in `mirror_platforms` are fetched and verified together
 wait for it (single-flight, M2). A package that fails is remembered for
 `RETRY_AFTER` seconds so a broken upstream is not hammered, and is never
 stored (M1). Stored packages are never replaced (M4). The download and its
-checks are gitreg/mirror/fetch.py's; a cold miss of a zip is sent to its
-requests while it arrives, its tail held back until its sha256 is the signed one
-(gitreg/mirror/fill.py, issue 16 target 6), and a cold VERSION.json lists `zh:`
-from the verified SHA256SUMS for packages on their way (`_cold_version`).
+checks are gitreg/mirror/fetch.py's; a cold miss of a zip is sent to its requests
+while it arrives, its tail held back until its sha256 is the signed one
+(gitreg/mirror/fill.py), and a cold VERSION.json lists `zh:` from the verified
+SHA256SUMS for packages on their way (`_cold_version`).
 
 Warm hits read pre-serialised bytes from the metadata cache: no JSON encoding,
 no database access, no write. Every write here invalidates this process's
@@ -28,34 +28,40 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio.to_thread
 
 from gitreg.addresses import ProviderAddress
+from gitreg.auth.service import Access, Credentials
+from gitreg.auth.signed_urls import UrlSigner
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import ConstraintError, GitregError, NotFound, UpstreamError, UpstreamNotFound
+from gitreg.errors import GitregError, NotFound, UpstreamError, UpstreamNotFound
 from gitreg.metrics import service as metrics
 from gitreg.mirror.bodies import (
     HostedView,
     archive_filename,
     archives_body,
+    check_version,
     hosted_view,
     parse_archive_filename,
     sorted_versions,
 )
+from gitreg.mirror.downloads import MirrorFile, mirror_file
+from gitreg.mirror.export import ExportResult, export_static
 from gitreg.mirror.fetch import PackageFetcher
 from gitreg.mirror.fill import PackageFill
 from gitreg.mirror.hosted import HostedPackage, HostedProviders
 from gitreg.mirror.options import MirrorOptions, mirror_options
 from gitreg.mirror.singleflight import SingleFlight
 from gitreg.mirror.store import CachedIndex, CachedVersion, MirrorIndex, MirrorPackage
+from gitreg.mirror.sync import Selection, SyncReport, sync_configurations
 from gitreg.mirror.upstream import Progress, UpstreamClient
 from gitreg.providers.package import PackageLimits
 from gitreg.providers.store import ProviderIndex
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
-from gitreg.versions import Version, parse_version
 
 log = logging.getLogger("gitreg.mirror")
 
@@ -80,14 +86,18 @@ class MirrorService:
         blobs: BlobStore,
         cache: MetadataCache[object],
         upstream: UpstreamClient,
+        access: Access,
+        signer: UrlSigner,
         hosted: HostedProviders | None = None,
     ) -> None:
-        self.options = options
-        self.store = store
+        self._options = options
+        self._store = store
         self.blobs = blobs
         self.cache = cache
-        self.upstream = upstream
-        self.hosted = hosted
+        self._upstream = upstream
+        self._access = access
+        self._signer = signer
+        self._hosted = hosted
         self.flight = SingleFlight()  # version lists
         self._fills: dict[tuple[str, str, str], PackageFill] = {}  # packages in flight
         self._fresh: dict[str, float] = {}  # provider key -> monotonic time it was good
@@ -98,13 +108,51 @@ class MirrorService:
         )
         self.fetcher = PackageFetcher(upstream, blobs, limits, options.max_package_bytes)
 
+    async def aclose(self) -> None:
+        """Close the connections to the upstreams (they belong to one event loop)."""
+        await self._upstream.aclose()
+
+    async def file(
+        self, who: Credentials, address: ProviderAddress, name: str, directory: str, head: bool
+    ) -> MirrorFile:
+        """The file `name` of `address` asked for at URL path `directory` (downloads.py)."""
+        return await mirror_file(
+            self, self._access, self._signer, who, address, name, directory, head
+        )
+
+    # -- the cache's contents -----------------------------------------------------------
+
+    def cached_packages(
+        self, address: ProviderAddress | None = None, version: str | None = None
+    ) -> list[MirrorPackage]:
+        """The packages pulled through and kept: every one, or those of one
+        provider (and version). Blocking."""
+        keys = [address.key] if address else self._store.cached_provider_keys()
+        return [p for key in keys for p in self._store.packages(key, version)]
+
+    def export(self, dest: Path, platforms: tuple[str, ...]) -> ExportResult:
+        """Write the cache, and gitreg's own providers under its own hostnames, as
+        a static mirror in `dest` (gitreg/mirror/export.py); every platform when
+        `platforms` is empty. Blocking."""
+        hosted = self._hosted.all() if self._hosted is not None else []
+        hostnames = sorted(self._options.local_hostnames)
+        return export_static(self._store, self.blobs, hosted, hostnames, dest, platforms)
+
+    async def sync(
+        self, path: Path, platforms: tuple[str, ...], report: SyncReport
+    ) -> list[Selection]:
+        """Pre-fill the cache for the Terraform configurations under `path`, as
+        `terraform init` would choose (gitreg/mirror/sync.py), for `platforms`, else
+        for the configured `mirror_platforms` each version offers."""
+        return await sync_configurations(self, path, platforms, self._options.platforms, report)
+
     # -- which source ------------------------------------------------------------------
 
     def is_local(self, address: ProviderAddress) -> bool:
-        return address.hostname in self.options.local_hostnames
+        return address.hostname in self._options.local_hostnames
 
     def check_allowed(self, address: ProviderAddress) -> None:
-        if not self.options.allowed(address):
+        if not self._options.allowed(address):
             raise NotFound(
                 f"{address} is not mirrored here: its hostname/namespace is not in"
                 " mirror_allow, and no upstream is mapped for its hostname"
@@ -112,7 +160,7 @@ class MirrorService:
 
     async def hosted_view(self, address: ProviderAddress) -> HostedView:
         """gitreg's own provider, with its JSON answers serialised once."""
-        hosted = self.hosted
+        hosted = self._hosted
         found = None
         if hosted is not None:
             found = await self.cache.get(
@@ -138,18 +186,19 @@ class MirrorService:
         return body
 
     def _index_body(self, address: ProviderAddress) -> bytes | None:
-        index = self.store.index(address.key)
+        index = self._store.index(address.key)
         if index is None:
             return None
-        return json_bytes({"versions": {v: {} for v in sorted_versions(_names(index))}})
+        names = [v.version for v in index.versions]
+        return json_bytes({"versions": {v: {} for v in sorted_versions(names)}})
 
     async def current_index(self, address: ProviderAddress, force: bool = False) -> CachedIndex:
         """The upstream's version list: fresh, re-fetched, or stale within the window."""
         good_at = self._fresh.get(address.key)
-        fresh = good_at is not None and time.monotonic() - good_at < self.options.index_ttl
+        fresh = good_at is not None and time.monotonic() - good_at < self._options.index_ttl
         if fresh and not force:
             cached = await self.cache.get(
-                ("mirror-index-record", address.key), lambda: self.store.index(address.key)
+                ("mirror-index-record", address.key), lambda: self._store.index(address.key)
             )
             if isinstance(cached, CachedIndex):
                 metrics.mirror_hit("index")
@@ -160,8 +209,8 @@ class MirrorService:
         except UpstreamNotFound as exc:
             raise NotFound(f"provider {address} not found upstream: {exc}") from exc
         except UpstreamError as exc:
-            stored = await anyio.to_thread.run_sync(self.store.index, address.key)
-            if stored is None or time.time() - stored.fetched_at > self.options.stale_if_error:
+            stored = await anyio.to_thread.run_sync(self._store.index, address.key)
+            if stored is None or time.time() - stored.fetched_at > self._options.stale_if_error:
                 raise
             age = time.time() - stored.fetched_at
             # Stale-if-error (M3): serve the last good list and back off a little.
@@ -170,16 +219,18 @@ class MirrorService:
                 "%s: upstream failed (%s); serving the list from %.0fs ago", address, exc, age
             )
             self._fresh[address.key] = (
-                time.monotonic() - self.options.index_ttl + min(RETRY_AFTER, self.options.index_ttl)
+                time.monotonic()
+                - self._options.index_ttl
+                + min(RETRY_AFTER, self._options.index_ttl)
             )
             return stored
 
     async def _refresh(self, address: ProviderAddress) -> CachedIndex:
-        listed = await self.upstream.versions(address)
+        listed = await self._upstream.versions(address)
         versions = [CachedVersion(v.version, v.protocols, v.platforms) for v in listed]
         now = time.time()
         changed = await anyio.to_thread.run_sync(
-            lambda: self.store.save_index(
+            lambda: self._store.save_index(
                 address.key, address.hostname, address.namespace, address.type, versions, now
             )
         )
@@ -193,7 +244,7 @@ class MirrorService:
     # -- VERSION.json -------------------------------------------------------------------
 
     async def version_json(self, address: ProviderAddress, version: str) -> bytes:
-        _check_version(address, version)
+        check_version(address, version)
         if self.is_local(address):
             bodies = (await self.hosted_view(address)).version_bodies
             if version not in bodies:
@@ -213,13 +264,13 @@ class MirrorService:
         return found
 
     def _build_view(self, address: ProviderAddress, version: str) -> VersionView:
-        packages = tuple(self.store.packages(address.key, version))
+        packages = tuple(self._store.packages(address.key, version))
         have = {p.platform for p in packages}
-        index = self.store.index(address.key)
+        index = self._store.index(address.key)
         offered = next(
             (v.platforms for v in (index.versions if index else ()) if v.version == version), ()
         )
-        wanted = [p for p in self.options.platforms if not offered or p in offered]
+        wanted = [p for p in self._options.platforms if not offered or p in offered]
         body = archives_body(
             address.type, version, [HostedPackage.from_mirror(p) for p in packages]
         )
@@ -242,7 +293,7 @@ class MirrorService:
         held = {p.platform: p for p in view.packages}
         targets = [
             p
-            for p in self.options.platforms
+            for p in self._options.platforms
             if p not in held and (not listed.platforms or p in listed.platforms)
         ]
         results = await asyncio.gather(
@@ -290,7 +341,7 @@ class MirrorService:
         """The zip's sha256 when it is here; on a cold miss, its fill in progress,
         which the caller may stream from as it arrives (gitreg/mirror/fill.py)."""
         version, platform = parse_archive_filename(address.type, filename)
-        _check_version(address, version)
+        check_version(address, version)
         if self.is_local(address):
             sha256 = (await self.hosted_view(address)).archives.get((version, platform))
             if sha256 is None:
@@ -299,7 +350,7 @@ class MirrorService:
         self.check_allowed(address)
         found = await self.cache.get(
             ("mirror-archive", address.key, version, platform),
-            lambda: self.store.package(address.key, version, platform),
+            lambda: self._store.package(address.key, version, platform),
         )
         if isinstance(found, MirrorPackage):
             metrics.mirror_hit("package")
@@ -339,7 +390,7 @@ class MirrorService:
         """The stored package, or the one fill of it in flight (started if none is:
         single-flight, M2). The fill runs on its own: a caller that goes away does
         not cancel it for the others."""
-        stored = await anyio.to_thread.run_sync(self.store.package, address.key, version, platform)
+        stored = await anyio.to_thread.run_sync(self._store.package, address.key, version, platform)
         if stored is not None:
             metrics.mirror_hit("package")
             return stored
@@ -370,7 +421,7 @@ class MirrorService:
         except UpstreamNotFound as exc:
             # A platform the upstream does not have stays absent for a while.
             error: GitregError = NotFound(str(exc))
-            hold = max(RETRY_AFTER, self.options.index_ttl)
+            hold = max(RETRY_AFTER, self._options.index_ttl)
             self._failed[key] = (time.monotonic() + hold, error)
             raise error from exc
         except GitregError as exc:
@@ -390,7 +441,7 @@ class MirrorService:
         self, address: ProviderAddress, version: str, platform: str, fill: PackageFill
     ) -> MirrorPackage:
         what = f"{address} {version} {platform}"
-        info = await self.upstream.download(address, version, platform)
+        info = await self._upstream.download(address, version, platform)
         key_id, package = await self.fetcher.fetch(address, info, what, fill)
         record = MirrorPackage(
             provider_key=address.key,
@@ -413,7 +464,7 @@ class MirrorService:
     def _keep(self, record: MirrorPackage) -> MirrorPackage:
         """The blob is durable already (S2); then the row: a crash leaves at most an
         orphan blob."""
-        stored = self.store.add_package(record)
+        stored = self._store.add_package(record)
         if stored.sha256 != record.sha256:
             log.warning(
                 "%s %s %s: upstream now serves other bytes (%s); keeping the cached %s (M4)",
@@ -426,22 +477,13 @@ class MirrorService:
         return stored
 
 
-def _names(index: CachedIndex) -> list[str]:
-    return [v.version for v in index.versions]
-
-
-def _check_version(address: ProviderAddress, version: str) -> Version:
-    try:
-        return parse_version(version)
-    except ConstraintError as exc:
-        raise NotFound(f"provider {address} has no version {version[:80]!r}") from exc
-
-
 def build_mirror(
     settings: Settings,
     store: MirrorIndex,
     blobs: BlobStore,
     cache: MetadataCache[object],
+    access: Access,
+    signer: UrlSigner,
     providers: ProviderIndex | None = None,
 ) -> MirrorService:
     options = mirror_options(settings)
@@ -451,5 +493,7 @@ def build_mirror(
         blobs,
         cache,
         UpstreamClient(options),
+        access,
+        signer,
         HostedProviders(providers) if providers is not None else None,
     )

@@ -16,8 +16,6 @@ from typing import Any
 
 from gitreg.cli_handlers import ReadOnly
 from gitreg.mirror.cli import Reporter
-from gitreg.module_proxy.export import import_modules
-from gitreg.module_proxy.prefetch import prefetch
 from gitreg.services import Services
 
 Parser = argparse.ArgumentParser
@@ -52,7 +50,7 @@ def register(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
 
 def prefetch_command(svc: Services, path: Path) -> int:
     reporter = Reporter(sys.stdout)
-    result = asyncio.run(prefetch(svc.module_proxy, path, reporter.line))
+    result = asyncio.run(svc.module_proxy.prefetch(path, reporter.line))
     for note in result.notes:
         print(f"note: {note}")
     print(f"cached {len(result.cached)} module version(s), {len(result.failed)} failed")
@@ -65,8 +63,8 @@ def proxied_command(svc: Services, check: bool, as_json: bool) -> int:
     proxy = svc.module_proxy
     if check:
         asyncio.run(proxy.check_moves())
-    versions = proxy.store.versions()
-    moves = proxy.store.moves()
+    versions = proxy.cached_versions()
+    moves = proxy.moves()
     if as_json:
         answer: dict[str, Any] = {
             "versions": [dataclasses.asdict(v) for v in versions],
@@ -87,8 +85,7 @@ def proxied_command(svc: Services, check: bool, as_json: bool) -> int:
 
 
 def import_command(svc: Services, path: Path) -> int:
-    result = import_modules(svc.module_proxy.store, svc.blobs, path)
-    svc.cache.invalidate()
+    result = svc.module_proxy.import_from(path)
     print(
         f"imported {result.versions} module version(s); {result.kept} already cached here were kept"
     )

@@ -20,11 +20,12 @@ import tarfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gitreg.addresses import ModuleAddress, module_address
 from gitreg.errors import BadRequest, ConfigError, GitregError
-from gitreg.module_proxy.service import ModuleProxyService
+from gitreg.module_proxy.store import ProxiedVersion
+from gitreg.storage.blobs import BlobStore
 from gitreg.versions import Constraints, parse_constraints, parse_version
 
 if TYPE_CHECKING:  # python-hcl2 and lark are imported on first parse: this
@@ -64,6 +65,16 @@ class PrefetchResult:
 
 
 Report = Callable[[str], None]
+
+
+class Proxy(Protocol):
+    """What a prefetch asks of the module proxy (gitreg.module_proxy.service)."""
+
+    def handles(self, namespace: str) -> bool: ...
+
+    async def versions(self, address: ModuleAddress) -> list[str]: ...
+
+    async def cached(self, address: ModuleAddress, version: str) -> ProxiedVersion: ...
 
 
 def calls_in_text(text: str, where: str, notes: list[str]) -> Iterator[ModuleCall]:
@@ -127,8 +138,9 @@ def _calls_in_archive(data: bytes, where: str, notes: list[str]) -> list[ModuleC
     return found
 
 
-async def prefetch(service: ModuleProxyService, path: Path, report: Report) -> PrefetchResult:
-    """Cache every matching version of every proxied module called under `path`."""
+async def prefetch(service: Proxy, blobs: BlobStore, path: Path, report: Report) -> PrefetchResult:
+    """Cache every matching version of every proxied module called under `path`;
+    `blobs` holds the archives, read for the calls they make in turn."""
     result = PrefetchResult()
     pending = calls_in_dir(path, result.notes)
     seen: set[tuple[str, str]] = set()
@@ -149,12 +161,13 @@ async def prefetch(service: ModuleProxyService, path: Path, report: Report) -> P
             if (str(call.address), version) in seen:
                 continue
             seen.add((str(call.address), version))
-            pending.extend(await _one(service, call.address, version, result, report))
+            pending.extend(await _one(service, blobs, call.address, version, result, report))
     return result
 
 
 async def _one(
-    service: ModuleProxyService,
+    service: Proxy,
+    blobs: BlobStore,
     address: ModuleAddress,
     version: str,
     result: PrefetchResult,
@@ -170,6 +183,6 @@ async def _one(
         return []
     result.cached.append(label)
     report(f"cached   {label} ({record.commit_sha[:12]}, {record.archive_size} bytes)")
-    with service.blobs.open(record.archive_sha256) as raw:
+    with blobs.open(record.archive_sha256) as raw:
         data = raw.read()
     return _calls_in_archive(data, label, result.notes)

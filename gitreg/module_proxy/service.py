@@ -37,7 +37,9 @@ from gitreg.errors import GitregError, NotAVersion, NotFound, UpstreamError, Ups
 from gitreg.mirror.singleflight import SingleFlight
 from gitreg.module_proxy.archive_source import archive_from_download
 from gitreg.module_proxy.config import ProxyOptions, ProxyUpstream
+from gitreg.module_proxy.export import ModuleTransfer, export_modules, import_modules
 from gitreg.module_proxy.fetch import FetchedArchive, FetchLimits, fetch_archive, remote_commit
+from gitreg.module_proxy.prefetch import PrefetchResult, Report, prefetch
 from gitreg.module_proxy.source import ArchiveSource, GitSource, parse_source
 from gitreg.module_proxy.store import ModuleProxyIndex, ProxiedMove, ProxiedVersion
 from gitreg.module_proxy.upstream import ModuleUpstream
@@ -65,7 +67,7 @@ class ModuleProxyService:
         upstream: ModuleUpstream | None = None,
     ) -> None:
         self.options = options
-        self.store = store
+        self._store = store
         self.blobs = blobs
         self.cache = cache
         self.workdir = workdir
@@ -96,7 +98,7 @@ class ModuleProxyService:
         """Upstream versions (fresh or stale-if-error) plus every cached one, sorted."""
         upstream, module, key = self._upstream(address)
         listed = await self._current(upstream, module, key)
-        cached = await anyio.to_thread.run_sync(self.store.versions, key)
+        cached = await anyio.to_thread.run_sync(self._store.versions, key)
         known = set(listed) | {v.version for v in cached}
         if not known:
             raise NotFound(f"module {address} has no versions upstream or cached")
@@ -118,7 +120,7 @@ class ModuleProxyService:
 
     async def _current(self, upstream: ProxyUpstream, module: str, key: str) -> list[str]:
         good_at = self._fresh.get(key)
-        stored = await anyio.to_thread.run_sync(self.store.index, key)
+        stored = await anyio.to_thread.run_sync(self._store.index, key)
         if stored and good_at is not None and time.monotonic() - good_at < self.options.index_ttl:
             return list(stored.versions)
         try:
@@ -129,7 +131,7 @@ class ModuleProxyService:
             return []  # cached versions still serve; none at all is a 404 above
         except UpstreamError as exc:
             if stored is None or time.time() - stored.fetched_at > self.options.stale_if_error:
-                if await anyio.to_thread.run_sync(self.store.versions, key):
+                if await anyio.to_thread.run_sync(self._store.versions, key):
                     log.warning("%s: upstream failed (%s); serving cached versions only", key, exc)
                     return []
                 raise
@@ -142,7 +144,7 @@ class ModuleProxyService:
     async def _refresh(self, upstream: ProxyUpstream, module: str, key: str) -> list[str]:
         listed = await self.upstream.versions(upstream.host, module)
         now = time.time()
-        await anyio.to_thread.run_sync(lambda: self.store.save_index(key, listed, now))
+        await anyio.to_thread.run_sync(lambda: self._store.save_index(key, listed, now))
         self._fresh[key] = time.monotonic()
         return listed
 
@@ -155,7 +157,7 @@ class ModuleProxyService:
             wanted = str(parse_tag_version(version).without_build())
         except NotAVersion as exc:
             raise NotFound(f"module {address} has no version {version[:64]}") from exc
-        found = await anyio.to_thread.run_sync(self.store.version, key, wanted)
+        found = await anyio.to_thread.run_sync(self._store.version, key, wanted)
         if found is not None:
             return found
         return await self.flight.run(
@@ -192,7 +194,7 @@ class ModuleProxyService:
             archive_size=fetched.size,
             fetched_at=time.time(),
         )
-        stored = await anyio.to_thread.run_sync(self.store.add_version, record)
+        stored = await anyio.to_thread.run_sync(self._store.add_version, record)
         self.cache.invalidate()  # the access snapshot learns the new blob's owner
         if stored.archive_sha256 != fetched.sha256:
             await anyio.to_thread.run_sync(self._drop_lost_archive, stored, fetched.sha256)
@@ -208,7 +210,7 @@ class ModuleProxyService:
         where = f"{stored.module_key} {stored.version}"
         log.info("%s: another fetch recorded it first; this fetch's archive is not used", where)
         try:
-            if not self.store.blob_referenced(sha256) and self.blobs.delete(sha256):
+            if not self._store.blob_referenced(sha256) and self.blobs.delete(sha256):
                 log.info("%s: removed the unused archive %s", where, sha256)
         except GitregError as exc:
             log.warning("%s: cannot remove the unused archive %s: %s", where, sha256, exc)
@@ -262,12 +264,42 @@ class ModuleProxyService:
             location += "?" + access.signer.sign(archive_path(record.archive_sha256))
         return location
 
+    # -- the cache's contents -------------------------------------------------------------
+
+    async def prefetch(self, path: Path, report: Report) -> PrefetchResult:
+        """Cache every version, meeting its constraint, of every proxied module the
+        configurations under `path` call, and of the modules those call in turn
+        (gitreg/module_proxy/prefetch.py). A module's failure is recorded in the
+        result, not raised; ConfigError when `path` is no directory."""
+        return await prefetch(self, self.blobs, path, report)
+
+    def cached_versions(self) -> list[ProxiedVersion]:
+        """Every cached module version. Blocking."""
+        return self._store.versions()
+
+    def moves(self) -> list[ProxiedMove]:
+        """Every recorded upstream ref that moved after its version was cached. Blocking."""
+        return self._store.moves()
+
+    def export(self, dest: Path) -> ModuleTransfer:
+        """Write every cached version and its archive below `dest/modules`, for
+        another gitreg's `import` (gitreg/module_proxy/export.py). Blocking."""
+        return export_modules(self._store, self.blobs, dest)
+
+    def import_from(self, src: Path) -> ModuleTransfer:
+        """Cache the versions an `export` wrote below `src/modules`, each archive
+        verified against its sha256 first; a version cached here already keeps
+        its own bytes. Blocking."""
+        result = import_modules(self._store, self.blobs, src)
+        self.cache.invalidate()  # the access snapshot learns the new blobs' owners
+        return result
+
     # -- moved tags -----------------------------------------------------------------------
 
     async def check_moves(self) -> list[ProxiedMove]:
         """Ask where each cached version's ref points now; record (and return) new moves."""
         found: list[ProxiedMove] = []
-        for record in await anyio.to_thread.run_sync(self.store.versions):
+        for record in await anyio.to_thread.run_sync(self._store.versions):
             move = await self._check_one(record)
             if move is not None:
                 found.append(move)
@@ -289,7 +321,7 @@ class ModuleProxyService:
         move = ProxiedMove(
             record.module_key, record.version, record.ref, record.commit_sha, now, time.time()
         )
-        if not await anyio.to_thread.run_sync(self.store.record_move, move):
+        if not await anyio.to_thread.run_sync(self._store.record_move, move):
             return None
         log.warning(
             "%s %s: upstream ref %s moved from %s to %s; the cached archive is kept",

@@ -16,9 +16,7 @@ import argparse
 from typing import Any
 
 from gitreg.addresses import parse_local_provider_address
-from gitreg.errors import NotFound
 from gitreg.modules import cli as deprecate
-from gitreg.providers.names import check_version
 from gitreg.services import Services
 from gitreg.usage import cli as usage
 
@@ -54,19 +52,8 @@ def module_yank(svc: Services, address: str, version: str, yanked: bool) -> int:
 
 def provider_yank(svc: Services, address: str, version: str, yanked: bool) -> int:
     parsed = parse_local_provider_address(address)
-    version = check_version(version)
-    store = svc.providers.store
-    provider = store.find_provider(parsed.key)
-    if provider is None:
-        raise NotFound(f"provider {parsed} is not registered")
-    found = store.provider_version(provider.id, version)
-    if found is None:
-        raise NotFound(f"provider {provider.address} has no version {version}")
-    changed = found.yanked != yanked
-    if changed:
-        store.set_provider_yanked(provider.id, version, yanked)
-        svc.cache.invalidate()
-    _report(f"provider {provider.address}", version, yanked, changed)
+    done = svc.provider_service.set_yanked(parsed, version, yanked)
+    _report(f"provider {done.address}", done.version, yanked, done.changed)
     return 0
 
 

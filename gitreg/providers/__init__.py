@@ -8,9 +8,12 @@ keys       per-namespace keys: register, generate, retire; private key files
 forges     GitHub and GitLab releases APIs through httpx
 collect    a version's files into a candidate: dist dirs, staged uploads, release assets
 verify     checksums, signature against registered keys, package and manifest checks
-store      blobs then index rows, gitreg's own signing, no-op or 409 on republish
+record     blobs then index rows, gitreg's own signing, no-op or 409 on republish
 ingest     the one publish path every source goes through, and forge release sync
 outcomes   what a sync of forge releases did, release by release
 uploads    staging for CI uploads over HTTP
-webhook    release events (GitHub `release`, GitLab `Release Hook`) to work
+downloads  the `providers.v1` answers: version lists, downloads, served files
+store      what the feature needs from the index; store_sql its SQL implementation
+service    what the outside calls: protocol answers, uploads, keys, publishing, yanks
+http, cli  the protocol's and the uploads' routes; the provider and key commands
 """

@@ -8,23 +8,24 @@ import json
 import os
 import ssl
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitreg.addresses import check_provider_namespace, parse_local_provider_address
 from gitreg.cli_handlers import ReadOnly
-from gitreg.errors import BadRequest, GitError, NotFound, ReleasePending, RemoteError
+from gitreg.errors import BadRequest, RemoteError
 from gitreg.modules.cli_yank import register_provider as register_provider_yank
 from gitreg.providers.collect import collect
 from gitreg.providers.keys import ALGORITHMS
 from gitreg.providers.names import check_version
 from gitreg.providers.outcomes import ProviderSyncResult
+from gitreg.providers.service import KeyUse, ProviderSummary, RepoSync, VersionSummary
 from gitreg.providers.store import ProviderVersionRecord
 from gitreg.repositories.service import RepoSource
 from gitreg.services import Services
 from gitreg.settings import Settings
-from gitreg.versions import latest, sort_key
+from gitreg.versions import latest
 
 if TYPE_CHECKING:  # imported by the upload: every command's parser, `serve`'s
     # too, loads this module (httpx: 2.3 MiB in a serving worker; issue 16)
@@ -48,23 +49,20 @@ def repo_add_provider(svc: Services, args: argparse.Namespace) -> int:
     )
     if args.no_sync:
         return 0
-    return _print_sync(svc, [repo.id])
+    address = parse_local_provider_address(f"{link.namespace}/{link.type}")
+    return _print_sync(svc.provider_service.sync_releases(address))
 
 
-def _print_sync(svc: Services, repo_ids: list[int]) -> int:
+def _print_sync(synced: Iterable[RepoSync]) -> int:
     failed = 0
-    for repo_id in repo_ids:
-        repo = svc.index.repo(repo_id)
-        try:
-            result = svc.providers.sync_repo(repo)
-        except ReleasePending as exc:
-            print(f"pending   {exc} (retried by the next sync)")
-            continue
-        except GitError as exc:
-            print(f"gitreg: {repo.url}: {exc}", file=sys.stderr)
+    for repo in synced:
+        if repo.pending:
+            print(f"pending   {repo.pending} (retried by the next sync)")
+        elif repo.error:
+            print(f"gitreg: {repo.url}: {repo.error}", file=sys.stderr)
             failed += 1
-            continue
-        _print_outcomes(result)
+        elif repo.result is not None:
+            _print_outcomes(repo.result)
     return 1 if failed else 0
 
 
@@ -75,20 +73,12 @@ def _print_outcomes(result: ProviderSyncResult) -> None:
 
 
 def provider_sync(svc: Services, args: argparse.Namespace) -> int:
-    providers = svc.providers.store.providers()
-    if args.provider:
-        key = parse_local_provider_address(args.provider).key
-        providers = [p for p in providers if p.address.lower() == key]
-        if not providers:
-            raise NotFound(f"provider {args.provider} is not registered")
-    repo_ids = sorted({p.repo_id for p in providers if p.repo_id is not None})
+    address = parse_local_provider_address(args.provider) if args.provider else None
     if args.tag:
-        for repo_id in repo_ids:
-            outcomes = svc.providers.ingest_release(svc.index.repo(repo_id), args.tag)
-            for outcome in outcomes:
-                print(outcome.line())
+        for outcome in svc.provider_service.ingest_tag(address, args.tag):
+            print(outcome.line())
         return 0
-    return _print_sync(svc, repo_ids)
+    return _print_sync(svc.provider_service.sync_releases(address))
 
 
 # -- publishing a directory -------------------------------------------------------
@@ -102,10 +92,9 @@ def _dist_files(directory: Path) -> list[Path]:
 
 def provider_publish_local(svc: Services, args: argparse.Namespace) -> int:
     address = parse_local_provider_address(args.provider)
-    version = check_version(args.version)
-    files = collect(_dist_files(args.dir), address.type, version, strict=False)
-    provider = svc.providers.store.add_provider(address.namespace, address.type)
-    result = svc.providers.publish(provider, version, files, sign=args.sign, source="cli")
+    result = svc.provider_service.publish_files(
+        address, args.version, _dist_files(args.dir), sign=args.sign
+    )
     _print_published(result.to_json())
     return 0
 
@@ -171,55 +160,50 @@ def _publish_standalone(args: argparse.Namespace, settings: Settings) -> int | N
 # -- listing ----------------------------------------------------------------------
 
 
-def _provider_rows(svc: Services) -> list[dict[str, Any]]:
-    store = svc.providers.store
-    rows = []
-    for provider in store.providers():
-        packages = store.packages_by_version(provider.id)
-        versions = sorted(store.provider_versions(provider.id), key=lambda v: sort_key(v.version))
-        repo = svc.index.repo(provider.repo_id) if provider.repo_id is not None else None
-        rows.append(
+def _version_row(summary: VersionSummary) -> dict[str, Any]:
+    v = summary.version
+    return {
+        "version": v.version,
+        "protocols": list(v.protocols),
+        "key_id": summary.key_id,
+        "signed_by": v.signed_by,
+        "source": v.source,
+        "published_at": v.published_at,
+        "yanked": v.yanked,
+        "packages": [
             {
-                "provider": provider.address,
-                "repository": repo.url if repo else None,
-                "forge": provider.forge,
-                "forge_repo": repo.forge_repo if repo else None,
-                "sign_releases": provider.sign_releases,
-                "latest": chosen.version if (chosen := _latest(versions)) else None,
-                "versions": [
-                    {
-                        "version": v.version,
-                        "protocols": list(v.protocols),
-                        "key_id": store.key(v.key_row).key_id,
-                        "signed_by": v.signed_by,
-                        "source": v.source,
-                        "published_at": v.published_at,
-                        "yanked": v.yanked,
-                        "packages": [
-                            {
-                                "platform": f"{p.os}_{p.arch}",
-                                "filename": p.filename,
-                                "size": p.size,
-                                "hashes": [p.h1, f"zh:{p.sha256}"],
-                            }
-                            for p in packages.get(v.id, [])
-                        ],
-                    }
-                    for v in versions
-                ],
-                "last_sync_at": provider.last_sync_at,
-                "last_sync": json.loads(provider.last_sync_report),
+                "platform": f"{p.os}_{p.arch}",
+                "filename": p.filename,
+                "size": p.size,
+                "hashes": [p.h1, f"zh:{p.sha256}"],
             }
-        )
-    return rows
+            for p in summary.packages
+        ],
+    }
 
 
-def _latest(versions: list[ProviderVersionRecord]) -> ProviderVersionRecord | None:
-    return latest(versions, lambda v: v.version, lambda v: v.yanked)
+def _provider_row(summary: ProviderSummary) -> dict[str, Any]:
+    provider, repo = summary.provider, summary.repo
+    return {
+        "provider": provider.address,
+        "repository": repo.url if repo else None,
+        "forge": provider.forge,
+        "forge_repo": repo.forge_repo if repo else None,
+        "sign_releases": provider.sign_releases,
+        "latest": chosen.version if (chosen := _latest(summary.versions)) else None,
+        "versions": [_version_row(v) for v in summary.versions],
+        "last_sync_at": provider.last_sync_at,
+        "last_sync": json.loads(provider.last_sync_report),
+    }
+
+
+def _latest(versions: Sequence[VersionSummary]) -> ProviderVersionRecord | None:
+    chosen = latest(versions, lambda v: v.version.version, lambda v: v.version.yanked)
+    return chosen.version if chosen is not None else None
 
 
 def providers_list(svc: Services, args: argparse.Namespace) -> int:
-    rows = _provider_rows(svc)
+    rows = [_provider_row(summary) for summary in svc.provider_service.providers()]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -257,7 +241,7 @@ def key_add(svc: Services, args: argparse.Namespace) -> int:
         data = Path(args.file).read_bytes()
     except OSError as exc:
         raise BadRequest(f"cannot read {args.file}: {exc.strerror}") from exc
-    registered = svc.providers.keys.add(namespace, data)
+    registered = svc.provider_service.register_key(namespace, data)
     key = registered.key
     verb = "registered" if registered.created else "already registered:"
     print(f"{verb} key {key.key_id} ({_algorithms(key.algorithms)}) for namespace {namespace}")
@@ -268,52 +252,45 @@ def key_add(svc: Services, args: argparse.Namespace) -> int:
 
 def key_generate(svc: Services, args: argparse.Namespace) -> int:
     namespace = check_provider_namespace(args.namespace)
-    key = svc.providers.keys.generate(namespace, args.algorithm)
+    generated = svc.provider_service.generate_key(namespace, args.algorithm)
+    key = generated.key
     print(f"generated key {key.key_id} ({_algorithms(key.algorithms)}) for namespace {namespace}")
-    keys = svc.providers.keys
-    print(f"secret key: {keys.secrets.where(keys.secret_name(key))} (readable by this user only)")
+    print(f"secret key: {generated.secret_location} (readable by this user only)")
     return 0
 
 
 def key_retire(svc: Services, args: argparse.Namespace) -> int:
     namespace = check_provider_namespace(args.namespace)
-    key = svc.providers.keys.retire(namespace, args.key_id)
-    used = svc.providers.store.key_use_count(key.id)
+    retired = svc.provider_service.retire_key(namespace, args.key_id)
     print(
-        f"retired key {key.key_id} of {namespace}: it signs and verifies nothing new;"
-        f" the {used} version(s) it signed keep serving it"
+        f"retired key {retired.key.key_id} of {namespace}: it signs and verifies nothing new;"
+        f" the {retired.versions_signed} version(s) it signed keep serving it"
     )
     return 0
 
 
 def key_export(svc: Services, args: argparse.Namespace) -> int:
-    namespace = check_provider_namespace(args.namespace)
-    keys = svc.providers.store.keys(namespace)
-    if args.key_id:
-        keys = [k for k in keys if args.key_id.upper() in (k.key_id, k.fingerprint)]
-    if not keys:
-        raise NotFound(f"namespace {namespace} has no such key")
-    print(keys[-1].ascii_armor, end="")
+    print(svc.provider_service.export_key(args.namespace, args.key_id), end="")
     return 0
 
 
+def _key_row(use: KeyUse) -> dict[str, Any]:
+    k = use.key
+    return {
+        "namespace": k.namespace,
+        "key_id": k.key_id,
+        "fingerprint": k.fingerprint,
+        "algorithms": list(k.algorithms),
+        "origin": k.origin,
+        "terraform_compatible": k.terraform_compatible,
+        "created_at": k.created_at,
+        "retired_at": k.retired_at,
+        "versions_signed": use.versions_signed,
+    }
+
+
 def keys_list(svc: Services, args: argparse.Namespace) -> int:
-    namespace = check_provider_namespace(args.namespace) if args.namespace else None
-    store = svc.providers.store
-    rows: list[dict[str, Any]] = [
-        {
-            "namespace": k.namespace,
-            "key_id": k.key_id,
-            "fingerprint": k.fingerprint,
-            "algorithms": list(k.algorithms),
-            "origin": k.origin,
-            "terraform_compatible": k.terraform_compatible,
-            "created_at": k.created_at,
-            "retired_at": k.retired_at,
-            "versions_signed": store.key_use_count(k.id),
-        }
-        for k in store.keys(namespace)
-    ]
+    rows = [_key_row(use) for use in svc.provider_service.keys(args.namespace)]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

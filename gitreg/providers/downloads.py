@@ -1,7 +1,8 @@
-"""Where Terraform downloads a provider package from (provider-registry-protocol.md,
-"Find a Provider Package").
+"""What the `providers.v1` protocol answers for hosted providers
+(provider-registry-protocol.md): the version list, where Terraform downloads a
+package from ("Find a Provider Package"), and the files those answers name.
 
-The answer names the zip, SHA256SUMS and its signature by absolute URL: `base`
+The download answer names the zip, SHA256SUMS and its signature by absolute URL: `base`
 (the registry's public address, which the HTTP layer knows) + the file's path
 under `providers.v1`. Terraform fetches those files without credentials
 (TERRAFORM-CLIENT.md), so for a private namespace each URL carries a
@@ -12,19 +13,17 @@ a public answer is serialised once per base URL and kept in the metadata cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitreg.addresses import ProviderAddress, check_os_arch, local_provider_address
+from gitreg.auth.service import Access, PrincipalSource
 from gitreg.cache import MetadataCache
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound
 from gitreg.metrics import service as metrics
 from gitreg.providers.names import check_version
 from gitreg.providers.store import ProviderIndex
-
-if TYPE_CHECKING:
-    # Annotations only: the access policy module speaks HTTP (starlette's Request).
-    from gitreg.auth.service import Access, PrincipalSource
+from gitreg.versions import sort_key
 
 # The `providers.v1` base path (discovery announces it); files are served below it.
 PREFIX = "/v1/providers"
@@ -32,6 +31,41 @@ PREFIX = "/v1/providers"
 
 def files_path(address: ProviderAddress, version: str, filename: str) -> str:
     return f"{PREFIX}/{address.namespace}/{address.type}/{version}/files/{filename}"
+
+
+def versions_document(store: ProviderIndex, address: ProviderAddress) -> dict[str, Any] | None:
+    """The `versions` answer, or None for a provider that is not hosted here.
+    Yanked versions are left out; they stay downloadable by exact version
+    (docs/providers.md)."""
+    provider = store.find_provider(address.key)
+    if provider is None:
+        return None
+    packages = store.packages_by_version(provider.id)
+    listed = []
+    for version in sorted(store.provider_versions(provider.id), key=lambda v: sort_key(v.version)):
+        if version.yanked:
+            continue
+        listed.append(
+            {
+                "version": version.version,
+                "protocols": list(version.protocols),
+                "platforms": [{"os": p.os, "arch": p.arch} for p in packages.get(version.id, [])],
+            }
+        )
+    return {"versions": listed}
+
+
+def served_files(store: ProviderIndex, address: ProviderAddress, version: str) -> dict[str, str]:
+    """filename -> blob sha256 for one version's served files; empty when there
+    is no such version."""
+    provider = store.find_provider(address.key)
+    found = store.provider_version(provider.id, version) if provider else None
+    if found is None:
+        return {}
+    files = {p.filename: p.sha256 for p in store.packages(found.id)}
+    files[found.shasums_filename] = found.shasums_sha256
+    files[found.shasums_filename + ".sig"] = found.signature_sha256
+    return files
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 
-import anyio
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -31,20 +29,13 @@ from gitreg.api.blobs import blob_response
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.urls import base_url
-from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import BadRequest, NotFound, PayloadTooLarge
+from gitreg.errors import BadRequest, PayloadTooLarge
 from gitreg.numbers import declared_length
-from gitreg.providers.collect import collect
-from gitreg.providers.downloads import PREFIX, ProviderDownloads
-from gitreg.providers.names import MAX_FILENAME, check_version
-from gitreg.providers.record import Published
-from gitreg.providers.service import ProviderPublisher
-from gitreg.providers.store import ProviderIndex
-from gitreg.providers.uploads import UploadStaging
-from gitreg.services import Services, services
+from gitreg.providers.downloads import PREFIX
+from gitreg.providers.names import check_version
+from gitreg.services import services
 from gitreg.usage.http_counting import count_provider_download
-from gitreg.versions import sort_key
 
 UPLOADS = "/api/v1/providers"
 MAX_PUBLISH_BODY = 4096
@@ -62,37 +53,11 @@ def _version(request: Request) -> str:
 # -- versions -----------------------------------------------------------------
 
 
-def _versions_body(store: ProviderIndex, address: ProviderAddress) -> CachedJson | None:
-    provider = store.find_provider(address.key)
-    if provider is None:
-        return None
-    packages = store.packages_by_version(provider.id)
-    listed = []
-    for version in sorted(store.provider_versions(provider.id), key=lambda v: sort_key(v.version)):
-        if version.yanked:  # still downloadable by exact version (docs/providers.md)
-            continue
-        listed.append(
-            {
-                "version": version.version,
-                "protocols": list(version.protocols),
-                "platforms": [{"os": p.os, "arch": p.arch} for p in packages.get(version.id, [])],
-            }
-        )
-    return CachedJson.of({"versions": listed})
-
-
 async def versions(request: Request) -> Response:
-    address = _address(request)
     svc = services(request)
-    await svc.access.require_read(
-        credentials(request), address.namespace, f"provider {address} not found"
+    body = await svc.provider_service.versions(
+        credentials(request), _address(request), CachedJson.of
     )
-    body = await svc.cache.get(
-        ("provider-versions", address.key), lambda: _versions_body(svc.providers.store, address)
-    )
-    if body is None:
-        raise NotFound(f"provider {address} not found")
-    assert isinstance(body, CachedJson)
     return body.response(request)
 
 
@@ -102,33 +67,20 @@ async def versions(request: Request) -> Response:
 async def download(request: Request) -> Response:
     p = request.path_params
     svc = services(request)
-    downloads = ProviderDownloads(svc.providers.store, svc.cache, svc.access)
-    body = await downloads.answer(
+    body = await svc.provider_service.download(
+        credentials(request),
         p["namespace"],
         p["type"],
         p["version"],
         p["os"],
         p["arch"],
         base_url(request, svc.settings),
-        lambda: svc.access.principal(credentials(request)),
     )
     count_provider_download(request, svc)
     return json_response(body)
 
 
 # -- files --------------------------------------------------------------------
-
-
-def _files(store: ProviderIndex, address: ProviderAddress, version: str) -> dict[str, str]:
-    """filename -> blob sha256 for one version's served files."""
-    provider = store.find_provider(address.key)
-    found = store.provider_version(provider.id, version) if provider else None
-    if found is None:
-        return {}
-    files = {p.filename: p.sha256 for p in store.packages(found.id)}
-    files[found.shasums_filename] = found.shasums_sha256
-    files[found.shasums_filename + ".sig"] = found.signature_sha256
-    return files
 
 
 def _media_type(filename: str) -> str:
@@ -140,18 +92,10 @@ def _media_type(filename: str) -> str:
 
 
 async def file(request: Request) -> Response:
-    address = _address(request)
-    version = _version(request)
     filename = request.path_params["filename"]
-    svc = services(request)
-    files = await svc.cache.get(
-        ("provider-files", address.key, version),
-        lambda: _files(svc.providers.store, address, version),
+    sha256 = await services(request).provider_service.file(
+        _address(request), _version(request), filename
     )
-    assert isinstance(files, dict)
-    sha256 = files.get(filename)
-    if sha256 is None:
-        raise NotFound(f"provider {address} {version} has no file {filename[:120]!r}")
     # Private namespaces' files need the signed URL the download answer gave (U2).
     return await blob_response(request, sha256, _media_type(filename))
 
@@ -159,16 +103,11 @@ async def file(request: Request) -> Response:
 # -- uploads ------------------------------------------------------------------
 
 
-def _staging(svc: Services) -> UploadStaging:
-    return UploadStaging.for_settings(svc.uploads, svc.staged_bytes, svc.settings)
-
-
 async def create_upload(request: Request) -> Response:
     address = _address(request)
     version = _version(request)
     svc = services(request)
-    principal = await svc.access.require(credentials(request), Scope.publish, address.namespace)
-    upload_id = await run_in_threadpool(_staging(svc).create, address, version, principal.token_id)
+    upload_id = await svc.provider_service.create_upload(credentials(request), address, version)
     base = base_url(request, svc.settings)
     location = f"{UPLOADS}/{address.namespace}/{address.type}/{version}/uploads/{upload_id}"
     return json_response(
@@ -179,45 +118,16 @@ async def create_upload(request: Request) -> Response:
 
 
 async def put_file(request: Request) -> Response:
-    address = _address(request)
-    version = _version(request)
     filename = request.path_params["filename"]
-    svc = services(request)
-    await svc.access.require(credentials(request), Scope.publish, address.namespace)
-    if len(filename) > MAX_FILENAME:
-        raise BadRequest("file name too long")
-    staging = _staging(svc)
-    upload = await run_in_threadpool(
-        staging.open, request.path_params["upload_id"], address, version
-    )
-    cap = await run_in_threadpool(
-        staging.check_file,
-        upload,
+    size = await services(request).provider_service.receive_file(
+        credentials(request),
+        _address(request),
+        _version(request),
+        request.path_params["upload_id"],
         filename,
-        address.type,
-        version,
-        svc.settings.max_provider_package_bytes,
+        declared_length(request.headers.get("content-length", "")),
+        request.stream(),
     )
-    declared = declared_length(request.headers.get("content-length", ""))
-    if declared is not None and declared > cap:
-        raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
-    # Staging quotas: the declared bytes are reserved before a byte is read, and
-    # more as they arrive, so a client that lies is cut off at the quota.
-    reservation = await run_in_threadpool(staging.reserve, upload, filename, declared or 0, cap)
-    incoming = None
-    size = 0
-    try:
-        incoming = await run_in_threadpool(staging.receive, upload, filename)
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > cap:
-                raise PayloadTooLarge(f"{filename} is over the {cap}-byte limit")
-            await run_in_threadpool(staging.write, incoming, reservation, chunk, size)
-    except BaseException:
-        with anyio.CancelScope(shield=True):  # a client gone still releases its bytes
-            await run_in_threadpool(staging.abort, incoming, reservation)
-        raise
-    await run_in_threadpool(staging.commit, incoming, reservation, size)
     return json_response(json_bytes({"filename": filename, "size": size}), status=201)
 
 
@@ -238,40 +148,13 @@ async def _publish_options(request: Request) -> bool:
     return bool(options.get("sign", False))
 
 
-def _publish_upload(
-    publisher: ProviderPublisher,
-    staging: UploadStaging,
-    address: ProviderAddress,
-    version: str,
-    upload_id: str,
-    sign: bool,
-) -> Published:
-    upload = staging.open(upload_id, address, version)
-    try:
-        # Local paths: the upload's own directory, or a scratch copy of its
-        # files when they live in S3.
-        with staging.local_files(upload) as paths:
-            files = collect(paths, address.type, version, strict=True)
-            provider = publisher.store.add_provider(address.namespace, address.type)
-            return publisher.publish(provider, version, files, sign=sign, source="upload")
-    finally:
-        staging.remove(upload)
-
-
 async def publish_upload(request: Request) -> Response:
-    address = _address(request)
-    version = _version(request)
-    svc = services(request)
-    await svc.access.require(credentials(request), Scope.publish, address.namespace)
-    sign = await _publish_options(request)
-    published = await run_in_threadpool(
-        _publish_upload,
-        svc.providers,
-        _staging(svc),
-        address,
-        version,
+    published = await services(request).provider_service.publish_upload(
+        credentials(request),
+        _address(request),
+        _version(request),
         request.path_params["upload_id"],
-        sign,
+        lambda: _publish_options(request),
     )
     status = 201 if published.status == "published" else 200
     return json_response(json_bytes(published.to_json()), status=status)

@@ -44,6 +44,10 @@ class KeyManager:
     def secret_name(self, key: KeyRecord) -> str:
         return _secret_name(key.namespace, key.fingerprint)
 
+    def secret_location(self, key: KeyRecord) -> str:
+        """Where the secret of a generated key is kept, for the operator's eyes."""
+        return self.secrets.where(self.secret_name(key))
+
     def add(self, namespace: str, data: bytes) -> Registered:
         """Register a publisher's public key; warn when Terraform 1.0.x cannot use it."""
         info = parse_public_key(data)

@@ -91,7 +91,7 @@ class UploadStaging:
         )
 
     def create(self, address: ProviderAddress, version: str, token_id: int) -> str:
-        self.remove_stale(self.ttl)
+        self.remove_expired()
         meta: dict[str, object] = {
             "provider": address.key,
             "version": version,
@@ -211,3 +211,7 @@ class UploadStaging:
         # created after the listing, or by a replica whose clock is behind.
         self.ledger.forget(live, started - 60.0, started - ttl)
         return removed
+
+    def remove_expired(self) -> int:
+        """Remove uploads nothing was written to for `staging_ttl`; returns how many."""
+        return self.remove_stale(self.ttl)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from gitreg.jobs.store import JobKind
 from gitreg.modules.service import Publisher
-from gitreg.providers.service import ProviderPublisher
+from gitreg.providers.service import ProviderService
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import RepoRecord
 
@@ -50,7 +50,7 @@ class SyncService:
         self,
         index: ModuleIndex,
         publisher: Publisher,
-        providers: ProviderPublisher | None = None,
+        providers: ProviderService | None = None,
     ) -> None:
         self._index = index
         self._publisher = publisher

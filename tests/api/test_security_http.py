@@ -412,7 +412,7 @@ def test_upstream_that_never_accepts_the_connection_times_out(tmp_path: Path) ->
                 try:
                     await svc.mirror.index_json(address)
                 finally:
-                    await svc.mirror.upstream.aclose()
+                    await svc.mirror.aclose()
 
             try:
                 with pytest.raises(UpstreamTimeout, match="ConnectTimeout"):

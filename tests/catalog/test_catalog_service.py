@@ -121,9 +121,9 @@ def test_mirrored_entries_newest_first_and_only_of_namespaces_the_reader_may_see
 ) -> None:
     for namespace in ("hashicorp", "secret"):
         for version, platform in (("3.6.0", "linux_amd64"), ("3.10.0", "darwin_arm64")):
-            svc.mirror.store.add_package(_package(namespace, version, platform))
+            svc.mirror._store.add_package(_package(namespace, version, platform))
         for version in ("0.9.0", "0.25.0"):
-            svc.module_proxy.store.add_version(_proxied(namespace, version))
+            svc.module_proxy._store.add_version(_proxied(namespace, version))
     providers, modules = asyncio.run(svc.catalog_service.mirrored(_public))
     assert [(p.address, p.versions, p.detail) for p in providers] == [
         (

@@ -19,9 +19,17 @@ from gitreg.auth.tokens import new_token, token_hash
 from gitreg.cache import entry_bytes
 from gitreg.catalog import provider_tree
 from gitreg.catalog.cli import reindex
-from gitreg.catalog.provider_docs import Release, build_pages, front_matter, slug_of, tag_of
+from gitreg.catalog.provider_docs import (
+    ProviderDocumenter,
+    Release,
+    build_pages,
+    front_matter,
+    slug_of,
+    tag_of,
+)
 from gitreg.catalog.records import provider_doc
-from gitreg.providers.service import ProviderPublisher
+from gitreg.git.backend import DulwichBackend
+from gitreg.providers.ingest import ProviderPublisher
 from gitreg.services import Services
 from tests.providers.test_providers_forges import API, REPO, TOKEN, FakeReleases, _dist
 from tests.support.gitrepo import GitRepo
@@ -68,10 +76,20 @@ def _ingest(svc: Services, tmp_path: Path, documented: bool = True) -> None:
     svc.providers.store.add_provider("acme", "null", repo.id, "ghe", False)
     fake = FakeReleases()
     fake.releases["v1.0.0"] = _dist().files
-    publisher = ProviderPublisher(
-        svc.settings, svc.providers.store, svc.blobs, transport=httpx.MockTransport(fake.handler)
+    documenter = ProviderDocumenter(
+        svc.providers.store,
+        svc.provider_docs,
+        DulwichBackend(svc.settings.git_timeout, svc.settings.max_fetch_bytes),
+        svc.publisher.fetch_mirror,
+        svc.cache.invalidate,
     )
-    publisher.documenter = svc.providers.documenter if documented else None
+    publisher = ProviderPublisher(
+        svc.settings,
+        svc.providers.store,
+        svc.blobs,
+        transport=httpx.MockTransport(fake.handler),
+        documenter=documenter if documented else None,
+    )
     assert publisher.sync_repo(repo).published
 
 

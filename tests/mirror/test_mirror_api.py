@@ -75,7 +75,7 @@ def get(svc: Services, *paths: str, **kwargs: Any) -> list[httpx.Response]:
                 ]
             finally:
                 await svc.mirror.settled()  # fills a cold answer left running
-                await svc.mirror.upstream.aclose()
+                await svc.mirror.aclose()
 
     return asyncio.run(go())
 

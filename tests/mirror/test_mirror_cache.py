@@ -101,14 +101,14 @@ async def version_json(mirror: MirrorService, version: str) -> dict[str, Any]:
         return dict(json.loads(await mirror.version_json(NULL, version)))
     finally:
         await mirror.settled()  # the fills a cold answer started
-        await mirror.upstream.aclose()
+        await mirror.aclose()
 
 
 async def fill(mirror: MirrorService, version: str, platform: str = "linux_amd64") -> None:
     try:
         await mirror.ensure_package(NULL, version, platform)
     finally:
-        await mirror.upstream.aclose()
+        await mirror.aclose()
 
 
 def test_cold_miss_fetches_verifies_and_keeps_both_hashes(
@@ -128,7 +128,7 @@ def test_cold_miss_fetches_verifies_and_keeps_both_hashes(
         assert archive["hashes"] == [expected_h1(data), zh]
         with svc.blobs.open(hashlib.sha256(data).hexdigest()) as blob:
             assert blob.read() == data
-    stored = svc.mirror.store.packages(NULL.key, "2.1.2")
+    stored = svc.mirror.cached_packages(NULL, "2.1.2")
     assert {p.platform for p in stored} == {"linux_amd64", "darwin_arm64"}
     assert all(p.key_id == key_id(upstream.key) for p in stored)
 
@@ -156,7 +156,7 @@ def test_refused_packages_are_never_stored(
     with pytest.raises(UpstreamError, match=re.escape(reason)) as caught:
         run(fill(svc.mirror, "2.1.2"))
     assert caught.value.status == 502
-    assert svc.mirror.store.packages(NULL.key) == []
+    assert svc.mirror.cached_packages(NULL) == []
     assert blob_files(svc) == []
     assert list((svc.settings.blob_dir / "tmp").iterdir()) == []
 
@@ -171,7 +171,7 @@ def test_concurrent_misses_share_one_fetch(make_mirror: MakeMirror, upstream: Fa
             )
         finally:
             await svc.mirror.settled()
-            await svc.mirror.upstream.aclose()
+            await svc.mirror.aclose()
 
     bodies = run(many())
     assert len(set(bodies)) == 1
@@ -202,7 +202,7 @@ def test_index_is_served_stale_while_upstream_fails(
             assert caught.value.status == 502
             return first, stale, cached_version
         finally:
-            await mirror.upstream.aclose()
+            await mirror.aclose()
 
     first, stale, cached_version = run(scenario())
     assert stale == first
@@ -222,7 +222,7 @@ def test_stale_index_expires_after_the_window(
             with pytest.raises(UpstreamError, match="503"):
                 await svc.mirror.index_json(NULL)
         finally:
-            await svc.mirror.upstream.aclose()
+            await svc.mirror.aclose()
 
     run(scenario())
 
@@ -235,7 +235,7 @@ def test_slow_upstream_is_a_504(make_mirror: MakeMirror, upstream: FakeUpstream)
         try:
             await svc.mirror.index_json(NULL)
         finally:
-            await svc.mirror.upstream.aclose()
+            await svc.mirror.aclose()
 
     with pytest.raises(UpstreamTimeout) as caught:
         run(scenario())
@@ -270,7 +270,7 @@ def test_unknown_provider_upstream_is_not_found(
         try:
             await svc.mirror.index_json(missing)
         finally:
-            await svc.mirror.upstream.aclose()
+            await svc.mirror.aclose()
 
     with pytest.raises(NotFound, match="not found upstream"):
         run(scenario())
@@ -324,11 +324,11 @@ def test_requests_to_one_upstream_are_bounded(
             await svc.mirror.version_json(NULL, "2.1.2")  # two platforms, fetched together
             await svc.mirror.settled()
         finally:
-            await svc.mirror.upstream.aclose()
+            await svc.mirror.aclose()
 
     run(scenario())
     assert upstream.max_in_flight == 1
-    assert len(svc.mirror.store.packages(NULL.key, "2.1.2")) == 2
+    assert len(svc.mirror.cached_packages(NULL, "2.1.2")) == 2
 
 
 def test_made_up_archive_names_cost_no_upstream_request(
@@ -347,7 +347,7 @@ def test_made_up_archive_names_cost_no_upstream_request(
                 with pytest.raises(NotFound):
                     await svc.mirror.archive_sha256(NULL, name)
         finally:
-            await svc.mirror.upstream.aclose()
+            await svc.mirror.aclose()
 
     run(scenario())
     assert upstream.count("/download/") == 0
@@ -375,7 +375,7 @@ def test_a_cold_answers_fill_that_fails_later_leaves_no_unretrieved_error(
     cold = run(go())
     assert list(cold["archives"]) == ["linux_amd64"]
     assert [ctx.get("message") for ctx in reported] == []
-    assert svc.mirror.store.packages(NULL.key) == []
+    assert svc.mirror.cached_packages(NULL) == []
 
 
 def test_a_failed_fill_removes_its_temp_file_off_the_event_loop(
@@ -419,10 +419,10 @@ def test_a_fill_stopped_mid_download_leaves_no_temp_file(
             await asyncio.wait([fill.task])
         finally:
             upstream.gate = None
-            await svc.mirror.upstream.aclose()
+            await svc.mirror.aclose()
 
     run(go())
-    assert svc.mirror.store.packages(NULL.key) == []
+    assert svc.mirror.cached_packages(NULL) == []
     assert list((svc.settings.blob_dir / "tmp").iterdir()) == []
 
 
@@ -447,7 +447,7 @@ def test_a_sync_fill_that_fails_is_left_to_its_command_to_report(
         try:
             await svc.mirror.ensure_package(NULL, "2.1.2", "linux_amd64", lambda *_: None)
         finally:
-            await svc.mirror.upstream.aclose()
+            await svc.mirror.aclose()
 
     with pytest.raises(UpstreamError, match="signed SHA256SUMS says"):
         run(sync())
@@ -514,7 +514,7 @@ def test_a_zip_with_more_entries_than_the_limit_is_refused(
         try:
             await svc.mirror.ensure_package(address, "1.0.0", "linux_amd64")
         finally:
-            await svc.mirror.upstream.aclose()
+            await svc.mirror._upstream.aclose()
 
     try:
         with pytest.raises(UpstreamError, match="more than 5 entries"):
@@ -522,6 +522,6 @@ def test_a_zip_with_more_entries_than_the_limit_is_refused(
     finally:
         del upstream.providers[("hashicorp", "entries")]
     assert read == []
-    assert svc.mirror.store.packages(address.key) == []
+    assert svc.mirror._store.packages(address.key) == []
     assert blob_files(svc) == []
     assert not [r for r in caplog.records if "d1/" in r.getMessage()]

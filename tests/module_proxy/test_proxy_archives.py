@@ -84,7 +84,7 @@ def test_a_huge_archive_is_refused(tmp_path: Path, upstream: Upstream) -> None:
     _serve(upstream, "huge.tar.gz", _tar_gz({"a.bin": __import__("os").urandom(50_000)}))
     with pytest.raises(UpstreamError, match="more than 10000 bytes"):
         asyncio.run(service.cached(ADDRESS, "3.0.0"))
-    assert service.store.versions() == []
+    assert service.cached_versions() == []
 
 
 def test_an_archive_bomb_is_refused_before_it_is_unpacked(
@@ -94,7 +94,7 @@ def test_an_archive_bomb_is_refused_before_it_is_unpacked(
     _serve(upstream, "bomb.tar.gz", _tar_gz({"zeros": bytes(10_000_000)}))
     with pytest.raises(UpstreamError, match="100000 bytes"):
         asyncio.run(service.cached(ADDRESS, "3.0.0"))
-    assert service.store.versions() == []
+    assert service.cached_versions() == []
 
 
 def test_the_temp_directory_is_made_and_removed_off_the_event_loop(
@@ -151,7 +151,7 @@ def test_entries_that_are_not_files_count_toward_the_file_limit(
     _serve(upstream, "fifos.tar.gz", _special_entries(50, kind))
     with pytest.raises(UpstreamError, match="more than 10 entries"):
         asyncio.run(service.cached(ADDRESS, "3.0.0"))
-    assert service.store.versions() == []
+    assert service._store.versions() == []
     assert not [m for m in _proxy_warnings(caplog) if "dev/" in m]
 
 
@@ -167,7 +167,7 @@ def test_a_zip_of_directories_counts_toward_the_file_limit(
     _serve(upstream, "dirs", out.getvalue(), "?archive=zip")
     with pytest.raises(UpstreamError, match="more than 10 entries"):
         asyncio.run(service.cached(ADDRESS, "3.0.0"))
-    assert service.store.versions() == []
+    assert service._store.versions() == []
 
 
 def test_entries_left_out_are_logged_in_one_line(

@@ -83,7 +83,7 @@ def _fetch_together(
     recorded = threading.Event()
 
     def gate(service: ModuleProxyService, before: threading.Event) -> None:
-        add = service.store.add_version
+        add = service._store.add_version
 
         def gated(record: ProxiedVersion) -> ProxiedVersion:
             waiting[service].set()
@@ -92,7 +92,7 @@ def _fetch_together(
             recorded.set()
             return stored
 
-        service.store.add_version = gated  # type: ignore[method-assign]
+        service._store.add_version = gated  # type: ignore[method-assign]
 
     gate(one, waiting[two])
     gate(two, recorded)

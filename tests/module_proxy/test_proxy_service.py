@@ -83,7 +83,7 @@ def test_a_moved_tag_keeps_the_first_bytes_and_is_reported(
         ("1.2.0", first.commit_sha, moved_to)
     ]
     assert asyncio.run(service.check_moves()) == []  # reported once
-    assert service.store.moves() == moves
+    assert service.moves() == moves
     assert asyncio.run(service.cached(ADDRESS, "1.2.0")) == first
 
 
@@ -110,7 +110,7 @@ def test_a_huge_repository_is_refused_and_nothing_is_cached(
     upstream.registry.modules[MODULE]["1.4.0"] = upstream.location("v1.4.0")
     with pytest.raises(UpstreamError, match="exceeds 2000 bytes"):
         asyncio.run(service.cached(ADDRESS, "1.4.0"))
-    assert service.store.versions() == []
+    assert service.cached_versions() == []
 
 
 def test_a_slow_drip_is_cut_off(tmp_path: Path, upstream: Upstream) -> None:
@@ -118,7 +118,7 @@ def test_a_slow_drip_is_cut_off(tmp_path: Path, upstream: Upstream) -> None:
     upstream.git.drip_seconds = 0.3
     with pytest.raises(UpstreamError, match="too long"):
         asyncio.run(service.cached(ADDRESS, "1.2.0"))
-    assert service.store.versions() == []
+    assert service.cached_versions() == []
 
 
 @pytest.mark.parametrize(
@@ -137,7 +137,7 @@ def test_hostile_locations_are_refused(
     upstream.registry.modules[MODULE]["1.5.0"] = location
     with pytest.raises(UpstreamError, match="refused"):
         asyncio.run(service.cached(ADDRESS, "1.5.0"))
-    assert service.store.versions() == []
+    assert service.cached_versions() == []
 
 
 def test_past_the_stale_window_only_cached_versions_are_listed(
@@ -180,8 +180,8 @@ def test_a_fresh_version_list_is_answered_without_the_database(
     def unreachable(*args: object) -> None:
         raise AssertionError("the version list read the database again")
 
-    monkeypatch.setattr(service.store, "index", unreachable)
-    monkeypatch.setattr(service.store, "versions", unreachable)
+    monkeypatch.setattr(service._store, "index", unreachable)
+    monkeypatch.setattr(service._store, "versions", unreachable)
     assert asyncio.run(service.versions_body(ADDRESS)) == first  # the cached read path
     service.cache.invalidate()  # a commit (here or on another replica): read again
     with pytest.raises(AssertionError, match="read the database again"):

@@ -52,7 +52,7 @@ def test_a_truncated_archive_is_refused_and_counted(
     with pytest.raises(UpstreamError, match="truncated") as caught:
         asyncio.run(service.cached(ADDRESS, "3.0.0"))
     assert caught.value.status == 502
-    assert service.store.versions() == []
+    assert service.cached_versions() == []
     assert _moved(before, "gitreg_upstream_errors_total") == 1
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from gitreg.errors import ConfigError, ForgeError, NotFound, ReleasePending
 from gitreg.providers.forges import Asset, default_forge, forge_config, release_source
-from gitreg.providers.service import ProviderPublisher
+from gitreg.providers.ingest import ProviderPublisher
 from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.records import RepoRecord

@@ -73,7 +73,7 @@ def _providers(tmp_path: Path, data: Path) -> None:
 
 def _mirrored(svc: Services) -> None:
     for namespace in ("hashicorp", "secret"):
-        svc.mirror.store.add_package(
+        svc.mirror._store.add_package(
             MirrorPackage(
                 f"registry.terraform.io/{namespace}/random",
                 "3.6.0",
@@ -88,7 +88,7 @@ def _mirrored(svc: Services) -> None:
                 1.0,
             )
         )
-        svc.module_proxy.store.add_version(
+        svc.module_proxy._store.add_version(
             ProxiedVersion(
                 f"registry.terraform.io/{namespace}/label/null",
                 "0.25.0",
