@@ -1,14 +1,13 @@
 """The resources one gitreg process works with, built once from `Settings`.
 
 The app factory and the CLI both build a `Services`; handlers reach it through
-the typed `services(request)` accessor instead of untyped `request.state`.
+the typed `gitreg.api.services.services(request)` accessor instead of untyped
+`request.state`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from starlette.requests import Request
 
 from gitreg.auth.grants import parse_grants
 from gitreg.auth.service import Access
@@ -24,7 +23,6 @@ from gitreg.catalog.service import Catalog
 from gitreg.catalog.store import CatalogIndex, ProviderDocsIndex
 from gitreg.catalog.store_sql import CatalogStore
 from gitreg.catalog.store_sql_provider_docs import ProviderDocsStore
-from gitreg.errors import DatabaseUnavailable
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.runner import JobRunner
@@ -209,12 +207,3 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         staged_bytes=StagedBytesStore(shared),
         repositories=_repositories(settings, shared, provider_store, secrets, publisher, jobs),
     )
-
-
-def services(request: Request) -> Services:
-    found = request.app.state.services
-    if found is None:  # `serve` started while PostgreSQL was down (gitreg/api/startup.py)
-        reason = "not reachable since start-up"
-        raise DatabaseUnavailable(reason, reason=reason)
-    assert isinstance(found, Services)
-    return found

@@ -24,13 +24,13 @@ from starlette.routing import Route
 
 from gitreg.api.credentials import client_address
 from gitreg.api.responses import error_body, json_response
+from gitreg.api.services import services
 from gitreg.api.urls import base_url
 from gitreg.auth.login import CLIENT_ID, PORTS, LoginFlow, OAuthError, Redirect, Refusal
 from gitreg.auth.oidc import OidcClient
 from gitreg.auth.pending import SignInLimits, SignInsBusy
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound, PayloadTooLarge
-from gitreg.services import services
 from gitreg.settings import Settings
 
 AUTHZ = "/oauth/authorization"

@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from gitreg.api.credentials import client_address
+from gitreg.api.services import services
 from gitreg.api.urls import base_url
 from gitreg.auth.http import oidc_client, sign_in_limits
 from gitreg.auth.oidc import new_secret
@@ -34,7 +35,6 @@ from gitreg.auth.pending import SignInsBusy
 from gitreg.auth.tokens import token_hash
 from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, safe_next
 from gitreg.errors import UpstreamError
-from gitreg.services import services
 from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf
 from gitreg.ui.pages import CSP, error_page, html_response, not_found_page, render
 from gitreg.ui.viewer import SESSION_COOKIE, current_viewer

@@ -18,10 +18,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from gitreg.api.credentials import client_address
+from gitreg.api.services import services
 from gitreg.auth.tokens import token_hash
 from gitreg.errors import TooManyRequests
 from gitreg.metrics import service as metrics
-from gitreg.services import services
 from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf
 from gitreg.ui.pages import html_response, render
 from gitreg.ui.viewer import SESSION_COOKIE, TOKEN_COOKIE, current_viewer

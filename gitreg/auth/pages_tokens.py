@@ -23,11 +23,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from gitreg.api.services import services
 from gitreg.auth.store import Identity, SessionRecord, TokenRecord
 from gitreg.auth.tokens import Scope, new_token, token_hash
 from gitreg.errors import BadRequest, NotFound
 from gitreg.numbers import plain_int
-from gitreg.services import services
 from gitreg.ui.csrf import checked_form
 from gitreg.ui.pages import error_page, html_response, not_found_page, render
 from gitreg.ui.viewer import Viewer, current_viewer

@@ -30,10 +30,10 @@ from gitreg.addresses import ProviderAddress, provider_address
 from gitreg.api.blobs import blob_response
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
+from gitreg.api.services import services
 from gitreg.errors import NotFound
 from gitreg.mirror.downloads import version_json
 from gitreg.mirror.http_stream import fill_response
-from gitreg.services import services
 
 PREFIX = "/mirror"
 

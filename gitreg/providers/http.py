@@ -30,6 +30,7 @@ from gitreg.addresses import ProviderAddress, local_provider_address
 from gitreg.api.blobs import blob_response
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import CachedJson, json_response
+from gitreg.api.services import services
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
@@ -42,7 +43,7 @@ from gitreg.providers.record import Published
 from gitreg.providers.service import ProviderPublisher
 from gitreg.providers.store import ProviderIndex
 from gitreg.providers.uploads import UploadStaging
-from gitreg.services import Services, services
+from gitreg.services import Services
 from gitreg.usage.http_counting import count_provider_download
 from gitreg.versions import sort_key
 

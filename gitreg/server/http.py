@@ -34,11 +34,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.api.responses import json_response
+from gitreg.api.services import services
 from gitreg.api.startup import waiting_for
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import DatabaseUnavailable, is_storage_full
 from gitreg.modules.service import sync_status
-from gitreg.services import Services, services
+from gitreg.services import Services
 
 # A write of this size must succeed: an empty file can still be created on a
 # filesystem with no free blocks left.

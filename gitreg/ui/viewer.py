@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from gitreg.api.services import services
 from gitreg.auth.service import AccessSnapshot
 from gitreg.auth.store import SessionRecord
 from gitreg.auth.tokens import Principal, Scope, token_hash
-from gitreg.services import services
 
 TOKEN_COOKIE = "gitreg_ui_token"  # noqa: S105 - a cookie name, not a secret
 # `__Host-`: browsers keep it only when Secure, Path=/ and without Domain, so
