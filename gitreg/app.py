@@ -131,11 +131,10 @@ def _clean_staging(svc: Services, ttl: float) -> None:
 async def _reload_signing_keys_forever(svc: Services) -> None:
     """Learn URL-signing keys rotated by another process or replica, off the
     event loop (gitreg.auth.signed_urls): on PostgreSQL the look is a query."""
-    signer = svc.access.signer
     while True:
         await asyncio.sleep(RECHECK_EVERY)
         try:
-            await run_in_threadpool(signer.reload_if_rotated)
+            await run_in_threadpool(svc.access.reload_signing_keys)
         except Exception:  # a failing look must not end the loop; the old keys stay
             log.exception("cannot reload the URL-signing keys")
 

@@ -65,7 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
     groups is the order `gitreg --help` lists them in.
     """
     from gitreg.auth import cli as access
-    from gitreg.auth import cli_grants as login
     from gitreg.catalog import cli as reindex
     from gitreg.doctor import cli as doctor
     from gitreg.jobs import cli as jobs
@@ -99,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.register(sub, common)
     yank.register_module(sub, common)
     reindex.register(sub, common)
-    login.register(sub, common)
+    access.register_grants(sub, common)
     return parser
 
 

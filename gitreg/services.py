@@ -10,10 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gitreg.auth.grants import parse_grants
-from gitreg.auth.service import Access
+from gitreg.auth.login import LoginFlow
+from gitreg.auth.oidc import OidcClient
+from gitreg.auth.pending import SignInLimits
+from gitreg.auth.service import Access, Namespaces
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.auth.store import AuthIndex
 from gitreg.auth.store_sql import AuthStore
+from gitreg.auth.tokens import Tokens
+from gitreg.auth.web_sign_in import WebSignIn
 from gitreg.cache import MetadataCache
 from gitreg.catalog.documenter import Documenter
 from gitreg.catalog.provider_docs import ProviderDocumenter
@@ -81,6 +86,10 @@ class Services:
     catalog_service: Catalog  # listing, search, records and documentation of the catalog
     staged_bytes: StagedBytesIndex  # what staged uploads hold, for the quotas
     repositories: Repositories
+    tokens: Tokens
+    namespaces: Namespaces
+    login: LoginFlow  # `terraform login` (login.v1)
+    sign_in: WebSignIn  # the web UI's sign-in and its sessions
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -169,6 +178,10 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         mirror_path=publisher.mirror_path,
         on_change=cache.invalidate,
     )
+    # One view of the issuer and one allowance per client address, shared by
+    # both sign-in flows.
+    oidc = OidcClient(settings)
+    limits = SignInLimits(auth, settings.sign_in_per_client, settings.sign_in_pending_max)
     catalog_service = Catalog(
         index=index,
         catalog=catalog,
@@ -206,4 +219,8 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         catalog_service=catalog_service,
         staged_bytes=StagedBytesStore(shared),
         repositories=_repositories(settings, shared, provider_store, secrets, publisher, jobs),
+        tokens=Tokens(auth, cache.invalidate),
+        namespaces=Namespaces(auth, cache.invalidate),
+        login=LoginFlow(settings, auth, oidc, cache.invalidate, limits, failures=access.limiter),
+        sign_in=WebSignIn(settings, auth, oidc, limits),
     )
