@@ -123,7 +123,7 @@ async def _clean_staging_forever(svc: Services) -> None:
 def _clean_staging(svc: Services, ttl: float) -> None:
     staging = UploadStaging.for_settings(svc.uploads, svc.staged_bytes, svc.settings)
     uploads = staging.remove_stale(ttl)
-    temps = svc.blobs.remove_stale_temp_files(older_than=ttl)
+    temps = svc.storage.remove_stale_temp_files(older_than=ttl)
     if uploads or temps:
         log.info("removed %d expired staged upload(s), %d blob temp file(s)", uploads, temps)
 
@@ -222,7 +222,6 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         },
     )
     app.state.services = svc or startup.open_services(settings)
-    app.state.readiness = health.Readiness()
     return app
 
 

@@ -74,8 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gitreg.providers import cli as providers
     from gitreg.repositories import cli as repos
     from gitreg.server import cli as serve
-    from gitreg.storage import cli as admin
-    from gitreg.storage import cli_migrate as migrate
+    from gitreg.storage import cli as storage
 
     common = _common(default=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
@@ -87,8 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve.register(sub, common)
     repos.register(sub, common)
-    admin.register(sub, common)
-    migrate.register(sub, common)
+    storage.register(sub, common)
     access.register(sub, common)
     jobs.register(sub, common)
     providers.register(sub, common)

@@ -50,10 +50,12 @@ from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.repositories.sync import SyncService
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
+from gitreg.storage.health import Health
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.protocols import ModuleIndex, SecretStore
 from gitreg.storage.secrets import open_secret_store
 from gitreg.storage.select import open_blob_store, open_upload_store
+from gitreg.storage.service import Storage
 from gitreg.storage.staged_bytes import StagedBytesIndex, StagedBytesStore
 from gitreg.storage.staging import UploadStore
 from gitreg.usage.counter import DownloadCounter
@@ -90,6 +92,8 @@ class Services:
     namespaces: Namespaces
     login: LoginFlow  # `terraform login` (login.v1)
     sign_in: WebSignIn  # the web UI's sign-in and its sessions
+    health: Health  # readiness, for /readyz
+    storage: Storage  # backup, a move to other backends, temp file sweeps
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -182,6 +186,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     # both sign-in flows.
     oidc = OidcClient(settings)
     limits = SignInLimits(auth, settings.sign_in_per_client, settings.sign_in_pending_max)
+    repositories = _repositories(settings, shared, provider_store, secrets, publisher, jobs)
     catalog_service = Catalog(
         index=index,
         catalog=catalog,
@@ -218,9 +223,11 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         searches,
         catalog_service=catalog_service,
         staged_bytes=StagedBytesStore(shared),
-        repositories=_repositories(settings, shared, provider_store, secrets, publisher, jobs),
+        repositories=repositories,
         tokens=Tokens(auth, cache.invalidate),
         namespaces=Namespaces(auth, cache.invalidate),
         login=LoginFlow(settings, auth, oidc, cache.invalidate, limits, failures=access.limiter),
         sign_in=WebSignIn(settings, auth, oidc, limits),
+        health=Health(settings, index, blobs, repositories.repos),
+        storage=Storage(settings, index, blobs),
     )
