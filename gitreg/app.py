@@ -121,7 +121,7 @@ async def _clean_staging_forever(svc: Services) -> None:
 
 def _clean_staging(svc: Services, ttl: float) -> None:
     uploads = svc.provider_service.remove_stale_uploads()
-    temps = svc.blobs.remove_stale_temp_files(older_than=ttl)
+    temps = svc.storage.remove_stale_temp_files(older_than=ttl)
     if uploads or temps:
         log.info("removed %d expired staged upload(s), %d blob temp file(s)", uploads, temps)
 
@@ -129,11 +129,10 @@ def _clean_staging(svc: Services, ttl: float) -> None:
 async def _reload_signing_keys_forever(svc: Services) -> None:
     """Learn URL-signing keys rotated by another process or replica, off the
     event loop (gitreg.auth.signed_urls): on PostgreSQL the look is a query."""
-    signer = svc.access.signer
     while True:
         await asyncio.sleep(RECHECK_EVERY)
         try:
-            await run_in_threadpool(signer.reload_if_rotated)
+            await run_in_threadpool(svc.access.reload_signing_keys)
         except Exception:  # a failing look must not end the loop; the old keys stay
             log.exception("cannot reload the URL-signing keys")
 
@@ -221,7 +220,6 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         },
     )
     app.state.services = svc or startup.open_services(settings)
-    app.state.readiness = health.Readiness()
     return app
 
 

@@ -65,7 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
     groups is the order `gitreg --help` lists them in.
     """
     from gitreg.auth import cli as access
-    from gitreg.auth import cli_grants as login
     from gitreg.catalog import cli as reindex
     from gitreg.doctor import cli as doctor
     from gitreg.jobs import cli as jobs
@@ -75,8 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gitreg.providers import cli as providers
     from gitreg.repositories import cli as repos
     from gitreg.server import cli as serve
-    from gitreg.storage import cli as admin
-    from gitreg.storage import cli_migrate as migrate
+    from gitreg.storage import cli as storage
 
     common = _common(default=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
@@ -88,8 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve.register(sub, common)
     repos.register(sub, common)
-    admin.register(sub, common)
-    migrate.register(sub, common)
+    storage.register(sub, common)
     access.register(sub, common)
     jobs.register(sub, common)
     providers.register(sub, common)
@@ -99,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.register(sub, common)
     yank.register_module(sub, common)
     reindex.register(sub, common)
-    login.register(sub, common)
+    access.register_grants(sub, common)
     return parser
 
 

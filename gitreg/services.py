@@ -1,20 +1,24 @@
 """The resources one gitreg process works with, built once from `Settings`.
 
 The app factory and the CLI both build a `Services`; handlers reach it through
-the typed `services(request)` accessor instead of untyped `request.state`.
+the typed `gitreg.api.services.services(request)` accessor instead of untyped
+`request.state`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from starlette.requests import Request
-
 from gitreg.auth.grants import parse_grants
-from gitreg.auth.service import Access
+from gitreg.auth.login import LoginFlow
+from gitreg.auth.oidc import OidcClient
+from gitreg.auth.pending import SignInLimits
+from gitreg.auth.service import Access, Namespaces
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.auth.store import AuthIndex
 from gitreg.auth.store_sql import AuthStore
+from gitreg.auth.tokens import Tokens
+from gitreg.auth.web_sign_in import WebSignIn
 from gitreg.cache import MetadataCache
 from gitreg.catalog.documenter import Documenter
 from gitreg.catalog.provider_docs import ProviderDocumenter
@@ -24,7 +28,6 @@ from gitreg.catalog.service import Catalog
 from gitreg.catalog.store import CatalogIndex, ProviderDocsIndex
 from gitreg.catalog.store_sql import CatalogStore
 from gitreg.catalog.store_sql_provider_docs import ProviderDocsStore
-from gitreg.errors import DatabaseUnavailable
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.runner import JobRunner
@@ -50,10 +53,12 @@ from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.repositories.sync import SyncService
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
+from gitreg.storage.health import Health
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.protocols import ModuleIndex, SecretStore
 from gitreg.storage.secrets import open_secret_store
 from gitreg.storage.select import open_blob_store, open_upload_store
+from gitreg.storage.service import Storage
 from gitreg.storage.staged_bytes import StagedBytesIndex, StagedBytesStore
 from gitreg.storage.staging import UploadStore
 from gitreg.usage.counter import DownloadCounter
@@ -87,6 +92,12 @@ class Services:
     staged_bytes: StagedBytesIndex  # what staged uploads hold, for the quotas
     repositories: Repositories
     provider_service: ProviderService  # hosted providers: protocol, uploads, keys, publishing
+    tokens: Tokens
+    namespaces: Namespaces
+    login: LoginFlow  # `terraform login` (login.v1)
+    sign_in: WebSignIn  # the web UI's sign-in and its sessions
+    health: Health  # readiness, for /readyz
+    storage: Storage  # backup, a move to other backends, temp file sweeps
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -193,6 +204,11 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         mirror_path=publisher.mirror_path,
         on_change=cache.invalidate,
     )
+    # One view of the issuer and one allowance per client address, shared by
+    # both sign-in flows.
+    oidc = OidcClient(settings)
+    limits = SignInLimits(auth, settings.sign_in_per_client, settings.sign_in_pending_max)
+    repositories = _repositories(settings, shared, provider_store, secrets, publisher, jobs)
     catalog_service = Catalog(
         index=index,
         catalog=catalog,
@@ -229,15 +245,12 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         searches,
         catalog_service=catalog_service,
         staged_bytes=staged_bytes,
-        repositories=_repositories(settings, shared, provider_store, secrets, publisher, jobs),
+        repositories=repositories,
+        tokens=Tokens(auth, cache.invalidate),
+        namespaces=Namespaces(auth, cache.invalidate),
+        login=LoginFlow(settings, auth, oidc, cache.invalidate, limits, failures=access.limiter),
+        sign_in=WebSignIn(settings, auth, oidc, limits),
+        health=Health(settings, index, blobs, repositories.repos),
+        storage=Storage(settings, index, blobs),
         provider_service=provider_service,
     )
-
-
-def services(request: Request) -> Services:
-    found = request.app.state.services
-    if found is None:  # `serve` started while PostgreSQL was down (gitreg/api/startup.py)
-        reason = "not reachable since start-up"
-        raise DatabaseUnavailable(reason, reason=reason)
-    assert isinstance(found, Services)
-    return found

@@ -33,9 +33,10 @@ from starlette.routing import Route
 
 from gitreg.api.blob_file import BlobFileResponse, OpenBlob
 from gitreg.api.credentials import credentials
+from gitreg.api.services import services
 from gitreg.errors import NotFound, ResponseCut, StorageUnavailable
 from gitreg.metrics import service as metrics
-from gitreg.services import Services, services
+from gitreg.services import Services
 from gitreg.storage.blobs import SHA256_RE
 
 IMMUTABLE = "public, max-age=31536000, immutable"

@@ -3,7 +3,7 @@
 `create_app` builds the Services at once when it can. When the shared index
 cannot be reached (`DatabaseUnavailable` on PostgreSQL), the app starts
 without them: /healthz answers, /readyz and every route that needs the index
-answer 503 (`gitreg.services.services`), and a task of the app's lifespan
+answer 503 (`gitreg.api.services.services`), and a task of the app's lifespan
 tries again every `RETRY_INTERVAL`, within the engine's own connect timeout,
 until the database answers. Then the Services are installed and the app's
 background work (jobs, cache watcher, cleaners) starts as it would have at

@@ -1,17 +1,16 @@
-"""`gitreg token ...`, `gitreg namespace ...`, `gitreg secret rotate|generate-key`."""
+"""`gitreg token ...`, `gitreg namespace ...`, `gitreg secret rotate|generate-key`,
+and `gitreg grants`: what the `[[grants]]` table gives a set of groups (docs/sign-in.md)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gitreg.addresses import check_name
-from gitreg.auth.signed_urls import rotate_signing_key
-from gitreg.auth.tokens import Scope, new_token, parse_duration, token_hash
+from gitreg.auth.grants import EVERY_NAMESPACE, effective, parse_grants
+from gitreg.auth.tokens import Scope
 from gitreg.cli_handlers import ReadOnly
 from gitreg.services import Services
 from gitreg.settings import Settings
@@ -23,17 +22,10 @@ Parser = argparse.ArgumentParser
 def token_create(
     svc: Services, scope: str, namespaces: list[str], expires_in: str, description: str
 ) -> int:
-    parsed = Scope.parse(scope)
-    for namespace in namespaces:
-        check_name("namespace", namespace)
-    expires_at = time.time() + parse_duration(expires_in) if expires_in else None
-    token = new_token()
-    token_id = svc.auth.add_token(
-        token_hash(token), token[:12], parsed.name, namespaces, description, expires_at
-    )
+    made = svc.tokens.create(scope, namespaces, expires_in, description)
     where = ", ".join(namespaces) if namespaces else "every namespace"
-    print(f"token #{token_id} ({parsed.name} on {where}); shown once, store it now:")
-    print(token)
+    print(f"token #{made.id} ({Scope.parse(scope).name} on {where}); shown once, store it now:")
+    print(made.secret)
     return 0
 
 
@@ -58,7 +50,7 @@ def token_list(svc: Services, as_json: bool) -> int:
             "groups": list(t.groups),
             "grants": t.grants,
         }
-        for t in svc.auth.tokens()
+        for t in svc.tokens.active()
     ]
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -77,14 +69,13 @@ def token_list(svc: Services, as_json: bool) -> int:
 
 
 def token_revoke(svc: Services, token_id: int) -> int:
-    svc.auth.revoke(token_id)
+    svc.tokens.revoke(token_id)
     print(f"revoked token #{token_id}")
     return 0
 
 
 def namespace_set(svc: Services, namespace: str, private: bool) -> int:
-    check_name("namespace", namespace)
-    svc.auth.set_namespace_private(namespace, private)
+    svc.namespaces.set_private(namespace, private)
     print(f"namespace {namespace} is now {'private' if private else 'public'}")
     return 0
 
@@ -94,13 +85,13 @@ def namespace_list(svc: Services) -> int:
     print(
         f"default for namespaces not listed: {default} (read_default = {svc.settings.read_default})"
     )
-    for namespace, private in sorted(svc.auth.namespace_visibility().items()):
+    for namespace, private in sorted(svc.namespaces.visibility().items()):
         print(f"{namespace}: {'private' if private else 'public'}")
     return 0
 
 
 def secret_rotate(svc: Services) -> int:
-    rotate_signing_key(svc.secrets)
+    svc.access.rotate_signing_key()
     print(
         "rotated the URL signing key; every replica signs with it within seconds, and"
         " URLs signed with the previous key stay valid until expiry"
@@ -113,6 +104,30 @@ def _generate_key(args: argparse.Namespace, settings: Settings) -> int:
     generate_key_file(args.file)
     print(f"wrote a new secret key to {args.file} (mode 0600); keep a copy somewhere safe:")
     print("without it the secrets sealed in the database cannot be read")
+    return 0
+
+
+def show_grants(settings: Settings, groups: str | None) -> int:
+    """Standalone: reads only the config file, so it works before any data dir exists.
+    An invalid table already failed in `load_settings`, as it fails `serve`."""
+    grants = parse_grants(settings.extra.get("grants"))
+    if not grants:
+        print("no [[grants]] in the config file: nobody can sign in")
+        return 0
+    if groups is None:
+        for grant in grants:
+            print(f"group {grant.group!r}: {grant.scope.name} on {grant.namespace}")
+        return 0
+    names = [g.strip() for g in groups.split(",") if g.strip()]
+    allowed = effective(grants, names)
+    who = ", ".join(names) or "no groups"
+    if not allowed:
+        print(f"{who}: no grant; sign-in is refused")
+        return 0
+    print(f"{who}:")
+    for namespace, scope in sorted(allowed.items(), key=lambda item: item[0] != EVERY_NAMESPACE):
+        where = "every namespace" if namespace == EVERY_NAMESPACE else f"namespace {namespace}"
+        print(f"  {scope.name} on {where}")
     return 0
 
 
@@ -161,3 +176,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: P
     )
     generate.add_argument("file", type=Path)
     generate.set_defaults(standalone=_generate_key)
+
+
+def register_grants(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: Parser
+) -> None:
+    """Add `grants` (`standalone`: it needs no registry)."""
+    grants = sub.add_parser(
+        "grants", parents=[common], help="check [[grants]] and show what groups may do"
+    )
+    grants.add_argument("--groups", default=None, help="comma-separated IdP group names")
+    grants.set_defaults(standalone=lambda a, settings: show_grants(settings, a.groups))

@@ -24,13 +24,12 @@ from starlette.routing import Route
 
 from gitreg.api.credentials import client_address
 from gitreg.api.responses import error_body, json_response
+from gitreg.api.services import services
 from gitreg.api.urls import base_url
-from gitreg.auth.login import CLIENT_ID, PORTS, LoginFlow, OAuthError, Redirect, Refusal
-from gitreg.auth.oidc import OidcClient
-from gitreg.auth.pending import SignInLimits, SignInsBusy
+from gitreg.auth.login import CLIENT_ID, PORTS, OAuthError, Redirect, Refusal
+from gitreg.auth.pending import SignInsBusy
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import NotFound, PayloadTooLarge
-from gitreg.services import services
+from gitreg.errors import PayloadTooLarge
 from gitreg.settings import Settings
 
 AUTHZ = "/oauth/authorization"
@@ -56,47 +55,6 @@ def login_service(settings: Settings) -> dict[str, object]:
     }
 
 
-def sign_in_limits(request: Request) -> SignInLimits:
-    """The app's one SignInLimits, shared with the web UI's sign-in
-    (gitreg/auth/pages.py) so an address has one allowance for both."""
-    limits = getattr(request.app.state, "sign_in_limits", None)
-    if limits is None:
-        svc = services(request)
-        per_client, most = svc.settings.sign_in_per_client, svc.settings.sign_in_pending_max
-        limits = SignInLimits(svc.auth, per_client, most)
-        request.app.state.sign_in_limits = limits
-    assert isinstance(limits, SignInLimits)
-    return limits
-
-
-def oidc_client(request: Request) -> OidcClient:
-    """The app's one OidcClient, shared with the web UI's sign-in: one cache of
-    the issuer's discovery document and keys, and one allowance of JWKS
-    refetches (gitreg.auth.oidc) for both flows."""
-    client = getattr(request.app.state, "oidc_client", None)
-    if client is None:
-        client = OidcClient(services(request).settings)
-        request.app.state.oidc_client = client
-    assert isinstance(client, OidcClient)
-    return client
-
-
-def _flow(request: Request) -> LoginFlow:
-    """One flow per app, built on first use."""
-    svc = services(request)
-    if not svc.settings.oidc_issuer:
-        raise NotFound("sign-in is not configured on this registry (oidc_issuer)")
-    flow = getattr(request.app.state, "login_flow", None)
-    if flow is None:
-        oidc = oidc_client(request)
-        flow = LoginFlow(
-            svc.settings, svc.auth, oidc, svc.cache.invalidate, sign_in_limits(request)
-        )
-        request.app.state.login_flow = flow
-    assert isinstance(flow, LoginFlow)
-    return flow
-
-
 def _redirect(url: str) -> Response:
     return RedirectResponse(url, status_code=302, headers=NO_STORE)
 
@@ -110,11 +68,11 @@ def _single(request: Request) -> dict[str, str]:
 
 
 async def authorization(request: Request) -> Response:
-    flow = _flow(request)
-    callback = base_url(request, services(request).settings) + CALLBACK
+    svc = services(request)
+    callback = base_url(request, svc.settings) + CALLBACK
     client = client_address(request)
     try:
-        return _redirect((await flow.begin(_single(request), callback, client)).url)
+        return _redirect((await svc.login.begin(_single(request), callback, client)).url)
     except SignInsBusy as exc:
         # The JSON errors of this route, answered here rather than by the app's
         # handler, which logs every 5xx: a flood would become a log flood.
@@ -123,7 +81,7 @@ async def authorization(request: Request) -> Response:
 
 
 async def callback(request: Request) -> Response:
-    answer = await _flow(request).finish(_single(request))
+    answer = await services(request).login.finish(_single(request))
     if isinstance(answer, Redirect):
         return _redirect(answer.url)
     return _refusal_page(answer)
@@ -144,20 +102,15 @@ def _refusal_page(refusal: Refusal) -> Response:
 
 
 async def token(request: Request) -> Response:
-    flow = _flow(request)
-    # A code is a credential: refused ones count as failed authentications,
-    # limited per client like bad tokens (429 with Retry-After; checklist R).
-    limiter = services(request).access.limiter
+    login = services(request).login
     client = client_address(request)
-    limiter.check(client)
+    login.check_client(client)  # a client over its limit: 429 before its body is read
     try:
         body = await _form_body(request)
         form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
         form.setdefault("client_id", _basic_client_id(request))
-        answer = await flow.token(form)
+        answer = await login.token(form, client)
     except OAuthError as exc:
-        if exc.error == "invalid_grant":
-            limiter.failed(client)
         error = {"error": exc.error, "error_description": exc.description}
         status = 401 if exc.error == "invalid_client" else 400
         return json_response(json_bytes(error), status=status, headers=NO_STORE)

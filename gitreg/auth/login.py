@@ -16,7 +16,9 @@ signing the person in at the OpenID Connect issuer (gitreg.auth.oidc).
 
 Both in-flight steps live in the index (`AuthIndex.put/take_login_state`), so
 any replica can serve any step, and taking one deletes it: codes are single-use
-(RFC 6749 4.1.2) even when two replicas race.
+(RFC 6749 4.1.2) even when two replicas race. A code is a credential: refused
+ones count as failed authentications, limited per client like bad tokens.
+Without `oidc_issuer` every step is NotFound.
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ import anyio.to_thread
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret, pkce_challenge
 from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
+from gitreg.auth.ratelimit import FailureLimiter
 from gitreg.auth.store import AuthIndex, Identity
 from gitreg.auth.tokens import new_token, token_hash
-from gitreg.errors import BadRequest, UpstreamError
+from gitreg.errors import BadRequest, NotFound, UpstreamError
 from gitreg.settings import Settings
 
 log = logging.getLogger("gitreg.auth.login")
@@ -109,9 +112,12 @@ class LoginFlow:
         on_change: Callable[[], None],
         limits: SignInLimits,
         clock: Callable[[], float] = time.time,
+        *,
+        failures: FailureLimiter,
     ) -> None:
         self._settings = settings
         self._limits = limits
+        self._failures = failures  # the access policy's: a code is a credential
         self._store = store
         self._oidc = oidc
         self._grants = parse_grants(settings.extra.get("grants"))
@@ -120,6 +126,10 @@ class LoginFlow:
         # is all the access snapshot's watcher sees: say so, or the new token
         # would be refused until some other write (gitreg.auth.service).
         self._on_change = on_change
+
+    def _configured(self) -> None:
+        if not self._settings.oidc_issuer:
+            raise NotFound("sign-in is not configured on this registry (oidc_issuer)")
 
     async def _put(self, key: str, payload: dict[str, Any], ttl: float) -> None:
         await put_step(self._store, key, payload, ttl, self._clock())
@@ -131,6 +141,7 @@ class LoginFlow:
         """Step 1 for a browser at address `client`. Raises OAuthError (shown,
         never redirected) while the client or redirect_uri is not trusted, and
         SignInsBusy over the limits; later errors go back to Terraform."""
+        self._configured()
         if params.get("client_id") != CLIENT_ID:
             raise OAuthError("invalid_client", f"client_id must be {CLIENT_ID}")
         redirect_uri = check_redirect_uri(params.get("redirect_uri", ""))
@@ -170,6 +181,7 @@ class LoginFlow:
         """Step 2, the issuer's answer. OAuthError when there is no pending
         sign-in to answer (unknown, used or expired state); a Refusal when the
         person may not have a token."""
+        self._configured()
         pending = await self._take(step_key("login", params.get("state", "")))
         if pending is None:
             raise OAuthError(
@@ -214,9 +226,25 @@ class LoginFlow:
         fields = {"code": code, "state": pending["state"]}
         return Redirect(_with_query(pending["redirect_uri"], fields))
 
-    async def token(self, form: Mapping[str, str]) -> dict[str, object]:
-        """Step 3 (RFC 6749 4.1.3, RFC 7636 4.6). The code is spent by any
-        attempt, right or wrong, so a stolen code cannot be retried."""
+    def check_client(self, client: str) -> None:
+        """Before a token request of `client` is read: TooManyRequests while it
+        is over its failed-authentication limit."""
+        self._configured()
+        self._failures.check(client)
+
+    async def token(self, form: Mapping[str, str], client: str) -> dict[str, object]:
+        """Step 3 (RFC 6749 4.1.3, RFC 7636 4.6), for a request from `client`.
+        The code is spent by any attempt, right or wrong, so a stolen code
+        cannot be retried; a refused code counts against `client`."""
+        self._configured()
+        try:
+            return await self._token(form)
+        except OAuthError as exc:
+            if exc.error == "invalid_grant":
+                self._failures.failed(client)
+            raise
+
+    async def _token(self, form: Mapping[str, str]) -> dict[str, object]:
         if form.get("grant_type") != "authorization_code":
             raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code")
         if form.get("client_id") != CLIENT_ID:

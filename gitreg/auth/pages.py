@@ -1,5 +1,6 @@
-"""`/ui/sign-in`: the web UI's sign-in through the identity provider (issue 14;
-the flow is gitreg/auth/web_sign_in.py, the settings docs/sign-in.md).
+"""Who a browser is: `/ui/sign-in` through the identity provider (issue 14; the
+flow is gitreg/auth/web_sign_in.py, the settings docs/sign-in.md), `/ui/token`
+for a read token, and `/ui/sign-out`.
 
 GET `/ui/sign-in` only shows a "Sign in with <issuer>" button and writes
 nothing: the link is on every page, and crawlers follow links. The button's
@@ -13,49 +14,46 @@ the session cookie is set there, under a new id, and any session the browser
 came with is deleted (rotation at sign-in). Both cookies are HttpOnly, Secure
 and SameSite=Lax: Lax, not Strict, because the callback is a top-level
 navigation coming from the issuer's site, which Strict cookies do not follow.
-Without `oidc_issuer` both paths are the 404 page. Sign-out is
-`POST /ui/sign-out` (gitreg/auth/pages_token.py).
+Without `oidc_issuer` both paths are the 404 page.
+
+GET `/ui/token` shows a form; its POST checks the token exactly as a Bearer
+token is checked and keeps it in an HttpOnly, Secure, SameSite=Strict cookie,
+so no script can read it and no other site's request carries it. This works
+with or without sign-in configured (docs/ui.md): a read token is how a browser
+without an identity-provider account, or a registry without one, sees private
+namespaces. Failed tokens count against the same per-client limit as failed
+Bearer tokens (checklist U1). `/ui/sign-out` (POST) ends the session
+server-side and forgets the token cookie. Every POST is checked by
+gitreg/ui/csrf.py.
 """
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from gitreg.api.credentials import client_address
+from gitreg.api.services import services
 from gitreg.api.urls import base_url
-from gitreg.auth.http import oidc_client, sign_in_limits
 from gitreg.auth.oidc import new_secret
-from gitreg.auth.pages_token import COOKIE_FLAGS, LAX_COOKIE_FLAGS
 from gitreg.auth.pending import SignInsBusy
-from gitreg.auth.tokens import token_hash
-from gitreg.auth.web_sign_in import SignInFailed, WebSignIn, safe_next
-from gitreg.errors import UpstreamError
-from gitreg.services import services
+from gitreg.auth.web_sign_in import SignInFailed, safe_next
+from gitreg.errors import TooManyRequests, Unauthorized, UpstreamError
 from gitreg.ui.csrf import CSRF_COOKIE, checked_form, cookie_csrf
 from gitreg.ui.pages import CSP, error_page, html_response, not_found_page, render
-from gitreg.ui.viewer import SESSION_COOKIE, current_viewer
+from gitreg.ui.viewer import SESSION_COOKIE, TOKEN_COOKIE, current_viewer
 
 CALLBACK = "/ui/sign-in/callback"
 BINDING_COOKIE = "__Host-gitreg_sign_in"
 BINDING_MAX_AGE = 600  # as long as the pending sign-in lives
+TOKEN_MAX_AGE = 30 * 86400  # the browser forgets it after 30 days; expiry still applies
 NO_STORE = {"Cache-Control": "no-store"}
-
-
-def _flow(request: Request) -> WebSignIn | None:
-    """One flow per app, built on first use; None without sign-in configured."""
-    svc = services(request)
-    if not svc.settings.oidc_issuer:
-        return None
-    flow = getattr(request.app.state, "web_sign_in", None)
-    if flow is None:
-        flow = WebSignIn(svc.settings, svc.auth, oidc_client(request), sign_in_limits(request))
-        request.app.state.web_sign_in = flow
-    assert isinstance(flow, WebSignIn)
-    return flow
+COOKIE_FLAGS = {"httponly": True, "secure": True, "samesite": "strict", "path": "/"}
+# The session's and the sign-in binding's: Lax, as the issuer's redirect back
+# is a top-level navigation from another site.
+LAX_COOKIE_FLAGS = {**COOKIE_FLAGS, "samesite": "lax"}
 
 
 async def _unavailable(request: Request) -> Response:
@@ -73,20 +71,20 @@ async def _unavailable(request: Request) -> Response:
 async def sign_in_page(request: Request) -> Response:
     """The button that starts a sign-in; nothing is written to the index."""
     viewer = await current_viewer(request)
-    flow = _flow(request)
-    if flow is None:
+    svc = services(request)
+    if not svc.sign_in.configured:
         return not_found_page(request, viewer)
-    settings = services(request).settings
     try:
-        target = await flow.form_target()
+        target = await svc.sign_in.form_target()
     except UpstreamError:
         return await _unavailable(request)
     double_submit = cookie_csrf(request)
+    issuer = svc.settings.oidc_issuer
     context = {
         "title": "Sign in",
         "csrf": viewer.session.csrf if viewer.session is not None else double_submit,
         "next": safe_next(request.query_params.get("next", "/")),
-        "provider": urlsplit(settings.oidc_issuer).hostname or settings.oidc_issuer,
+        "provider": urlsplit(issuer).hostname or issuer,
     }
     csp = CSP.replace("form-action 'self'", f"form-action 'self' {target}")
     headers = {**NO_STORE, "Content-Security-Policy": csp}
@@ -97,18 +95,18 @@ async def sign_in_page(request: Request) -> Response:
 
 async def sign_in(request: Request) -> Response:
     """The button's POST: a pending sign-in, then the issuer."""
-    flow = _flow(request)
-    if flow is None:
+    svc = services(request)
+    if not svc.sign_in.configured:
         return not_found_page(request, await current_viewer(request))
     checked = await checked_form(request)
     if isinstance(checked, Response):
         return checked
     viewer, form = checked
     binding = new_secret()
-    callback = base_url(request, services(request).settings) + CALLBACK
+    callback = base_url(request, svc.settings) + CALLBACK
     client = client_address(request)
     try:
-        url = await flow.begin(callback, binding, form.get("next", "/"), client)
+        url = await svc.sign_in.begin(callback, binding, form.get("next", "/"), client)
     except UpstreamError:
         return await _unavailable(request)
     except SignInsBusy as exc:
@@ -121,12 +119,13 @@ async def sign_in(request: Request) -> Response:
 
 
 async def callback(request: Request) -> Response:
-    flow = _flow(request)
-    if flow is None:
+    svc = services(request)
+    if not svc.sign_in.configured:
         return not_found_page(request, await current_viewer(request))
     binding = request.cookies.get(BINDING_COOKIE, "")
+    previous = request.cookies.get(SESSION_COOKIE, "")
     try:
-        done = await flow.finish(dict(request.query_params), binding)
+        done = await svc.sign_in.finish(dict(request.query_params), binding, previous)
     except SignInFailed as exc:
         viewer = await current_viewer(request)
         page = error_page(request, viewer, 403, "Sign-in failed", f"{exc} Sign in again.")
@@ -134,11 +133,52 @@ async def callback(request: Request) -> Response:
         return page
     except UpstreamError:
         return await _unavailable(request)
-    old = request.cookies.get(SESSION_COOKIE, "")
-    if old:  # rotation: whatever the browser held before is no session now
-        await run_in_threadpool(services(request).auth.delete_session, token_hash(old))
     response = RedirectResponse(done.next_path, status_code=303, headers=NO_STORE)
-    max_age = int(services(request).settings.session_ttl)
+    max_age = int(svc.settings.session_ttl)
     response.set_cookie(SESSION_COOKIE, done.session_id, max_age=max_age, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
     response.delete_cookie(BINDING_COOKIE, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
+    return response
+
+
+async def _token_form(request: Request, message: str = "", status: int = 200) -> Response:
+    viewer = await current_viewer(request)
+    double_submit = cookie_csrf(request)
+    csrf = viewer.session.csrf if viewer.session is not None else double_submit
+    context = {"title": "Read token", "csrf": csrf, "message": message}
+    response = html_response(render(request, viewer, "token.html", context), status)
+    response.set_cookie(CSRF_COOKIE, double_submit, max_age=None, **COOKIE_FLAGS)  # type: ignore[arg-type]
+    return response
+
+
+async def token_form(request: Request) -> Response:
+    return await _token_form(request)
+
+
+async def token_submit(request: Request) -> Response:
+    checked = await checked_form(request)
+    if isinstance(checked, Response):
+        return checked
+    _, form = checked
+    token = form.get("token", "").strip()
+    try:
+        await services(request).access.check_token(token, client_address(request))
+    except TooManyRequests as exc:
+        return await _token_form(request, str(exc), 429)
+    except Unauthorized:
+        message = "That token is not valid: it is unknown, revoked or expired."
+        return await _token_form(request, message, 400)
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(TOKEN_COOKIE, token, max_age=TOKEN_MAX_AGE, **COOKIE_FLAGS)  # type: ignore[arg-type]
+    return response
+
+
+async def sign_out(request: Request) -> Response:
+    """Ends the session in the index (so on every replica) and forgets both cookies."""
+    checked = await checked_form(request)
+    if isinstance(checked, Response):
+        return checked
+    await services(request).sign_in.sign_out(request.cookies.get(SESSION_COOKIE, ""))
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(TOKEN_COOKIE, **COOKIE_FLAGS)  # type: ignore[arg-type]
+    response.delete_cookie(SESSION_COOKIE, **LAX_COOKIE_FLAGS)  # type: ignore[arg-type]
     return response

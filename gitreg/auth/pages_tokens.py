@@ -2,20 +2,20 @@
 
 A signed-in person creates tokens for CI, lists and revokes their own. A new
 token's scopes are chosen per namespace of the session's grants, each at
-most the granted scope: a token never allows more than its creator may do
-(a request for more, or for a namespace not granted, is refused, not
-trimmed). The secret is in the answer to the POST only, sent with
-`Cache-Control: no-store`, and never stored (only its sha256, as for every
-token). People whose grants include admin on "*" see every token, grouped by
-person, and may revoke any. Every POST passes gitreg/ui/csrf.py; a revoked
-token stops working at once in this process (`cache.invalidate`) and within
-`refresh_interval` on the others (gitreg/auth/service.py).
+most the granted scope (gitreg.auth.tokens.Tokens.create_own). The secret is
+in the answer to the POST only, sent with `Cache-Control: no-store`, and never
+stored (only its sha256, as for every token). People whose grants include
+admin on "*" see every token, grouped by person, and may revoke any. Every
+POST passes gitreg/ui/csrf.py; a revoked token stops working at once in this
+process and within `refresh_interval` on the others (gitreg/auth/service.py).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,17 +23,15 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from gitreg.auth.store import Identity, SessionRecord, TokenRecord
-from gitreg.auth.tokens import Scope, new_token, token_hash
+from gitreg.api.services import services
+from gitreg.auth.store import SessionRecord, TokenRecord
+from gitreg.auth.tokens import EXPIRY_DAYS, Scope
 from gitreg.errors import BadRequest, NotFound
 from gitreg.numbers import plain_int
-from gitreg.services import services
 from gitreg.ui.csrf import checked_form
 from gitreg.ui.pages import error_page, html_response, not_found_page, render
 from gitreg.ui.viewer import Viewer, current_viewer
 
-EXPIRY_DAYS = (7, 30, 90, 180, 365)
-MAX_NAME = 100
 NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -75,13 +73,8 @@ def _choices(session: SessionRecord) -> list[dict[str, Any]]:
     return found
 
 
-async def _own(request: Request, subject: str) -> list[TokenRecord]:
-    tokens = await run_in_threadpool(services(request).auth.tokens)
-    return [t for t in tokens if subject and t.subject == subject]
-
-
 async def _needs_session(request: Request, viewer: Viewer) -> Response:
-    if not services(request).settings.oidc_issuer:
+    if not services(request).sign_in.configured:
         return not_found_page(request, viewer)
     return RedirectResponse(f"/ui/sign-in?next={request.url.path}", status_code=303)
 
@@ -90,10 +83,11 @@ async def _tokens_page(
     request: Request, viewer: Viewer, secret: str = "", message: str = "", status: int = 200
 ) -> Response:
     assert viewer.session is not None
+    svc, subject = services(request), viewer.session.subject
     context = {
         "title": "Tokens",
         "csrf": viewer.session.csrf,
-        "tokens": [_row(t) for t in await _own(request, viewer.session.subject)],
+        "tokens": [_row(t) for t in await run_in_threadpool(svc.tokens.owned_by, subject)],
         "choices": _choices(viewer.session),
         "expiry_days": EXPIRY_DAYS,
         "secret": secret,
@@ -109,34 +103,9 @@ async def tokens_page(request: Request) -> Response:
     return await _tokens_page(request, viewer)
 
 
-def requested_grants(session: SessionRecord, form: dict[str, str]) -> dict[str, str]:
-    """The new token's scope per namespace; BadRequest for anything beyond the
-    session's grants, for a namespace not granted, or for no scope at all."""
-    wanted = {k.removeprefix("scope:"): v for k, v in form.items() if k.startswith("scope:")}
-    unknown = sorted(set(wanted) - set(session.grants))
-    if unknown:
-        raise BadRequest(f"you have no grant on {', '.join(unknown)[:100]}")
-    grants = {}
-    for namespace, choice in wanted.items():
-        if choice == "none":
-            continue
-        scope = Scope.parse(choice)
-        if scope > Scope.parse(session.grants[namespace]):
-            raise BadRequest(f"{scope.name} on {namespace} is more than your groups grant you")
-        grants[namespace] = scope.name
-    if not grants:
-        raise BadRequest("choose a scope for at least one namespace")
-    return grants
-
-
-def _name_and_days(form: dict[str, str]) -> tuple[str, int]:
-    name = " ".join(form.get("name", "").split())
-    if not name or len(name) > MAX_NAME:
-        raise BadRequest(f"give the token a name of 1 to {MAX_NAME} characters")
-    days = plain_int(form.get("expires_days", ""))
-    if days not in EXPIRY_DAYS:
-        raise BadRequest("choose one of the offered expiries")
-    return name, days
+def _scopes_chosen(form: dict[str, str]) -> dict[str, str]:
+    """Per namespace, the scope the form's `scope:NAMESPACE` field chose ("none" too)."""
+    return {k.removeprefix("scope:"): v for k, v in form.items() if k.startswith("scope:")}
 
 
 async def create_token(request: Request) -> Response:
@@ -147,31 +116,26 @@ async def create_token(request: Request) -> Response:
     session = viewer.session
     if session is None:
         return await _needs_session(request, viewer)
+    days = plain_int(form.get("expires_days", ""))
+    name, scopes = form.get("name", ""), _scopes_chosen(form)
     try:
-        name, days = _name_and_days(form)
-        grants = requested_grants(session, form)
+        made = await run_in_threadpool(
+            services(request).tokens.create_own, session, name, days, scopes
+        )
     except BadRequest as exc:
         return await _tokens_page(request, viewer, message=str(exc), status=400)
-    svc = services(request)
-    token = new_token()
-    who = Identity(session.subject, session.email, session.groups)
-    expires = time.time() + days * 86400
-    await run_in_threadpool(
-        svc.auth.add_login_token, token_hash(token), token[:12], grants, who, name, expires
-    )
-    svc.cache.invalidate()  # the access snapshot learns the new token
-    return await _tokens_page(request, viewer, secret=token, status=201)
+    return await _tokens_page(request, viewer, secret=made.secret, status=201)
 
 
-async def _revoke(request: Request, allowed: list[TokenRecord], token_id: str) -> bool:
+async def _revoke(revoke: Callable[[int], None], token_id: str) -> bool:
+    """Whether `revoke` revoked the token the form's `token_id` names."""
     wanted = plain_int(token_id)
-    if wanted is None or wanted not in {t.id for t in allowed}:
+    if wanted is None:
         return False
     try:
-        await run_in_threadpool(services(request).auth.revoke, wanted)
+        await run_in_threadpool(revoke, wanted)
     except NotFound:
-        return False  # revoked meanwhile, here or on another replica
-    services(request).cache.invalidate()
+        return False  # not theirs, or revoked meanwhile, here or on another replica
     return True
 
 
@@ -182,8 +146,8 @@ async def revoke_own(request: Request) -> Response:
     viewer, form = checked
     if viewer.session is None:
         return await _needs_session(request, viewer)
-    own = await _own(request, viewer.session.subject)
-    if not await _revoke(request, own, form.get("id", "")):
+    own = functools.partial(services(request).tokens.revoke_owned, viewer.session.subject)
+    if not await _revoke(own, form.get("id", "")):
         return not_found_page(request, viewer)
     return RedirectResponse("/ui/tokens", status_code=303)
 
@@ -202,7 +166,7 @@ async def admin_page(request: Request) -> Response:
     refused = await _admin_only(request, viewer)
     if refused is not None or viewer.session is None:
         return refused or not_found_page(request, viewer)
-    tokens = await run_in_threadpool(services(request).auth.tokens)
+    tokens = await run_in_threadpool(services(request).tokens.active)
     owners: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for token in tokens:
         owner = token.email or token.subject or "Operator tokens (gitreg token create)"
@@ -219,7 +183,6 @@ async def admin_revoke(request: Request) -> Response:
     refused = await _admin_only(request, viewer)
     if refused is not None:
         return refused
-    every = await run_in_threadpool(services(request).auth.tokens)
-    if not await _revoke(request, every, form.get("id", "")):
+    if not await _revoke(services(request).tokens.revoke, form.get("id", "")):
         return not_found_page(request, viewer)
     return RedirectResponse("/ui/admin/tokens", status_code=303)

@@ -24,6 +24,9 @@ owners changed: a yank, a sync report or another worker's job traffic no
 longer costs a rebuild of every blob owner. New blobs are re-weighed only when
 a namespace can be private at all, so a newly published private blob is never
 served publicly, and a revoked token stops working within the same bound.
+
+`Namespaces` sets and lists the visibility the policy reads; tokens are made
+and revoked by `gitreg.auth.tokens.Tokens`.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 
 from anyio.to_thread import run_sync
 
+from gitreg.addresses import check_name
 from gitreg.auth.ratelimit import FailureLimiter
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.auth.store import AccessSignature, AuthIndex
@@ -220,16 +224,26 @@ class Access:
         header = who.authorization
         if header is None:
             return None
-        client = who.client
-        self.limiter.check(client)
         scheme, _, token = header.partition(" ")
+        found = await self._holder(token if scheme.lower() == "bearer" else None, who.client)
+        who.noted(found.token_id)
+        return found
+
+    async def check_token(self, token: str, client: str) -> Principal:
+        """The holder of a token presented outside an Authorization header (the
+        web UI's token form), checked exactly as a Bearer token is:
+        TooManyRequests while `client` is over its failed-authentication limit,
+        Unauthorized (counted) when the token is unknown, revoked or expired."""
+        return await self._holder(token, client)
+
+    async def _holder(self, token: str | None, client: str) -> Principal:
+        self.limiter.check(client)
         snapshot = await self.snapshot()
-        found = snapshot.holder(token) if scheme.lower() == "bearer" else None
+        found = snapshot.holder(token) if token is not None else None
         if found is None:
             self.limiter.failed(client)
             metrics.auth_failed("token")
             raise Unauthorized("invalid, expired or revoked token")
-        who.noted(found.token_id)
         return found
 
     async def require_read(self, who: Credentials, namespace: str, not_found: str) -> bool:
@@ -295,6 +309,39 @@ class Access:
 
     def signed(self, path: str) -> str:
         return f"{path}?{self.signer.sign(path)}"
+
+    def rotate_signing_key(self) -> None:
+        """Put a fresh URL-signing key first, keeping the previous one for URLs
+        already handed out; every process signs with it once it has learnt it
+        (gitreg.auth.signed_urls)."""
+        self.signer.rotate()
+
+    def reload_signing_keys(self) -> None:
+        """Learn a key rotated by another process or replica. Blocking (on
+        PostgreSQL a query): call it from a worker thread."""
+        self.signer.reload_if_rotated()
+
+
+class Namespaces:
+    """Which namespaces are private: set one by one by an operator (`gitreg
+    namespace set`), every other following `read_default`. A change reaches
+    this process's access snapshot at once (`on_change`), the others' within
+    `refresh_interval`."""
+
+    def __init__(self, store: AuthIndex, on_change: Callable[[], None]) -> None:
+        self._store = store
+        self._on_change = on_change
+
+    def set_private(self, namespace: str, private: bool) -> None:
+        """Make `namespace` private or public; BadRequest for a name no
+        namespace can have. Idempotent; names compare without regard to case."""
+        check_name("namespace", namespace)
+        self._store.set_namespace_private(namespace, private)
+        self._on_change()
+
+    def visibility(self) -> dict[str, bool]:
+        """Lower-cased namespace -> private, for the namespaces set explicitly."""
+        return self._store.namespace_visibility()
 
 
 def _a(scope: Scope) -> str:

@@ -95,6 +95,11 @@ class UrlSigner:
         self._checked_at = time.monotonic()
         self.ttl = ttl
 
+    def rotate(self) -> None:
+        """A fresh key first (`rotate_signing_key`); this and every other
+        process picks it up at its next look (`reload_if_rotated`)."""
+        rotate_signing_key(self._store)
+
     def reload_if_rotated(self, now: float | None = None, every: float = RECHECK_EVERY) -> None:
         """Pick up a rotation done by another process (`gitreg secret rotate`,
         another replica). Looks at the store's version at most once per `every`

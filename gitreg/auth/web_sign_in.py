@@ -11,11 +11,14 @@ docs/ui.md, "Sign-in"), with the relying party of gitreg.auth.oidc.
    must come from the browser holding its binding, the code is exchanged and
    the id_token validated (nonce included). Only then is a session created,
    under an id drawn now: no value the browser had before signing in is ever
-   a session id (session fixation, OWASP ASVS 3.2.1).
+   a session id (session fixation, OWASP ASVS 3.2.1), and the session the
+   browser came with, if any, is deleted.
 
 The session holds the person's subject, email and groups and the grants
 computed from them at sign-in (gitreg.auth.grants); it ends `session_ttl`
-seconds later or at sign-out, whichever comes first.
+seconds later or at sign-out, whichever comes first. Without `oidc_issuer`
+both steps are NotFound; sessions made before it was removed are still read
+until they end.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret
 from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
 from gitreg.auth.store import AuthIndex, SessionRecord
 from gitreg.auth.tokens import token_hash
-from gitreg.errors import Forbidden, UpstreamError
+from gitreg.errors import Forbidden, NotFound, UpstreamError
 from gitreg.settings import Settings
 
 log = logging.getLogger("gitreg.auth.web_sign_in")
@@ -79,11 +82,21 @@ class WebSignIn:
         self._grants = parse_grants(settings.extra.get("grants"))
         self._clock = clock
 
+    @property
+    def configured(self) -> bool:
+        """Whether people can sign in here (an issuer is configured)."""
+        return bool(self._settings.oidc_issuer)
+
+    def _configured(self) -> None:
+        if not self.configured:
+            raise NotFound("sign-in is not configured on this registry (oidc_issuer)")
+
     async def form_target(self) -> str:
         """The origin of the issuer's authorization endpoint, which the sign-in
         form's POST redirects to: the page's CSP `form-action` must allow it,
         as browsers apply that directive to a form's redirects too (CSP 3,
         "form-action"). UpstreamError when the issuer cannot be reached."""
+        self._configured()
         endpoint = urlsplit((await self._oidc.metadata()).authorization_endpoint)
         origin = f"{endpoint.scheme}://{endpoint.netloc.rpartition('@')[2]}"
         # A header value: nothing that could end the directive or add one.
@@ -94,6 +107,7 @@ class WebSignIn:
     async def begin(self, callback_url: str, binding: str, next_path: str, client: str) -> str:
         """The issuer's authorization URL for a browser holding `binding`, at
         address `client`; SignInsBusy over the limits (gitreg.auth.pending)."""
+        self._configured()
         state, nonce, verifier = new_secret(), new_secret(), new_secret()
         pending = {
             "nonce": nonce,
@@ -109,9 +123,13 @@ class WebSignIn:
         await put_step(self._store, step_key("web", state), pending, PENDING_TTL, self._clock())
         return url
 
-    async def finish(self, params: Mapping[str, str], binding: str) -> SignedIn:
-        """The issuer's answer; raises SignInFailed (or UpstreamError when the
-        issuer cannot be reached)."""
+    async def finish(
+        self, params: Mapping[str, str], binding: str, previous_session: str = ""
+    ) -> SignedIn:
+        """The issuer's answer, in a browser holding `binding` and the session
+        id `previous_session` (deleted once the new session exists); raises
+        SignInFailed (or UpstreamError when the issuer cannot be reached)."""
+        self._configured()
         key = step_key("web", params.get("state", ""))
         pending = await take_step(self._store, key, self._clock())
         if pending is None:
@@ -139,4 +157,18 @@ class WebSignIn:
         )
         session_id = new_secret()
         await anyio.to_thread.run_sync(self._store.create_session, token_hash(session_id), session)
+        await self.sign_out(previous_session)
         return SignedIn(session_id, session, pending["next"])
+
+    async def session(self, session_id: str, now: float) -> SessionRecord | None:
+        """The session a browser's cookie names, live at `now`; None, without
+        asking the index, for a value that cannot be a session id, and None for
+        a session unknown, signed out (on any replica) or expired."""
+        if not 20 <= len(session_id) <= 100:
+            return None
+        return await anyio.to_thread.run_sync(self._store.session, token_hash(session_id), now)
+
+    async def sign_out(self, session_id: str) -> None:
+        """End the session `session_id` names, on every replica; nothing for none."""
+        if session_id:
+            await anyio.to_thread.run_sync(self._store.delete_session, token_hash(session_id))

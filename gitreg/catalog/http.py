@@ -31,13 +31,14 @@ from starlette.routing import Route
 
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import CachedJson
+from gitreg.api.services import services
 from gitreg.api.urls import base_url
 from gitreg.auth.tokens import Scope
 from gitreg.catalog.records import Listed
 from gitreg.errors import BadRequest, NotAVersion, NotFound
 from gitreg.numbers import plain_int
 from gitreg.providers.names import check_version
-from gitreg.services import Services, services
+from gitreg.services import Services
 from gitreg.versions import parse_tag_version
 
 PREFIX = "/v1/modules"

@@ -12,9 +12,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gitreg.api.services import services
 from gitreg.catalog.records import Listed
 from gitreg.numbers import plain_int
-from gitreg.services import services
 from gitreg.ui.pages import Page, not_found_page, render, ui_state
 from gitreg.ui.viewer import current_viewer
 

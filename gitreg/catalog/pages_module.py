@@ -14,10 +14,10 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from gitreg.api.services import services
 from gitreg.api.urls import base_url
 from gitreg.catalog.records import ModuleView
 from gitreg.catalog.snippets import host_of, module_snippet
-from gitreg.services import services
 from gitreg.ui.pages import Page, not_found_page, render, ui_state
 from gitreg.ui.viewer import current_viewer
 from gitreg.usage.pages import may_see_usage, usage_path

@@ -14,10 +14,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gitreg.api.services import services
 from gitreg.api.urls import base_url
 from gitreg.catalog.records import choose_release
 from gitreg.catalog.snippets import host_of, provider_snippet
-from gitreg.services import services
 from gitreg.ui.pages import Page, not_found_page, render, ui_state
 from gitreg.ui.viewer import current_viewer
 

@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
+from gitreg.api.services import services
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound
@@ -30,7 +31,7 @@ from gitreg.jobs.store import JobRecord
 from gitreg.jobs.store_sql import STATES
 from gitreg.modules.service import sync_status
 from gitreg.numbers import plain_int
-from gitreg.services import Services, services
+from gitreg.services import Services
 
 MAX_LIMIT = 1000
 

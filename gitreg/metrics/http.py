@@ -18,9 +18,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.api.credentials import credentials
+from gitreg.api.services import services
 from gitreg.auth.tokens import Scope
 from gitreg.metrics import service as metrics
-from gitreg.services import services
 from gitreg.settings import Settings
 
 

@@ -30,9 +30,9 @@ from gitreg.addresses import ProviderAddress, provider_address
 from gitreg.api.blobs import blob_response
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
+from gitreg.api.services import services
 from gitreg.mirror.downloads import JsonFile, StoredZip
 from gitreg.mirror.http_stream import fill_response
-from gitreg.services import services
 
 PREFIX = "/mirror"
 

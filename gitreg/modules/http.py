@@ -20,12 +20,12 @@ from starlette.routing import Route
 from gitreg.addresses import ModuleAddress, module_address
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import CachedJson, json_response
+from gitreg.api.services import services
 from gitreg.api.urls import base_url, header
 from gitreg.cache import MISSING
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound
 from gitreg.modules.downloads import ModuleDownloads
-from gitreg.services import services
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import VersionRecord
 from gitreg.usage.http_counting import count_module_download

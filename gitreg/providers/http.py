@@ -28,13 +28,13 @@ from gitreg.addresses import ProviderAddress, local_provider_address
 from gitreg.api.blobs import blob_response
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import CachedJson, json_response
+from gitreg.api.services import services
 from gitreg.api.urls import base_url
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, PayloadTooLarge
 from gitreg.numbers import declared_length
 from gitreg.providers.downloads import PREFIX
 from gitreg.providers.names import check_version
-from gitreg.services import services
 from gitreg.usage.http_counting import count_provider_download
 
 UPLOADS = "/api/v1/providers"

@@ -24,8 +24,8 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gitreg.api.services import services
 from gitreg.api.urls import base_url
-from gitreg.services import services
 from gitreg.ui.pages import error_page
 from gitreg.ui.viewer import Viewer, current_viewer
 

@@ -27,7 +27,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gitreg.services import services
+from gitreg.api.services import services
 from gitreg.ui.render import Renderer
 from gitreg.ui.viewer import Viewer
 

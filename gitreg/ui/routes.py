@@ -30,7 +30,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gitreg.auth import pages as sign_in
-from gitreg.auth import pages_token as token
 from gitreg.auth import pages_tokens as tokens_page
 from gitreg.catalog import pages as browse_pages
 from gitreg.catalog.pages_module import module_page
@@ -89,9 +88,9 @@ def routes() -> list[Route]:
         Route(provider, provider_page, methods=["GET"]),
         Route(provider + "/{version}", provider_page, methods=["GET"]),
         Route(provider + "/{version}/docs/{doc_id}", provider_doc_page, methods=["GET"]),
-        Route("/ui/token", token.token_form, methods=["GET"]),
-        Route("/ui/token", token.token_submit, methods=["POST"]),
-        Route("/ui/sign-out", token.sign_out, methods=["POST"]),
+        Route("/ui/token", sign_in.token_form, methods=["GET"]),
+        Route("/ui/token", sign_in.token_submit, methods=["POST"]),
+        Route("/ui/sign-out", sign_in.sign_out, methods=["POST"]),
         Route("/ui/sign-in", sign_in.sign_in_page, methods=["GET"]),
         Route("/ui/sign-in", sign_in.sign_in, methods=["POST"]),
         Route(sign_in.CALLBACK, sign_in.callback, methods=["GET"]),

@@ -5,7 +5,7 @@ what the grants of their session allow: the session is read from the index
 at each request, so a sign-out on any replica ends it everywhere at once.
 Without a session, a browser shows private content only when it presents a
 read token, kept in an HttpOnly cookie set by the `/ui/token` form
-(gitreg/auth/pages_token.py). The token is checked exactly as a Bearer token is
+(gitreg/auth/pages.py). The token is checked exactly as a Bearer token is
 (gitreg/auth/service.py): same snapshot, same expiry. A cookie whose token is
 unknown, revoked or expired counts as no token at all, and the page says so:
 private namespaces are then answered as if they did not exist. A session
@@ -18,13 +18,12 @@ import time
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from gitreg.api.services import services
 from gitreg.auth.service import AccessSnapshot
 from gitreg.auth.store import SessionRecord
-from gitreg.auth.tokens import Principal, Scope, token_hash
-from gitreg.services import services
+from gitreg.auth.tokens import Principal, Scope
 
 TOKEN_COOKIE = "gitreg_ui_token"  # noqa: S105 - a cookie name, not a secret
 # `__Host-`: browsers keep it only when Secure, Path=/ and without Domain, so
@@ -88,10 +87,7 @@ async def current_session(request: Request) -> SessionRecord | None:
         found: SessionRecord | None = request.scope[_SESSION_KEY]
         return found
     session_id = request.cookies.get(SESSION_COOKIE, "")
-    found = None
-    if 20 <= len(session_id) <= 100:
-        store = services(request).auth
-        found = await run_in_threadpool(store.session, token_hash(session_id), time.time())
+    found = await services(request).sign_in.session(session_id, time.time())
     request.scope[_SESSION_KEY] = found
     return found
 

@@ -20,10 +20,10 @@ from starlette.routing import Route
 
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
+from gitreg.api.services import services
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest
-from gitreg.services import services
 from gitreg.usage.service import DEFAULT_DAYS, module_usage
 
 PATH = "/v1/modules/{namespace}/{name}/{system}/usage"

@@ -19,10 +19,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gitreg.api.services import services
 from gitreg.auth.tokens import Scope
 from gitreg.errors import BadRequest, NotFound
 from gitreg.numbers import plain_int
-from gitreg.services import services
 from gitreg.ui.pages import error_page, html_response, not_found_page, render
 from gitreg.ui.viewer import Viewer, current_viewer
 from gitreg.usage.service import DEFAULT_DAYS, module_usage

@@ -28,13 +28,13 @@ from starlette.routing import Route
 
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
+from gitreg.api.services import services
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, GitregError, PayloadTooLarge, Unauthorized
 from gitreg.metrics import service as metrics
 from gitreg.numbers import declared_length
 from gitreg.repositories.service import Repositories
-from gitreg.services import services
 from gitreg.storage.records import RepoRecord
 from gitreg.webhooks.bitbucket import Bitbucket
 from gitreg.webhooks.events import (

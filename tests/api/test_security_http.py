@@ -280,7 +280,7 @@ def test_readyz_names_each_problem_and_healthz_needs_nothing(
     monkeypatch.setattr(svc.index, "check_writable", locked)
     monkeypatch.setattr(svc.blobs, "root", tmp_path / "no-such-blob-dir")
     monkeypatch.setattr(
-        "gitreg.server.http.shutil.disk_usage", lambda path: type("U", (), {"free": 1024**2})()
+        "gitreg.storage.health.shutil.disk_usage", lambda path: type("U", (), {"free": 1024**2})()
     )
     answer = registry.client.get("/readyz")
     assert answer.status_code == 503

@@ -12,6 +12,7 @@ import pytest
 from gitreg.auth.login import LoginFlow
 from gitreg.auth.oidc import OidcClient
 from gitreg.auth.pending import SignInLimits, SignInsBusy
+from gitreg.auth.ratelimit import FailureLimiter
 from gitreg.auth.store import AuthIndex
 from gitreg.auth.web_sign_in import WebSignIn
 from gitreg.errors import UpstreamError
@@ -67,7 +68,10 @@ def _web(index: _Index, issuer: _Issuer) -> Callable[[], Coroutine[Any, Any, obj
 def _terraform(index: _Index, issuer: _Issuer) -> Callable[[], Coroutine[Any, Any, object]]:
     settings = Settings(oidc_issuer="https://idp.example", oidc_client_id="c")
     limits = SignInLimits(cast(AuthIndex, index), per_client=1, pending_max=100)
-    flow = LoginFlow(settings, cast(AuthIndex, index), cast(OidcClient, issuer), print, limits)
+    failures = FailureLimiter(5, 60)
+    flow = LoginFlow(
+        settings, cast(AuthIndex, index), cast(OidcClient, issuer), print, limits, failures=failures
+    )
     return lambda: flow.begin(authorize_params(), "https://reg.example/oauth/callback", CLIENT)
 
 

@@ -11,7 +11,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from gitreg.auth.pending import SignInLimits
 from gitreg.auth.store import Identity
 from gitreg.auth.tokens import token_hash
 from gitreg.ui.csrf import CSRF_COOKIE
@@ -191,8 +190,7 @@ def test_a_sign_in_post_from_elsewhere_is_refused(
 
 
 def test_web_sign_ins_count_against_the_sign_in_limits(make_site: Make) -> None:
-    site = make_site(ALICE_READS_PLATFORM)
-    site.app.state.sign_in_limits = SignInLimits(site.svc.auth, per_client=2, pending_max=100)
+    site = make_site("sign_in_per_client = 2\n" + ALICE_READS_PLATFORM)
     browser = site.browser()
     site.start(browser)
     site.start(browser)
