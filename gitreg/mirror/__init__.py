@@ -1,4 +1,4 @@
-"""The provider network mirror (issue 5, docs/mirror.md): a verified pull-through
+"""The provider network mirror (docs/mirror.md): a verified pull-through
 cache of provider registries, served with the provider network mirror protocol
 (spec: provider-network-mirror-protocol.md), plus `gitreg mirror sync|export`.
 
@@ -8,9 +8,9 @@ cache of provider registries, served with the provider network mirror protocol
     options      the mirror's settings: upstream mapping, allow list, platforms, limits
     upstream     the outbound client: discovery, providers.v1, bounded https fetches
     verify       signature, SHA256SUMS and zip checks before anything is kept
-    hosted       gitreg's own providers (issue 4's storage) as mirror entries
+    hosted       gitreg's own providers (gitreg.providers) as mirror entries
     bodies       the protocol's file names and JSON bodies
-    singleflight one fetch per missing thing however many requests wait (M2)
+    singleflight one fetch per missing thing however many requests wait
     fetch        one package downloaded into the blob store and verified there
     fill         a package being pulled through, readable by requests as it arrives
     downloads    what a file request gets; VERSION.json with signed zip URLs

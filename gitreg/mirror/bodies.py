@@ -48,7 +48,7 @@ def sorted_versions(versions: list[str]) -> list[str]:
 def archives_body(type_: str, version: str, packages: Any) -> bytes:
     # Relative URLs resolve against VERSION.json's own URL (spec: "url"), so the
     # zip sits beside it, as in `terraform providers mirror` output; h1: and zh:
-    # are given for every package held (M4), so Terraform verifies and locks what
+    # are given for every package held, so Terraform verifies and locks what
     # it installs. A package still on its way has no h1: yet ("" here): zh:, its
     # sha256 from the signed SHA256SUMS, is listed alone (docs/mirror.md).
     return json_bytes(

@@ -35,7 +35,7 @@ from gitreg.versions import Constraints, Version, parse_constraints, parse_versi
 
 if TYPE_CHECKING:  # python-hcl2 and lark are imported on first parse: this
     # module is loaded by the CLI parser that `gitreg serve` builds too, and a
-    # serving worker need not carry them (26 ms, 3.7 MiB; issue 16, target 2)
+    # serving worker need not carry them (its memory budget: docs/performance.md)
     from hcl2.utils import SerializationOptions
 
 

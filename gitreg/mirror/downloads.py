@@ -9,7 +9,7 @@ namespace public with `gitreg namespace set NS --public`).
 Archive URLs in VERSION.json are file names relative to the VERSION.json URL,
 so they need no base URL. Terraform fetches the zips without credentials
 (TERRAFORM-CLIENT.md): a private namespace's zip URLs carry a time-limited
-signature for the path they resolve to (checklist U2), and such a body is
+signature for the path they resolve to, and such a body is
 made per request, never cached.
 """
 
@@ -78,7 +78,7 @@ async def mirror_file(
     """The mirror file `name` of `address`, asked for at the URL path `directory`.
 
     A zip URL with a signature needs no token: the signed URL VERSION.json handed
-    out is the proof instead (U2). A HEAD for a zip waits for the whole zip, to
+    out is the proof instead. A HEAD for a zip waits for the whole zip, to
     answer its true length. NotFound for a name the protocol does not have."""
     if name.endswith(".zip") and "signature" in who.query:
         access.verify_signature(who)

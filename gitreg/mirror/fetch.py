@@ -1,5 +1,5 @@
 """One upstream package downloaded into the blob store and verified there
-(docs/mirror.md, "Verification before anything is kept"; checklist M1).
+(docs/mirror.md, "Verification before anything is kept").
 
 SHA256SUMS and its signature are fetched and verified while the zip downloads
 (steps 1-2 of gitreg/mirror/verify.py), and nothing is stored, or sent whole to
@@ -77,7 +77,7 @@ class PackageFetcher:
         fill's readers may send its last bytes; the layout and `h1:` (one more read
         of the file, unless `fill` hashes while the bytes arrive) come after that,
         off their clients' path. A body that fails any check, or breaks off, leaves
-        nothing stored (M1); a failed `checks` abandons the download and is the
+        nothing stored; a failed `checks` abandons the download and is the
         error reported."""
         found = {"content-type": "", "expected": ""}
         verified: list[PackageInfo] = []

@@ -1,10 +1,10 @@
-"""One package being pulled through, readable while it arrives (issue 16, target 6).
+"""One package being pulled through, readable while it arrives.
 
-A cold miss of a zip used to answer only once the whole zip was downloaded,
-verified and stored: a 100 MB package cost 2.3x fetching it directly. Now the
-requests that want it read the blob writer's temp file as the bytes land in it,
-under three rules that keep checklist M1 (nothing unverified is ever handed out
-whole):
+A cold miss of a zip is answered while the zip downloads rather than once it
+is verified and stored, so its client does not wait for the download and the
+checks one after the other (docs/mirror.md, docs/performance.md). The requests
+that want it read the blob writer's temp file as the bytes land in it, under
+three rules that keep anything unverified from being handed out whole:
 
 - nothing is sent before SHA256SUMS and its signature verified (steps 1-2 of
   gitreg/mirror/verify.py), so the expected sha256 is known and a bad signature
@@ -22,7 +22,7 @@ whole):
 
 Every request arriving while the fill runs joins it (reads the same temp file
 from its start); one arriving after it ended is served from the store. Readers
-hold one piece at a time, never the zip (memory, target 2). A cold VERSION.json
+hold one piece at a time, never the zip, whatever its size. A cold VERSION.json
 waits only for `ready()`: the signed sha256 is known and the zip is arriving.
 """
 

@@ -1,4 +1,4 @@
-"""gitreg's own providers (issue 4's storage) as seen by the mirror.
+"""gitreg's own providers (gitreg.providers) as seen by the mirror.
 
 Providers published to gitreg appear in the mirror under gitreg's own
 hostnames (the host of `public_url`, plus `mirror_hostnames`), with the same

@@ -9,12 +9,12 @@ Base URL `https://HOST/mirror/`, so the CLI configuration is
     GET|HEAD /mirror/:hostname/:namespace/:type/terraform-provider-TYPE_V_OS_ARCH.zip
 
 JSON is `application/json` (Terraform requires it, TERRAFORM-CLIENT.md) with an
-ETag, and a matching If-None-Match gets 304 (checklist H2). Archive URLs in
+ETag, and a matching If-None-Match gets 304. Archive URLs in
 VERSION.json are relative file names, resolved by Terraform against the
 VERSION.json URL, so zips are served by gitreg beside the JSON with the blob
 helper (immutable, ETag = sha256). Providers published to gitreg appear under
 gitreg's own hostnames; every namespace, hosted or mirrored, obeys namespace
-privacy (issue 6): Terraform sends no credentials for the zips, so a private
+privacy: Terraform sends no credentials for the zips, so a private
 namespace's zip URLs are signed.
 """
 

@@ -1,5 +1,5 @@
-"""A mirror zip on a cold miss, sent while it arrives from the upstream (issue 16,
-target 6; the rules are gitreg/mirror/fill.py's).
+"""A mirror zip on a cold miss, sent while it arrives from the upstream (the rules
+are gitreg/mirror/fill.py's).
 
 The status line goes out once SHA256SUMS and its signature verified, with the
 upstream's Content-Length and the expected sha256 as ETag. The body is read from
@@ -36,7 +36,7 @@ async def fill_response(request: Request, fill: PackageFill, private: bool) -> R
     if fd is None:  # it ended meanwhile: stored, and served as a warm hit
         package = await fill.result()
         return await blob_response(request, package.sha256, "application/zip")
-    # The same headers as the warm hit will carry (ETag = the zip's sha256, H2).
+    # The same headers as the warm hit will carry (ETag = the zip's sha256).
     headers = {"ETag": f'"{fill.expected}"', "Cache-Control": PRIVATE if private else IMMUTABLE}
     if fill.size is not None:
         headers["Content-Length"] = str(fill.size)

@@ -3,15 +3,15 @@
 Version lists (`index.json`): an upstream's list is reused for
 `mirror_index_ttl` seconds, then asked again. When asking fails (down, 5xx,
 timeout, a bad answer) the last good list is served for up to
-`mirror_stale_if_error` seconds after it was fetched (checklist M3), and the
+`mirror_stale_if_error` seconds after it was fetched, and the
 upstream is not asked again for `RETRY_AFTER` seconds.
 
 Packages (`VERSION.json` and the zips): on a miss the packages of the version
 for the platforms in `mirror_platforms` are fetched and verified together
 (gitreg.mirror.verify), each at most once at a time however many requests
-wait for it (single-flight, M2). A package that fails is remembered for
+wait for it (single-flight). A package that fails is remembered for
 `RETRY_AFTER` seconds so a broken upstream is not hammered, and is never
-stored (M1). Stored packages are never replaced (M4). The download and its
+stored. Stored packages are never replaced. The download and its
 checks are gitreg/mirror/fetch.py's; a cold miss of a zip is sent to its requests
 while it arrives, its tail held back until its sha256 is the signed one
 (gitreg/mirror/fill.py), and a cold VERSION.json lists `zh:` from the verified
@@ -213,7 +213,7 @@ class MirrorService:
             if stored is None or time.time() - stored.fetched_at > self._options.stale_if_error:
                 raise
             age = time.time() - stored.fetched_at
-            # Stale-if-error (M3): serve the last good list and back off a little.
+            # Stale-if-error: serve the last good list and back off a little.
             metrics.mirror_stale_served()
             log.warning(
                 "%s: upstream failed (%s); serving the list from %.0fs ago", address, exc, age
@@ -388,7 +388,7 @@ class MirrorService:
         self, address: ProviderAddress, version: str, platform: str, progress: Progress | None
     ) -> MirrorPackage | PackageFill:
         """The stored package, or the one fill of it in flight (started if none is:
-        single-flight, M2). The fill runs on its own: a caller that goes away does
+        single-flight). The fill runs on its own: a caller that goes away does
         not cancel it for the others."""
         stored = await anyio.to_thread.run_sync(self._store.package, address.key, version, platform)
         if stored is not None:
@@ -431,7 +431,7 @@ class MirrorService:
             elif fill.unreported():
                 # Begun by a cold VERSION.json, whose answer already went out, and
                 # read by no client: a tampered or cut zip would otherwise be only
-                # remembered, never logged (checklist M1: refused, never stored).
+                # remembered, never logged.
                 log.warning(
                     "%s %s %s: failed while it arrived, not kept: %s", address, key[1], key[2], exc
                 )
@@ -462,7 +462,7 @@ class MirrorService:
         return stored
 
     def _keep(self, record: MirrorPackage) -> MirrorPackage:
-        """The blob is durable already (S2); then the row: a crash leaves at most an
+        """The blob is durable already; then the row: a crash leaves at most an
         orphan blob."""
         stored = self._store.add_package(record)
         if stored.sha256 != record.sha256:

@@ -1,4 +1,4 @@
-"""Single-flight: concurrent requests for one missing thing share one fetch (M2)."""
+"""Single-flight: concurrent requests for one missing thing share one fetch."""
 
 from __future__ import annotations
 

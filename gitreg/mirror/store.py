@@ -67,7 +67,7 @@ class MirrorIndex(Protocol):
 
     def add_package(self, package: MirrorPackage) -> MirrorPackage:
         """Insert unless present; the row now stored: the older one wins, so a
-        cached zip never changes under its name (M4)."""
+        cached zip never changes under its name."""
         ...
 
     def blob_owners(self) -> list[tuple[str, str]]:

@@ -1,12 +1,12 @@
 """All SQL of the provider network mirror (migration `0004-mirror`).
 
 `MirrorStore` shares `SQLiteIndex`'s connection and lock, as the provider and
-job stores do: one writer per process, `BEGIN IMMEDIATE` writes (checklist S1).
+job stores do: one writer per process, `BEGIN IMMEDIATE` writes.
 A process's own commits do not move its `data_version`, so the mirror
 invalidates its own process's metadata cache after writing; other processes
 notice through `data_version`.
 
-Package rows are immutable (checklist M4): a second fill of the same
+Package rows are immutable: a second fill of the same
 (provider, version, platform) keeps the first row, and `add_package` reports
 the stored one so the caller can see a conflicting upstream.
 """
@@ -91,7 +91,7 @@ class MirrorStore(IndexBackedStore):
         return [str(r[0]) for r in rows]
 
     def add_package(self, package: MirrorPackage) -> MirrorPackage:
-        """Insert unless present; returns the row now stored (the older one wins, M4)."""
+        """Insert unless present; returns the row now stored (the older one wins)."""
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO mirror_packages (provider_key, version, platform, filename, sha256,"

@@ -7,7 +7,7 @@
     files      SHA256SUMS, its signature and the zip, from the URLs it names
 
 The requests themselves (https only, refused addresses, caps, timeouts,
-per-host concurrency, error mapping and metrics; checklist M1, M2) are
+per-host concurrency, error mapping and metrics) are
 gitreg/upstream/client.py's, shared with the module proxy.
 """
 

@@ -1,4 +1,4 @@
-"""Verification of an upstream package before the mirror keeps it (checklist M1).
+"""Verification of an upstream package before the mirror keeps it.
 
 Terraform installs from a network mirror without any signature check of its
 own (TERRAFORM-CLIENT.md, Network mirror), so the mirror does what the CLI
@@ -10,10 +10,10 @@ would have done against the origin registry, in this order:
 2. SHA256SUMS lists the package's `filename`, with the `shasum` the download
    metadata announced;
 3. the downloaded bytes are a zip whose sha256 is that line's;
-4. the zip unpacks within limits (zip bombs, checklist P4) and has the layout
+4. the zip unpacks within limits (zip bombs) and has the layout
    Terraform needs; this also yields its `h1:` hash.
 
-The parsing, signature and zip functions are issue 4's (gitreg.providers), so
+The parsing, signature and zip functions are gitreg.providers', so
 in-house and mirrored providers are held to one standard. Every refusal is a
 `VerificationError` whose message names the reason. These functions block:
 callers run them in a thread.

@@ -1,1 +1,1 @@
-"""Pull-through cache of public registry modules (issue 17, docs/module-proxy.md)."""
+"""Pull-through cache of public registry modules (docs/module-proxy.md)."""

@@ -2,7 +2,7 @@
 
 The downloaded archive is never handed to Terraform as is: its entries become
 git objects in a temporary bare repository, and the tree is archived by
-`build_archive`, the builder of gitreg's own modules (A1-A6). So the same
+`build_archive`, the builder of gitreg's own modules. So the same
 rules hold as for a git source: no `.git`, no symlink leaving the tree, no
 entry names like `../x`, capped size and file count, deterministic bytes.
 Every entry counts toward `max_archive_files`, directories and entries that
@@ -103,7 +103,7 @@ def _tree(repo: Repo, path: Path, kind: str, limits: FetchLimits, entries: Entry
         here = root
         for part in parts[:-1]:
             here = here.dirs.setdefault(part, _Dir())
-        # Names such as `..` are kept here so build_archive refuses and reports them (A1).
+        # Names such as `..` are kept here so build_archive refuses and reports them.
         here.entries[parts[-1]] = (mode, blob.id)
     return bytes(_store(repo, root))
 
@@ -139,7 +139,7 @@ def archive_from_download(
             raise UpstreamError(str(exc)) from exc
         try:
             with blobs.writer() as sink:
-                # No commit time: mtime 0 keeps the rebuilt archive deterministic (A5).
+                # No commit time: mtime 0 keeps the rebuilt archive deterministic.
                 report = build_archive(
                     repo.object_store, tree, cast(BinaryIO, sink), mtime=0, limits=limits.archive
                 )

@@ -8,7 +8,7 @@ exported modules are for another gitreg inside the air gap, not for Terraform:
 
 `import_modules` verifies each archive against its recorded sha256 before it
 stores anything, then adds the record; a version already cached there keeps
-its own first bytes (pinned forever, issue 17).
+its own first bytes (pinned forever, docs/module-proxy.md).
 """
 
 from __future__ import annotations

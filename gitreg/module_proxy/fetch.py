@@ -1,11 +1,11 @@
 """Fetch one ref of a public module's repository and build its archive.
 
 The ref is fetched at depth 1 into a fresh bare repository in a temporary
-directory (issue 17, Downloads 2), with the same dulwich client, pack-size cap
-and deadline as gitreg's own remotes (gitreg.git.backend, checklist G3). The
-archive is then built by `build_archive`, the builder and limits of gitreg's
-own modules (A1-A6: no `.git`, no symlink leaving the tree, capped size and
-file count, deterministic bytes), so a proxied module passes the same rules.
+directory, with the same dulwich client, pack-size cap and deadline as
+gitreg's own remotes (gitreg.git.backend). The archive is then built by
+`build_archive`, the builder and limits of gitreg's own modules (no `.git`, no
+symlink leaving the tree, capped size and file count, deterministic bytes), so
+a proxied module passes the same rules.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _check_redirects(client: Any) -> None:
     """Follow redirects one hop at a time, each checked like the first URL.
 
     urllib3 would follow a git host's redirect to any address, including a
-    cloud metadata service (checklist G2, M2); here every hop must be https
+    cloud metadata service; here every hop must be https
     on an address gitreg may reach, as for the upstream registry's own URLs.
     """
     pool = getattr(client, "pool_manager", None)
@@ -168,7 +168,7 @@ def _fetch_commit(source: GitSource, repo: Repo, limits: FetchLimits) -> Commit:
     chosen: list[bytes] = []
 
     def determine_wants(refs: Mapping[bytes, bytes | None], depth: int | None = None) -> list[Any]:
-        # The ref advertisement may itself have dripped in slowly (G3).
+        # The ref advertisement may itself have dripped in slowly.
         if time.monotonic() > deadline:
             raise GitError("fetch took too long; abandoned")
         chosen.append(_wanted(refs, source.ref))

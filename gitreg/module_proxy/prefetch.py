@@ -6,7 +6,7 @@ for providers (gitreg.mirror.config, docs/mirror.md). A `module` block whose
 a proxied namespace has every version that meets its `version` constraint
 (gitreg's own constraint logic, as Terraform's) cached. The `.tf` files of
 each cached archive are read the same way, so nested calls to other public
-modules are cached too (issue 17, "Nested calls").
+modules are cached too (docs/module-proxy.md, "Nested calls").
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from gitreg.versions import Constraints, parse_constraints, parse_version
 
 if TYPE_CHECKING:  # python-hcl2 and lark are imported on first parse: this
     # module is loaded by the CLI parser that `gitreg serve` builds too, and a
-    # serving worker need not carry them (26 ms, 3.7 MiB; issue 16, target 2)
+    # serving worker need not carry them (its memory budget: docs/performance.md)
     from hcl2.utils import SerializationOptions
 
 

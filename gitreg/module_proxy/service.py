@@ -1,21 +1,21 @@
-"""The pull-through module cache (issue 17, docs/module-proxy.md).
+"""The pull-through module cache (docs/module-proxy.md).
 
 A proxied namespace answers the module protocol (module-registry-protocol.md)
 from an upstream registry:
 
 * versions: the upstream's list, reused for `mirror_index_ttl` seconds and,
   when the upstream fails, served stale for up to `mirror_stale_if_error`
-  seconds after the last good answer, exactly like the provider mirror (M3).
+  seconds after the last good answer, exactly like the provider mirror.
   Versions already cached are always listed, so they install with the
   upstream gone.
 * download: on the first request for a version, its upstream location is
   followed, the ref fetched at depth 1 and archived by gitreg's own builder
   (fetch.py); the record (location, resolved commit, archive sha256) is
   immutable from then on. Concurrent first requests share one fetch
-  (single-flight, M2).
+  (single-flight).
 * moves: `check_moves` asks each cached version's repository where its ref
   points now; a different commit is recorded and reported, never served
-  (gitreg keeps the first bytes, as for own moved tags, G4).
+  (gitreg keeps the first bytes, as for own moved tags).
 """
 
 from __future__ import annotations
@@ -77,12 +77,12 @@ class ModuleProxyService:
         # The last version-list answer per module with the cache generation it
         # was built in: while the upstream list is fresh and nothing was
         # committed since, a versions request touches neither the database nor
-        # the upstream (the cached read path, issue 12).
+        # the upstream (the cached read path).
         self._bodies: dict[str, tuple[int, bytes]] = {}
 
     def handles(self, namespace: str) -> bool:
         # Asked on every module answer: without [[module_proxy]] (the default)
-        # there is nothing to look up (issue 16, target 1).
+        # there is nothing to look up.
         return bool(self.options.upstreams) and self.options.upstream_for(namespace) is not None
 
     def _upstream(self, address: ModuleAddress) -> tuple[ProxyUpstream, str, str]:
@@ -135,7 +135,7 @@ class ModuleProxyService:
                     log.warning("%s: upstream failed (%s); serving cached versions only", key, exc)
                     return []
                 raise
-            # Stale-if-error (M3): the last good list, and a short back-off.
+            # Stale-if-error: the last good list, and a short back-off.
             log.warning("%s: upstream failed (%s); serving an older list", key, exc)
             hold = min(RETRY_AFTER, self.options.index_ttl)
             self._fresh[key] = time.monotonic() - self.options.index_ttl + hold

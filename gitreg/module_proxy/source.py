@@ -3,7 +3,7 @@
 Terraform hands the download location to go-getter (spec:
 module-registry-protocol.md, "Download Source Code for a Specific Module
 Version"; TERRAFORM-CLIENT.md). The proxy accepts only what it can fetch
-safely and reproducibly over TLS (issue 17, Safety):
+safely and reproducibly over TLS:
 
     git::https://HOST/PATH[//SUBDIR][?ref=REF]      the usual public-registry answer
     https://HOST/PATH.git[//SUBDIR][?ref=REF]       git forced by the .git suffix
@@ -15,7 +15,7 @@ safely and reproducibly over TLS (issue 17, Safety):
 Everything else is refused with a message naming the form: other getters
 (`s3::`, `gcs::`, `hg::`, ...), `file://` and local paths, ssh and plain http,
 `sshkey`, and hosts on refused addresses (link-local, e.g. cloud metadata:
-gitreg.upstream.hosts, as for git remotes, checklist G2). A plain archive is unpacked
+gitreg.upstream.hosts, as for git remotes). A plain archive is unpacked
 into a git tree and archived again by gitreg's own builder (archive_source.py),
 so it passes the same rules as gitreg's own modules.
 """

@@ -1,7 +1,7 @@
 """All SQL of the pull-through module cache (migration `0015-module-proxy`).
 
 Like `MirrorStore`, it shares the index's connection and writer lock. A cached
-version is immutable (issue 17, "Pinned forever"): a second fill of the same
+version is immutable (docs/module-proxy.md, "Pinned forever"): a second fill of the same
 (module, version) keeps the first row and `add_version` returns the stored
 one. An upstream tag later seen at another commit is recorded as a move, once
 per (version, commit), the way `module_conflicts` records own moved tags.

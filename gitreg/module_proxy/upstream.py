@@ -7,10 +7,10 @@
                -> 204 + X-Terraform-Get, or 200 {"location": ...}
                (module-registry-protocol.md)
 
-The requests are the provider mirror's (gitreg/upstream/client.py, checklist
-M1, M2): https only, redirects included, hosts on refused addresses never
-contacted, a byte cap on every body checked against Content-Length and while
-reading, truncated bodies refused, connect/read timeouts and a total deadline,
+The requests are the provider mirror's (gitreg/upstream/client.py): https
+only, redirects included, hosts on refused addresses never contacted, a byte
+cap on every body checked against Content-Length and while reading, truncated
+bodies refused, connect/read timeouts and a total deadline,
 JSON only when the answer says `application/json`, and every failure counted
 in `gitreg_upstream_errors_total`.
 """

@@ -28,7 +28,8 @@ from gitreg.settings import Settings
 from gitreg.versions import latest
 
 if TYPE_CHECKING:  # imported by the upload: every command's parser, `serve`'s
-    # too, loads this module (httpx: 2.3 MiB in a serving worker; issue 16)
+    # too, loads this module, and a serving worker need not carry httpx
+    # (its memory budget: docs/performance.md)
     import httpx
 
 Parser = argparse.ArgumentParser

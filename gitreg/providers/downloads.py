@@ -6,7 +6,7 @@ The download answer names the zip, SHA256SUMS and its signature by absolute URL:
 (the registry's public address, which the HTTP layer knows) + the file's path
 under `providers.v1`. Terraform fetches those files without credentials
 (TERRAFORM-CLIENT.md), so for a private namespace each URL carries a
-time-limited signature (checklist U2) and the answer is serialised per request;
+time-limited signature and the answer is serialised per request;
 a public answer is serialised once per base URL and kept in the metadata cache.
 """
 

@@ -25,7 +25,7 @@ and "Release links API"):
 The token goes only to the configured API's origin: redirects are followed by
 hand, dropping credentials on any other origin, refusing plain http (unless
 the forge allows it) and link-local targets. Every read has a timeout and a
-byte cap (the same rules as checklist M2 for upstreams).
+byte cap (the same rules as for upstream registries).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from gitreg.settings import Settings
 from gitreg.upstream.hosts import refused_address
 
 if TYPE_CHECKING:
-    # imported where a forge is first asked (httpx: 2.3 MiB a serving worker
-    # need not carry, issue 16)
+    # imported where a forge is first asked: httpx is memory a serving worker
+    # need not carry (docs/performance.md)
     import httpx
 
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -71,7 +71,7 @@ class ForgeConfig:
     hosts: tuple[str, ...]
     allow_http: bool
 
-    def __repr__(self) -> str:  # never the token (checklist U1: tokens stay out of logs)
+    def __repr__(self) -> str:  # never the token: tokens stay out of logs
         return f"ForgeConfig(name={self.name!r}, kind={self.kind!r}, api_url={self.api_url!r})"
 
 

@@ -10,10 +10,10 @@ the files it points at, and CI uploads.
 
 Metadata answers come from the metadata cache (no database work, and never a
 write, on a hit). Download answers are decided in `gitreg.providers.downloads`
-(absolute URLs, signed for a private namespace: checklist U2); this module only
+(absolute URLs, signed for a private namespace); this module only
 supplies the base URL, built like module download locations from `public_url`
 when set. Files are immutable: ETag and `immutable` caching, true
-Content-Length on HEAD (H2).
+Content-Length on HEAD.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ async def file(request: Request) -> Response:
     sha256 = await services(request).provider_service.file(
         _address(request), _version(request), filename
     )
-    # Private namespaces' files need the signed URL the download answer gave (U2).
+    # Private namespaces' files need the signed URL the download answer gave.
     return await blob_response(request, sha256, _media_type(filename))
 
 

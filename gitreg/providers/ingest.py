@@ -9,15 +9,15 @@ sync`), an HTTP upload from CI, and `gitreg provider publish DIR`. Each hands
 2. SHA256SUMS parses (TERRAFORM-CLIENT.md format) and lists exactly the
    packages given, by goreleaser's names;
 3. the signature verifies against one of the namespace's active keys, which
-   Terraform 1.0.x must be able to read (P1) - or, with `sign`, gitreg signs;
-4. every package's sha256 matches its SHA256SUMS line (P1);
+   Terraform 1.0.x must be able to read - or, with `sign`, gitreg signs;
+4. every package's sha256 matches its SHA256SUMS line;
 5. an existing version with the same packages is a no-op, with other bytes a
-   409 (P2: published SHA256SUMS are never re-signed or replaced);
-6. every zip's layout, and its h1 hash under limits (P4);
+   409 (published SHA256SUMS are never re-signed or replaced);
+6. every zip's layout, and its h1 hash under limits;
 7. protocols come from the manifest's `metadata.protocol_versions`, else 5.0.
 
 Then (`record`) the blobs are written (durable first), and the version with its
-packages is recorded in one transaction (S2), under a per-provider lock.
+packages is recorded in one transaction, under a per-provider lock.
 """
 
 from __future__ import annotations

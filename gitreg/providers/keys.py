@@ -7,11 +7,11 @@ Two kinds of key (docs/providers.md, Keys):
   releases that come unsigned (`--sign`). The secret key is the secret
   `keys/<namespace>/<fingerprint>.key` of the SecretStore: a 0600 file in a
   0700 directory under the data dir, written atomically, so only the service
-  user can read it (checklist P3); or, with a secret key configured, sealed in
-  the database every replica shares (issue 12).
+  user can read it; or, with a secret key configured, sealed in
+  the database every replica shares (docs/scale-out.md).
 
 Retiring a key stops it verifying or signing new versions; versions it signed
-keep serving it, since each version records its key (P3: rotation).
+keep serving it, since each version records its key.
 """
 
 from __future__ import annotations
@@ -118,6 +118,6 @@ class KeyManager:
 
 
 def _secret_name(namespace: str, fingerprint: str) -> str:
-    """Namespaces match case-insensitively, so the name is lower-cased (as the
-    key directories always were)."""
+    """Namespaces match case-insensitively, so the name is lower-cased, as the
+    key directories already on disk are."""
     return f"keys/{namespace.lower()}/{fingerprint}.key"

@@ -10,7 +10,7 @@ restores modes from there, and an executable without one cannot be started.
 Hashes: `zh:` is the hex sha256 of the zip; `h1:` is the base64 sha256 of one
 line `"<sha256 hex>  <path>\\n"` per file, sorted by path (Terraform's dirhash
 `Hash1`). Computing `h1:` means unpacking, so it runs under limits on entries,
-declared and actually read bytes (checklist P4: a zip bomb aborts it). Entries
+declared and actually read bytes (a zip bomb aborts it). Entries
 are counted before zipfile reads the central directory
 (gitreg/archives/entries.py), whatever their kind.
 """

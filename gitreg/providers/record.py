@@ -1,8 +1,8 @@
 """Recording a checked provider version: blobs first, then its index rows.
 
 Blobs are written durably before the one transaction that records the version
-with its packages (S2), so an index row never names a missing blob. A version
-already published is never replaced or re-signed (P2): the same packages are a
+with its packages, so an index row never names a missing blob. A version
+already published is never replaced or re-signed: the same packages are a
 no-op, other bytes a 409.
 """
 
@@ -66,7 +66,7 @@ def unchanged_or_conflict(
     version: str,
     digests: dict[str, str],
 ) -> Published:
-    """A republish of a stored version: a no-op with the same packages, else 409 (P2)."""
+    """A republish of a stored version: a no-op with the same packages, else 409."""
     stored = {p.filename: p.sha256 for p in store.packages(version_row)}
     if stored != digests:
         changed = sorted(set(stored.items()) ^ set(digests.items()))

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from gitreg.errors import BadRequest, SignatureError
 
-if TYPE_CHECKING:  # imported where used: pysequoia costs a serving worker 2.2 MiB,
-    # and only key, signing and mirror paths need it (issue 16, target 2)
+if TYPE_CHECKING:  # imported where used: pysequoia is memory a serving worker
+    # need not carry (docs/performance.md); only key, signing and mirror paths need it
     import pysequoia
 
 MAX_KEY_BYTES = 256 * 1024
@@ -178,7 +178,7 @@ class Verified:
 def verify_detached(
     document: bytes, signature: bytes, keys: list[PublicKeyInfo], namespace: str
 ) -> Verified:
-    """Check `signature` over `document` against a namespace's keys (checklist P1).
+    """Check `signature` over `document` against a namespace's keys.
 
     An armored signature is accepted and converted to its binary packet (the
     same signature, only unwrapped): Terraform reads binary signatures only.

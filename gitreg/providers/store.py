@@ -120,8 +120,8 @@ class ProviderIndex(Protocol):
     def key(self, row_id: int) -> KeyRecord: ...
 
     def retire_key(self, namespace: str, key_id: str) -> KeyRecord:
-        """Stop using a key for new versions; versions it signed keep serving it
-        (P3). Raises `NotFound` for a key the namespace does not have."""
+        """Stop using a key for new versions; versions it signed keep serving it.
+        Raises `NotFound` for a key the namespace does not have."""
         ...
 
     def key_use_count(self, row_id: int) -> int: ...
@@ -143,10 +143,10 @@ class ProviderIndex(Protocol):
 
     def publish_provider_version(self, new: NewProviderVersion) -> bool:
         """A version and all its packages in ONE transaction; False, changing
-        nothing, when the version exists. Every blob is durable first (S2)."""
+        nothing, when the version exists. Every blob is durable first."""
         ...
 
     def blob_owners(self) -> list[tuple[str, str]]:
         """(namespace, sha256) of every served provider file, for the access
-        policy on private namespaces (U2)."""
+        policy on private namespaces."""
         ...

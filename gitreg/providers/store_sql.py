@@ -1,8 +1,8 @@
 """All provider SQL: providers, their signing keys, versions, packages, upload tokens.
 
 `ProviderStore` shares `SQLiteIndex`'s connection and lock (same package, as
-`gitreg.jobs.store_sql` does): one writer per process, `BEGIN IMMEDIATE` writes
-(checklist S1). The schema is migration `0003-providers` in
+`gitreg.jobs.store_sql` does): one writer per process, `BEGIN IMMEDIATE` writes.
+The schema is migration `0003-providers` in
 `gitreg.storage.schema`. A process's own commits do not move its
 `data_version`, so publishers call the metadata cache's `invalidate`
 themselves; other processes notice through `data_version`.
@@ -139,7 +139,7 @@ class ProviderStore(IndexBackedStore):
         return _key(rows[0])
 
     def retire_key(self, namespace: str, key_id: str) -> KeyRecord:
-        """Stop using a key for new versions; versions it signed keep serving it (P3)."""
+        """Stop using a key for new versions; versions it signed keep serving it."""
         with self._write() as conn:
             rows = conn.execute(
                 "SELECT id FROM provider_keys WHERE namespace_key = ? AND"
@@ -206,7 +206,7 @@ class ProviderStore(IndexBackedStore):
     def publish_provider_version(self, new: NewProviderVersion) -> bool:
         """Record a version and its packages in one transaction; False if it exists.
 
-        Every blob is already durable in the blob store (checklist S2), so a crash
+        Every blob is already durable in the blob store, so a crash
         before COMMIT leaves at most unreferenced blobs, never a half version."""
         with self._write() as conn:
             cursor = conn.execute(
@@ -238,11 +238,11 @@ class ProviderStore(IndexBackedStore):
                 )
         return True
 
-    # -- access (issue 6) ---------------------------------------------------
+    # -- access ------------------------------------------------------------
 
     def blob_owners(self) -> list[tuple[str, str]]:
         """(namespace, sha256) of every served provider file, so private
-        namespaces' files are served only through signed URLs (U2)."""
+        namespaces' files are served only through signed URLs."""
         rows = self._rows(
             "SELECT p.namespace, v.shasums_sha256, v.signature_sha256, k.sha256"
             " FROM provider_versions v JOIN providers p ON p.id = v.provider_id"

@@ -12,7 +12,8 @@ are replicas, so the create, the PUTs and the publish may reach different ones.
 This module decides which files an upload may hold and how many bytes.
 
 Staged bytes are limited per token and in total (`max_staged_bytes_per_token`,
-`max_staged_bytes`): one publish token once staged 2.4 GB in 27 s (issue 10).
+`max_staged_bytes`), so uploads never published cannot fill the disk
+(docs/providers.md).
 Each file's bytes are reserved in the shared index before they are received
 (gitreg/storage/staged_bytes.py): all of a declared Content-Length at once,
 else in growing steps as they arrive. The check and the reservation are one

@@ -2,9 +2,9 @@
 
 Each check reads only what it needs, under a byte cap: SHA256SUMS against the
 packages given (TERRAFORM-CLIENT.md format, goreleaser's names), its signature
-against the namespace's registered keys (P1; spec provider-registry-protocol.md,
-"signing_keys"), every package's sha256 against its line (P1), every zip's
-layout and h1 hash under limits (P4), and the protocol versions from the
+against the namespace's registered keys (spec provider-registry-protocol.md,
+"signing_keys"), every package's sha256 against its line, every zip's layout
+and h1 hash under limits, and the protocol versions from the
 manifest (spec: "protocols"; 5.0 when there is none).
 """
 
@@ -105,7 +105,7 @@ def publisher_signature(
 def package_digests(
     files: ReleaseFiles, listed: dict[str, str], limits: PackageLimits
 ) -> dict[str, str]:
-    """Every package's sha256, each equal to its SHA256SUMS line (P1)."""
+    """Every package's sha256, each equal to its SHA256SUMS line."""
     digests: dict[str, str] = {}
     for name, path in sorted(files.zips.items()):
         size = path.stat().st_size
@@ -123,7 +123,7 @@ def package_digests(
 def inspect_packages(
     type_: str, files: ReleaseFiles, digests: dict[str, str], limits: PackageLimits
 ) -> list[PackageRecord]:
-    """Every zip's layout and hashes under limits (P4), as the rows to record."""
+    """Every zip's layout and hashes under limits, as the rows to record."""
     packages = []
     for name, path in sorted(files.zips.items()):
         os_, arch = files.platforms[name]

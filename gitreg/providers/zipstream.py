@@ -1,12 +1,12 @@
-"""The `h1:` member hashes of a provider zip, computed while the zip arrives
-(issue 16, target 6).
+"""The `h1:` member hashes of a provider zip, computed while the zip arrives.
 
-The mirror's cold miss used to unzip the whole package for `h1:` only after its
-last byte (0.2 s per 100 MB, gitreg/providers/package.py). `StreamedMembers`
-is fed the zip's bytes in order as they are written: it reads each local file
-header (APPNOTE.TXT 4.3.7), inflates the member's data as it comes (stored and
-deflated members; data descriptors after a deflated member, 4.3.9; zip64 sizes,
-4.5.3) and keeps the sha256 of what each member unpacks to.
+Hashing the members as the bytes come takes the unzipping for `h1:` out of
+the work a mirror cold miss does after the zip's last byte
+(gitreg/providers/package.py, docs/performance.md). `StreamedMembers` is fed
+the zip's bytes in order as they are written: it reads each local file header
+(APPNOTE.TXT 4.3.7), inflates the member's data as it comes (stored and
+deflated members; data descriptors after a deflated member, 4.3.9; zip64
+sizes, 4.5.3) and keeps the sha256 of what each member unpacks to.
 
 It decides nothing. `inspect_package` still opens the finished file's central
 directory and applies every check of the whole-file path to it (names,
@@ -48,12 +48,13 @@ _OUT = 1024 * 1024  # most bytes inflated per call: a bomb never sits in memory
 
 
 def _crc32() -> Callable[[ReadableBuffer, int], int]:
-    """ISA-L's CRC-32 is the same function as zlib's, 5x faster (0.08 against 0.44 s
-    per GB here): a declared dependency (archives, gitreg/archives/format.py), absent
-    on some platforms, imported only when a zip streams (a serving worker that never
-    mirrors does not load it: tests/cli/test_serve_imports.py). Inflating stays
-    zlib's, the inflater zipfile uses, so a malformed deflate stream cannot unpack
-    differently here than in the whole-file pass."""
+    """ISA-L's CRC-32 is the same function as zlib's, several times faster
+    (docs/performance.md): a declared dependency (archives,
+    gitreg/archives/format.py), absent on some platforms, imported only when a
+    zip streams (a serving worker that never mirrors does not load it:
+    tests/cli/test_serve_imports.py). Inflating stays zlib's, the inflater
+    zipfile uses, so a malformed deflate stream cannot unpack differently here
+    than in the whole-file pass."""
     try:
         from isal.isal_zlib import crc32
     except ImportError:  # platforms without the isal wheel
