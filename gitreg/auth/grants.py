@@ -1,4 +1,4 @@
-"""Permissions by identity-provider group (issue 14; docs/sign-in.md).
+"""Permissions by identity-provider group (docs/sign-in.md).
 
 The config file's `[[grants]]` tables map a group to a scope in a namespace:
 

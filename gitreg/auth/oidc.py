@@ -1,4 +1,4 @@
-"""The OpenID Connect relying party (issue 14; docs/sign-in.md).
+"""The OpenID Connect relying party (docs/sign-in.md).
 
 gitreg signs people in with the authorization code flow against the
 configured issuer (OpenID Connect Core 1.0, 3.1), with PKCE S256 (RFC 7636),

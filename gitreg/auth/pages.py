@@ -1,6 +1,6 @@
-"""Who a browser is: `/ui/sign-in` through the identity provider (issue 14; the
-flow is gitreg/auth/web_sign_in.py, the settings docs/sign-in.md), `/ui/token`
-for a read token, and `/ui/sign-out`.
+"""Who a browser is: `/ui/sign-in` through the identity provider (the flow is
+gitreg/auth/web_sign_in.py, the settings docs/sign-in.md), `/ui/token` for a
+read token, and `/ui/sign-out`.
 
 GET `/ui/sign-in` only shows a "Sign in with <issuer>" button and writes
 nothing: the link is on every page, and crawlers follow links. The button's
@@ -22,7 +22,7 @@ so no script can read it and no other site's request carries it. This works
 with or without sign-in configured (docs/ui.md): a read token is how a browser
 without an identity-provider account, or a registry without one, sees private
 namespaces. Failed tokens count against the same per-client limit as failed
-Bearer tokens (checklist U1). `/ui/sign-out` (POST) ends the session
+Bearer tokens (docs/security.md). `/ui/sign-out` (POST) ends the session
 server-side and forgets the token cookie. Every POST is checked by
 gitreg/ui/csrf.py.
 """

@@ -1,4 +1,4 @@
-"""`/ui/tokens` and `/ui/admin/tokens` (issue 14; docs/ui.md, "Tokens").
+"""`/ui/tokens` and `/ui/admin/tokens` (docs/ui.md, "Tokens").
 
 A signed-in person creates tokens for CI, lists and revokes their own. A new
 token's scopes are chosen per namespace of the session's grants, each at

@@ -1,4 +1,4 @@
-"""Rate limiting of failed authentications per client address (issue 6).
+"""Rate limiting of failed authentications per client address.
 
 A client that presents more than `limit` bad tokens or signatures within
 `window` seconds is answered 429 with Retry-After until the oldest failure

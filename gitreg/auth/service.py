@@ -1,4 +1,4 @@
-"""The access policy: who may read and publish what (issue 6; checklist U1, U2).
+"""The access policy: who may read and publish what (docs/security.md).
 
 A namespace is private when set so (`gitreg namespace set NS --private`) or
 when the registry default is `read_default = "token"` and it was not set
@@ -282,7 +282,7 @@ class Access:
         return principal
 
     async def check_blob(self, who: Credentials, sha256: str) -> bool:
-        """Serve a private blob only with a current signed URL for this path (U2)
+        """Serve a private blob only with a current signed URL for this path
         or a read token for a namespace owning it, as the advertising routes
         decide; raise otherwise. Returns whether the blob is private."""
         owners = (await self.snapshot()).private_blobs.get(sha256)
@@ -297,7 +297,7 @@ class Access:
 
     def verify_signature(self, who: Credentials) -> None:
         """Raise Forbidden (counted as a failure) unless the URL carries a current
-        signature for its own path (U2)."""
+        signature for its own path."""
         client = who.client
         self.limiter.check(client)
         try:

@@ -1,4 +1,4 @@
-"""Time-limited, HMAC-signed download URLs for private content (checklist U2).
+"""Time-limited, HMAC-signed download URLs for private content (docs/security.md).
 
 Terraform fetches module archives, provider zips, SHA256SUMS and signatures
 without credentials (TERRAFORM-CLIENT.md "What is sent where"), so the
@@ -7,7 +7,7 @@ authenticated metadata answer hands out a URL that carries its own proof:
 The signature binds the exact path (which names the artifact by sha256) and
 the expiry, and is valid for HEAD and GET alike. The keys are the secret
 `secrets/url-signing.keys` of the SecretStore (a 0600 file under the data dir,
-or sealed in the shared database when a secret key is configured, issue 12).
+or sealed in the shared database when a secret key is configured).
 Rotation puts a new key first and keeps the previous one for verification, so
 URLs already handed out keep working until they expire.
 
@@ -113,7 +113,7 @@ class UrlSigner:
             version = self._store.version(KEYS_NAME)
         except DatabaseUnavailable as exc:
             # Keep signing and verifying with the keys already known: an outage
-            # must not turn every private download into an error (issue 12).
+            # must not turn every private download into an error.
             log.warning("cannot check for rotated URL-signing keys: %s", exc)
             return
         if version != self._version:

@@ -1,4 +1,4 @@
-"""SQL for API tokens and namespace visibility (issue 6; checklist U1).
+"""SQL for API tokens and namespace visibility.
 
 Tokens are stored only as sha256 hex of the secret: the secret is 32 random
 bytes, so a fast hash is as good as a slow one and lets every request check
@@ -142,8 +142,8 @@ class AuthStore(SessionStoreMixin, IndexBackedStore):
         # table; the two tables without an id use the newest of a column that
         # every insert sets. Namespace visibility is a handful of rows: read whole.
         # Versions and packages, which only grow, by their newest key alone: an
-        # index seek, where counting 500,000 versions took 12 ms on every first
-        # request after a publish (issue 16, target 5; docs/performance.md).
+        # index seek, not a count of the whole table on every first request
+        # after a publish (docs/performance.md).
         [row] = self._rows(
             "SELECT (SELECT count(*) || ':' || coalesce(max(id), 0) FROM api_tokens),"
             " (SELECT count(revoked_at) FROM api_tokens),"

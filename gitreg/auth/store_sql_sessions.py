@@ -1,4 +1,4 @@
-"""SQL for web UI sessions (issue 14; migration 0020; gitreg/ui/session.py).
+"""SQL for web UI sessions (migration 0020; gitreg/ui/session.py).
 
 A session is created only when a person finishes signing in, under a new
 random id; the table is keyed by the id's sha256, so a copy of the database

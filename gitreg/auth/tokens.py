@@ -1,4 +1,4 @@
-"""API tokens: format, hashing and scopes (checklist U1), and `Tokens`, which
+"""API tokens: format, hashing and scopes, and `Tokens`, which
 makes, lists and revokes them.
 
 A token is `gitreg_` + 43 url-safe base64 characters (32 random bytes). Only

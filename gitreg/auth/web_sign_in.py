@@ -1,5 +1,5 @@
-"""Signing a person in to the web UI through the OpenID Connect issuer (issue 14;
-docs/ui.md, "Sign-in"), with the relying party of gitreg.auth.oidc.
+"""Signing a person in to the web UI through the OpenID Connect issuer
+(docs/ui.md, "Sign-in"), with the relying party of gitreg.auth.oidc.
 
 1. `begin`: a fresh `state`, `nonce` and PKCE verifier (OpenID Connect Core
    3.1.2.1, RFC 7636), kept in the index as a pending sign-in together with
