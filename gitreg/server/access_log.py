@@ -1,4 +1,4 @@
-"""One access line per request, with a request id (issue 15).
+"""One access line per request, with a request id (docs/operations.md).
 
 A pure ASGI middleware, cheaper than Starlette's `BaseHTTPMiddleware` and than
 uvicorn's access log it replaces: it notes the status and the bytes as the
@@ -39,9 +39,9 @@ def _request_id(scope: Scope) -> str:
     return _made_up_id()
 
 
-# Made-up ids: 8 random bytes each, as `secrets.token_hex(8)` made them, cut
-# from one os.urandom read per 64 ids (a getrandom call per request cost about
-# 0.3 us, issue 16). `list.pop` is atomic, so threads never share an id.
+# Made-up ids: 8 random bytes each, cut from one os.urandom read per 64 ids
+# rather than a getrandom call per request (docs/performance.md). `list.pop`
+# is atomic, so threads never share an id.
 _spare_ids: list[str] = []
 
 
@@ -71,7 +71,7 @@ class AccessLog:
         rid = _request_id(scope)
         token = logs.request_id.set(rid)
         started = time.perf_counter()
-        status, size = 500, 0  # closure cells, cheaper than a dict (issue 16)
+        status, size = 500, 0  # closure cells, not a dict per request
         header = (b"x-request-id", rid.encode("latin-1"))
 
         async def sending(message: Message) -> None:
@@ -102,8 +102,9 @@ class AccessLog:
         host = client[0] if client else None
         token_id = (scope.get("state") or {}).get("token_id")
         method = scope["method"]
-        # Written directly when gitreg's JSON handler is the only one (issue 16:
-        # a LogRecord and json.dumps were a third of a metadata answer's cost).
+        # Written directly when gitreg's own handler is the only one: a LogRecord
+        # and json.dumps per request are a large share of a metadata answer's
+        # cost (docs/performance.md).
         if logs.access_json(method, route, status, seconds, size, host, token_id):
             return
         if logs.access_text(method, route, status, seconds, size, host, token_id):

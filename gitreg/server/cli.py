@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from gitreg.server.limits import ConnectionLimits
 
 # uvicorn and the app are imported by `serve` itself: every other command builds
-# this parser too and should not pay for the HTTP stack (about 10 ms).
+# this parser too and should not pay for importing the HTTP stack.
 
 Parser = argparse.ArgumentParser
 
@@ -88,7 +88,7 @@ def _export_settings(settings: Settings) -> None:
 def _connection_limits(settings: Settings) -> ConnectionLimits:
     from gitreg.server.limits import ConnectionLimits, client_share, connection_cap, raise_fd_limit
 
-    """Raise the open-file limit, then fit the connection cap under it (issue 10)."""
+    """Raise the open-file limit, then fit the connection cap under it."""
     fd_limit = raise_fd_limit()
     cap = connection_cap(settings.max_connections, fd_limit)
     logs.announce(

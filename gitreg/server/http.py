@@ -1,5 +1,5 @@
 """`/healthz` (the process answers; no dependencies) and `/readyz` (can serve
-and publish: index writable, blob store writable, disk not full), checklist H3.
+and publish: index writable, blob store writable, disk not full); docs/security.md.
 
 `/readyz` answers 200 or 503 from `Health.readiness` (gitreg/storage/health.py),
 within a second whatever its dependencies do. Repositories whose last sync

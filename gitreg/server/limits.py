@@ -1,4 +1,5 @@
-"""Keep slow or idle clients from taking the server down (issue 10, item 4).
+"""Keep slow or idle clients from taking the server down (docs/deployment.md,
+"Slow clients and open files").
 
 uvicorn gives a connection no deadline until its first response is sent: a
 client that never completes its request head (or, over TLS, never finishes the
@@ -6,8 +7,8 @@ handshake) keeps its file descriptor for good, and enough of them make
 `accept()` fail for everyone. `limit_concurrency` does not help: it answers 503
 only once a request head has arrived. Here:
 
-- `ConnectionLimitsMixin`, on uvicorn's httptools protocol (the default,
-  issue 16) and on its h11 one, refuses a connection over `max_connections`,
+- `ConnectionLimitsMixin`, on uvicorn's httptools protocol (the default)
+  and on its h11 one, refuses a connection over `max_connections`,
   or over `max_per_client` from one client address, at once with a complete
   503, and closes one whose request head is not complete within
   `header_timeout` seconds (after connecting, and after each response);
@@ -183,11 +184,9 @@ TLS_WRITE_HIGH_WATER = 64 * 1024
 def bound_tls_writes(transport: asyncio.Transport) -> None:
     """Make the app wait once a TLS connection's socket is full instead of
     encrypting up to 512 KiB more into OpenSSL's memory buffer, which then keeps
-    that size (a third more) for the connection's life. A download to a client
-    slower than the disk held about 1 MiB this way on each connection: 8
-    concurrent 20 MB archives took one worker from 51.6 to 58.0-59.8 MiB, with
-    this bound to 54.7-55.0, at the same CPU per GB (docs/performance.md,
-    "Archives over TLS: where the CPU goes")."""
+    that size for the connection's life: a download to a client slower than the
+    disk would hold that much memory on each connection, for no gain in CPU
+    (docs/performance.md, "Archives over TLS: where the CPU goes")."""
     transport.set_write_buffer_limits(high=TLS_WRITE_HIGH_WATER)
 
 
@@ -207,7 +206,7 @@ class ConnectionLimitsMixin(_ProtocolBase):
         # deadline. Moving it does not move the timer: the timer, when it
         # fires, sets itself again for a later deadline, so a busy keep-alive
         # connection costs one timer per `header_timeout` rather than a
-        # call_later and a cancel per request (1.7 us on uvloop, issue 16).
+        # call_later and a cancel per request (docs/performance.md).
         self.head_deadline: float | None = None
         # The request cycle in progress when the deadline was armed; a new one
         # means a complete request head has arrived since.
@@ -329,7 +328,7 @@ else:
         """uvicorn's httptools protocol with the limits."""
 
     # uvloop's stubs declare Loop against an older typeshed AbstractEventLoop, so
-    # mypy finds 28 signature clashes in any subclass; none concerns this one.
+    # mypy finds signature clashes in any subclass; none concerns this one.
     class LimitedUvloop(TlsDeadlinesMixin, uvloop.Loop):  # type: ignore[misc]
         """uvloop with the TLS deadlines; its create_server takes the same
         ssl_handshake_timeout and ssl_shutdown_timeout as asyncio's."""
@@ -338,8 +337,8 @@ else:
 def uvicorn_options(limits: ConnectionLimits, http_impl: str = "auto") -> dict[str, Any]:
     """`http` and `loop` options for uvicorn.run; both pickle for worker processes.
 
-    "auto" takes httptools + uvloop (issue 16: about twice h11 + asyncio's
-    requests per second, docs/performance.md) and falls back to h11 + asyncio,
+    "auto" takes httptools + uvloop (faster than h11 + asyncio,
+    docs/performance.md) and falls back to h11 + asyncio,
     with one log line, where they cannot be imported.
     """
     if http_impl not in HTTP_IMPLS:
@@ -364,11 +363,11 @@ MALLOC_ARENAS = 2
 
 
 def limit_malloc_arenas() -> bool:
-    """Two malloc arenas for this process, before its threads start (issue 16,
-    target 2). glibc gives each thread that allocates an arena of its own, up to
-    8 per core, and memory freed there stays with that thread: a worker's
-    thread pool, filling cache misses, left about 1.5 MiB more resident this
-    way (bench/rss.py). Python holds the GIL while it allocates, so threads
+    """Two malloc arenas for this process, before its threads start. glibc
+    gives each thread that allocates an arena of its own, up to 8 per core,
+    and memory freed there stays with that thread: a worker's thread pool,
+    filling cache misses, leaves more resident this way (bench/rss.py,
+    docs/performance.md). Python holds the GIL while it allocates, so threads
     hardly contend for the two. False where the C library is not glibc; the
     MALLOC_ARENA_MAX environment variable, when set, is left to decide."""
     if os.environ.get("MALLOC_ARENA_MAX"):
