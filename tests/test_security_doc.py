@@ -1,5 +1,5 @@
 """docs/security.md stays true: a row for every checklist item, and every test
-it names exists (issue 6: "every item ... covered by a named test")."""
+it names exists, so that every item is covered by a named test."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ ITEMS = [
     *(f"S{n}" for n in range(1, 6)),
     *(f"U{n}" for n in range(1, 3)),
     *(f"H{n}" for n in range(1, 4)),
-    # Reliability under abuse (issue 10).
+    # Reliability under abuse.
     *(f"R{n}" for n in range(1, 14)),
     "R14",
     "R15",

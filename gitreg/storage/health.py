@@ -1,5 +1,5 @@
 """Whether this process can serve and publish: what `/readyz` answers
-(checklist H3): the index writable, the blob store writable, the disk not full.
+(docs/security.md): the index writable, the blob store writable, the disk not full.
 
 `Health.readiness` answers within `ANSWER_WITHIN`, under Kubernetes' default
 probe timeout of 1 s, whatever its dependencies do. The index's health comes
@@ -12,7 +12,7 @@ shares; a run still going after `ANSWER_WITHIN` (a blob store or disk that
 does not answer, an SQLite write lock held long) is itself the answer, naming
 the check.
 
-The report also names repositories whose last sync failed (issue 10), apart
+The report also names repositories whose last sync failed, apart
 from the problems: that is a problem of one repository's remote or mirror, not
 of this replica, and every replica shares the data dir, so counting it as
 unready would take all of them out of rotation and stop serving every module

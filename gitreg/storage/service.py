@@ -1,12 +1,12 @@
 """The registry's storage as a whole: a consistent backup of a live data dir
-(`gitreg backup`, checklist S4), a move to PostgreSQL and S3 (`gitreg
-migrate-storage`), and the sweep of blob temp files left by crashed writers.
+(`gitreg backup`), a move to PostgreSQL and S3 (`gitreg migrate-storage`),
+and the sweep of blob temp files left by crashed writers.
 
 A backup copies the index with the engine's online backup, which yields a
 consistent snapshot while the server keeps reading and writing. Blobs are
 immutable and content-addressed, so copying those the destination lacks is
 enough, and any blob the copied index refers to was durable before its row
-was committed (S2). Git mirrors are not copied: they are re-fetched on the
+was committed (docs/security.md). Git mirrors are not copied: they are re-fetched on the
 next sync, and every published version's archive is already in the blobs.
 
 A move may run while the registry serves; running it again after the old
