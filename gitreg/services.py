@@ -37,7 +37,7 @@ from gitreg.module_proxy.config import proxy_options
 from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store import ModuleProxyIndex
 from gitreg.module_proxy.store_sql import ModuleProxyStore
-from gitreg.modules.service import Publisher
+from gitreg.modules.publisher import Publisher
 from gitreg.providers.ingest import ProviderPublisher
 from gitreg.providers.keys import KeyManager
 from gitreg.providers.service import ProviderService

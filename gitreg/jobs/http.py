@@ -28,7 +28,7 @@ from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, NotFound
 from gitreg.jobs.store import JobRecord
 from gitreg.jobs.store_sql import STATES
-from gitreg.modules.service import sync_status
+from gitreg.modules.publisher import sync_status
 from gitreg.numbers import plain_int
 from gitreg.services import Services, services
 

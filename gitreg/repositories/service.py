@@ -30,7 +30,7 @@ from gitreg.git.remotes import forge_name_from_url, normalise_remote
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.store import Enqueued, Submission
 from gitreg.modules.globs import check_module_glob, check_tag_pattern
-from gitreg.modules.service import Publisher, SyncResult
+from gitreg.modules.publisher import Publisher, SyncResult
 from gitreg.providers.forges import default_forge, forge_config
 from gitreg.providers.store import ProviderIndex
 from gitreg.repositories.store import (

@@ -37,7 +37,7 @@ from gitreg.api.responses import json_response
 from gitreg.api.startup import waiting_for
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import DatabaseUnavailable, is_storage_full
-from gitreg.modules.service import sync_status
+from gitreg.modules.publisher import sync_status
 from gitreg.services import Services, services
 
 # A write of this size must succeed: an empty file can still be created on a
