@@ -38,6 +38,7 @@ from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store import ModuleProxyIndex
 from gitreg.module_proxy.store_sql import ModuleProxyStore
 from gitreg.modules.publisher import Publisher
+from gitreg.modules.service import Modules
 from gitreg.providers.ingest import ProviderPublisher
 from gitreg.providers.keys import KeyManager
 from gitreg.providers.service import ProviderService
@@ -87,6 +88,7 @@ class Services:
     staged_bytes: StagedBytesIndex  # what staged uploads hold, for the quotas
     repositories: Repositories
     provider_service: ProviderService  # hosted providers: protocol, uploads, keys, publishing
+    modules: Modules
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -231,6 +233,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         staged_bytes=staged_bytes,
         repositories=_repositories(settings, shared, provider_store, secrets, publisher, jobs),
         provider_service=provider_service,
+        modules=Modules(index=index, cache=cache, access=access, docs=docs),
     )
 
 

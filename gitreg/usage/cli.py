@@ -54,7 +54,7 @@ def module_usage_command(
 
 
 def register(module_sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add `usage` to the `module` group of gitreg.modules.cli_yank."""
+    """Add `usage` to the `module` group of gitreg.modules.cli."""
     usage = module_sub.add_parser(
         "usage",
         parents=[common],
