@@ -28,6 +28,7 @@ from gitreg.errors import DatabaseUnavailable
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.runner import JobRunner
+from gitreg.jobs.service import Jobs
 from gitreg.jobs.store import JobIndex
 from gitreg.jobs.store_sql import JobStore
 from gitreg.mirror.service import MirrorService, build_mirror
@@ -89,11 +90,12 @@ class Services:
     repositories: Repositories
     provider_service: ProviderService  # hosted providers: protocol, uploads, keys, publishing
     modules: Modules
+    job_service: Jobs
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
         `jobs run` and the tests)."""
-        return JobRunner(self.settings, self.index, self.jobs, self.sync)
+        return self.job_service.runner()
 
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first
@@ -195,6 +197,8 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         mirror_path=publisher.mirror_path,
         on_change=cache.invalidate,
     )
+    sync = SyncService(index, publisher, provider_service)
+    repositories = _repositories(settings, shared, provider_store, secrets, publisher, jobs)
     catalog_service = Catalog(
         index=index,
         catalog=catalog,
@@ -218,7 +222,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         providers,
         build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),
         RegistrationStore(shared),
-        SyncService(index, publisher, provider_service),
+        sync,
         secrets,
         uploads,
         ModuleProxyService(
@@ -231,9 +235,10 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         searches,
         catalog_service=catalog_service,
         staged_bytes=staged_bytes,
-        repositories=_repositories(settings, shared, provider_store, secrets, publisher, jobs),
+        repositories=repositories,
         provider_service=provider_service,
         modules=Modules(index=index, cache=cache, access=access, docs=docs),
+        job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync),
     )
 
 

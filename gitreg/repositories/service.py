@@ -270,6 +270,10 @@ class Repositories:
         """Registered (not removed) repositories, in id order."""
         return self._index.repos()
 
+    def repo(self, repo_id: int) -> RepoRecord:
+        """One repository by id, removed ones included; `NotFound` when there is none."""
+        return self._index.repo(repo_id)
+
     def listing(self) -> list[RepoListing]:
         """Every registered repository with the modules and providers it feeds."""
         return [
