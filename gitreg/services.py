@@ -59,6 +59,7 @@ from gitreg.storage.select import open_blob_store, open_upload_store
 from gitreg.storage.staged_bytes import StagedBytesIndex, StagedBytesStore
 from gitreg.storage.staging import UploadStore
 from gitreg.usage.counter import DownloadCounter
+from gitreg.usage.service import DownloadUsage
 from gitreg.usage.store import DownloadCountIndex
 from gitreg.usage.store_sql import DownloadCountStore
 
@@ -91,6 +92,7 @@ class Services:
     provider_service: ProviderService  # hosted providers: protocol, uploads, keys, publishing
     modules: Modules
     job_service: Jobs
+    usage: DownloadUsage
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -239,6 +241,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         provider_service=provider_service,
         modules=Modules(index=index, cache=cache, access=access, docs=docs),
         job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync),
+        usage=DownloadUsage(counts=counts, modules=index),
     )
 
 
