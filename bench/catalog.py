@@ -354,7 +354,7 @@ def publish_once(source: Path, data: Path, with_docs: bool) -> tuple[float, floa
     a fresh data dir."""
     from gitreg.catalog import hcl, readme, tree
     from gitreg.git.backend import DulwichBackend
-    from gitreg.modules.service import Publisher
+    from gitreg.modules.publisher import Publisher
     from gitreg.services import build_services
     from gitreg.settings import load_settings
 

@@ -170,7 +170,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         keys = asyncio.create_task(_reload_signing_keys_forever(services))
         counts = asyncio.create_task(services.downloads.run(FLUSH_SECONDS))
         # Webhook jobs run on threads of this process (gitreg.jobs).
-        runner = services.job_runner()
+        runner = services.job_service.runner()
         if settings.job_workers > 0:
             runner.start()
         try:

@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gitreg.jobs import cli as jobs
     from gitreg.mirror import cli as mirror
     from gitreg.module_proxy import cli as module_proxy
-    from gitreg.modules import cli_yank as yank
+    from gitreg.modules import cli as modules
     from gitreg.providers import cli as providers
     from gitreg.repositories import cli as repos
     from gitreg.server import cli as serve
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     repos.register_modules(sub, common)
     module_proxy.register(sub, common)
     doctor.register(sub, common)
-    yank.register_module(sub, common)
+    modules.register(sub, common)
     reindex.register(sub, common)
     access.register_grants(sub, common)
     return parser

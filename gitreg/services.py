@@ -31,6 +31,7 @@ from gitreg.catalog.store_sql_provider_docs import ProviderDocsStore
 from gitreg.git.backend import DulwichBackend
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.runner import JobRunner
+from gitreg.jobs.service import Jobs
 from gitreg.jobs.store import JobIndex
 from gitreg.jobs.store_sql import JobStore
 from gitreg.mirror.service import MirrorService, build_mirror
@@ -40,7 +41,8 @@ from gitreg.module_proxy.config import proxy_options
 from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store import ModuleProxyIndex
 from gitreg.module_proxy.store_sql import ModuleProxyStore
-from gitreg.modules.service import Publisher
+from gitreg.modules.publisher import Publisher
+from gitreg.modules.service import Modules
 from gitreg.providers.ingest import ProviderPublisher
 from gitreg.providers.keys import KeyManager
 from gitreg.providers.service import ProviderService
@@ -62,6 +64,7 @@ from gitreg.storage.service import Storage
 from gitreg.storage.staged_bytes import StagedBytesIndex, StagedBytesStore
 from gitreg.storage.staging import UploadStore
 from gitreg.usage.counter import DownloadCounter
+from gitreg.usage.service import DownloadUsage
 from gitreg.usage.store import DownloadCountIndex
 from gitreg.usage.store_sql import DownloadCountStore
 
@@ -98,11 +101,14 @@ class Services:
     sign_in: WebSignIn  # the web UI's sign-in and its sessions
     health: Health  # readiness, for /readyz
     storage: Storage  # backup, a move to other backends, temp file sweeps
+    modules: Modules
+    job_service: Jobs
+    usage: DownloadUsage
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
         `jobs run` and the tests)."""
-        return JobRunner(self.settings, self.index, self.jobs, self.sync)
+        return self.job_service.runner()
 
     def close(self) -> None:
         self.jobs.close()  # its writer thread uses the index: stop it first
@@ -208,6 +214,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     # both sign-in flows.
     oidc = OidcClient(settings)
     limits = SignInLimits(auth, settings.sign_in_per_client, settings.sign_in_pending_max)
+    sync = SyncService(index, publisher, provider_service)
     repositories = _repositories(settings, shared, provider_store, secrets, publisher, jobs)
     catalog_service = Catalog(
         index=index,
@@ -232,7 +239,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         providers,
         build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),
         RegistrationStore(shared),
-        SyncService(index, publisher, provider_service),
+        sync,
         secrets,
         uploads,
         ModuleProxyService(
@@ -253,4 +260,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         health=Health(settings, index, blobs, repositories.repos),
         storage=Storage(settings, index, blobs),
         provider_service=provider_service,
+        modules=Modules(index=index, cache=cache, access=access, docs=docs),
+        job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync),
+        usage=DownloadUsage(counts=counts, modules=index),
     )

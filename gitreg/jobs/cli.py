@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from gitreg.cli_handlers import ReadOnly
-from gitreg.jobs.store import JobRecord, iso
-from gitreg.jobs.store_sql import STATES
+from gitreg.jobs.service import JobView
+from gitreg.jobs.store import STATES, iso
 from gitreg.services import Services
 
 
@@ -35,8 +35,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     reconcile.set_defaults(handler=reconcile_all)
 
 
-def _line(svc: Services, job: JobRecord) -> str:
-    repo = svc.index.repo(job.repo_id).url
+def _line(view: JobView) -> str:
+    job = view.job
+    repo = view.repository or f"repository #{job.repo_id} (gone)"
     text = f"#{job.id:<5} {job.state:<10} {job.kind:<9} {job.source:<9} {repo}"
     text += f"\n       attempts {job.attempts}/{job.max_attempts}, created {iso(job.created_at)}"
     if job.state == "queued" and job.attempts:
@@ -48,15 +49,15 @@ def _line(svc: Services, job: JobRecord) -> str:
 
 
 def list_jobs(svc: Services, args: argparse.Namespace) -> int:
-    store = svc.jobs.store
-    jobs = store.jobs(state=args.state, limit=max(1, args.limit))
+    found = svc.job_service.listing(args.state, max(1, args.limit))
     if args.json:
-        print(json.dumps({"counts": store.counts(), "jobs": [j.to_json() for j in jobs]}, indent=2))
+        jobs = [j.job.to_json() for j in found.jobs]
+        print(json.dumps({"counts": found.counts, "jobs": jobs}, indent=2))
         return 0
-    counts = store.counts()
+    counts = found.counts
     print(", ".join(f"{n} {state}" for state, n in counts.items() if n) or "no jobs")
-    for job in jobs:
-        print(_line(svc, job))
+    for view in found.jobs:
+        print(_line(view))
     moves = svc.module_proxy.moves()
     if moves:
         # Cached public modules whose upstream tag moved (docs/module-proxy.md).
@@ -65,23 +66,21 @@ def list_jobs(svc: Services, args: argparse.Namespace) -> int:
 
 
 def retry_job(svc: Services, args: argparse.Namespace) -> int:
-    outcome = svc.jobs.retry(args.job_id)
+    outcome = svc.job_service.retry(args.job_id)
     if outcome.status == "duplicate":
         print(f"job {args.job_id} is not failed; nothing to retry", file=sys.stderr)
         return 1
-    print(f"job {outcome.job_id} {outcome.status}")
+    print(f"job {outcome.job.job.id} {outcome.status}")
     return 0
 
 
 def run_jobs(svc: Services, args: argparse.Namespace) -> int:
-    runner = svc.job_runner()
-    done = runner.drain()
-    for job in done:
-        print(_line(svc, job))
-    return 1 if any(j.state == "failed" for j in done) else 0
+    done = svc.job_service.run_due()
+    for view in done:
+        print(_line(view))
+    return 1 if any(v.job.state == "failed" for v in done) else 0
 
 
 def reconcile_all(svc: Services, args: argparse.Namespace) -> int:
-    runner = svc.job_runner()
-    print(f"queued a remote tag check for {runner.reconcile()} repositories")
+    print(f"queued a remote tag check for {svc.job_service.reconcile()} repositories")
     return 0

@@ -26,23 +26,12 @@ from gitreg.api.responses import json_response
 from gitreg.api.services import services
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import BadRequest, NotFound
-from gitreg.jobs.store import JobRecord
-from gitreg.jobs.store_sql import STATES
-from gitreg.modules.service import sync_status
+from gitreg.errors import BadRequest
+from gitreg.modules.publisher import sync_status
 from gitreg.numbers import plain_int
 from gitreg.services import Services
 
 MAX_LIMIT = 1000
-
-
-def job_json(svc: Services, job: JobRecord) -> dict[str, Any]:
-    data = job.to_json()
-    try:
-        data["repository"] = svc.index.repo(job.repo_id).url
-    except NotFound:
-        data["repository"] = None
-    return data
 
 
 def _int(value: str, what: str) -> int:
@@ -61,59 +50,46 @@ async def _authorised(request: Request) -> Services:
 async def list_jobs(request: Request) -> Response:
     svc = await _authorised(request)
     state = request.query_params.get("state") or None
-    if state is not None and state not in STATES:
-        raise BadRequest(f"state must be one of {', '.join(STATES)}")
     limit = min(_int(request.query_params.get("limit", "100"), "limit"), MAX_LIMIT)
-
-    def build() -> dict[str, Any]:
-        jobs = svc.jobs.store.jobs(state=state, limit=limit)
-        return {"counts": svc.jobs.store.counts(), "jobs": [job_json(svc, j) for j in jobs]}
-
-    return json_response(json_bytes(await run_in_threadpool(build)))
+    found = await run_in_threadpool(svc.job_service.listing, state, limit)
+    answer = {"counts": found.counts, "jobs": [j.to_json() for j in found.jobs]}
+    return json_response(json_bytes(answer))
 
 
 async def show_job(request: Request) -> Response:
     svc = await _authorised(request)
     job_id = _int(request.path_params["job_id"], "job id")
-
-    def build() -> dict[str, Any]:
-        return job_json(svc, svc.jobs.store.job(job_id))
-
-    return json_response(json_bytes(await run_in_threadpool(build)))
+    found = await run_in_threadpool(svc.job_service.job, job_id)
+    return json_response(json_bytes(found.to_json()))
 
 
 async def retry_job(request: Request) -> Response:
     svc = await _authorised(request)
     job_id = _int(request.path_params["job_id"], "job id")
-
-    def retry() -> tuple[int, dict[str, Any]]:
-        outcome = svc.jobs.retry(job_id)
-        job = job_json(svc, svc.jobs.store.job(outcome.job_id))
-        if outcome.status == "duplicate":  # queued, running or done: nothing to retry
-            return 200, {"status": "unchanged", "job": job}
-        return 202, {"status": outcome.status, "job": job}
-
-    status, answer = await run_in_threadpool(retry)
-    return json_response(json_bytes(answer), status=status)
+    outcome = await run_in_threadpool(svc.job_service.retry, job_id)
+    if outcome.status == "duplicate":  # queued, running or done: nothing to retry
+        answer = {"status": "unchanged", "job": outcome.job.to_json()}
+        return json_response(json_bytes(answer), status=200)
+    answer = {"status": outcome.status, "job": outcome.job.to_json()}
+    return json_response(json_bytes(answer), status=202)
 
 
 async def conflicts(request: Request) -> Response:
     svc = await _authorised(request)
 
     def build() -> dict[str, Any]:
-        modules = {m.id: m.address for m in svc.index.modules()}
         return {
             "conflicts": [
                 {
-                    "module": modules.get(c.module_id),
-                    "version": c.version,
-                    "tag": c.tag,
-                    "published_commit": c.published_commit,
-                    "seen_commit": c.seen_commit,
-                    "reason": c.reason,
-                    "first_seen": c.first_seen,
+                    "module": c.module,
+                    "version": c.record.version,
+                    "tag": c.record.tag,
+                    "published_commit": c.record.published_commit,
+                    "seen_commit": c.record.seen_commit,
+                    "reason": c.record.reason,
+                    "first_seen": c.record.first_seen,
                 }
-                for c in svc.index.conflicts()
+                for c in svc.modules.conflicts()
             ],
             # Upstream tags of cached public modules that moved (issue 17):
             # the first bytes keep serving, as for own moved tags above.
@@ -137,7 +113,7 @@ async def repos(request: Request) -> Response:
                     "last_fetch_at": r.last_fetch_at,
                     "last_fetch_error": r.last_fetch_error,
                 }
-                for r in svc.index.repos()
+                for r in svc.repositories.repos()
             ]
         }
 

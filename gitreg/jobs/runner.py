@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from gitreg import logs
 from gitreg.errors import (
@@ -36,7 +37,7 @@ from gitreg.jobs.store import JobRecord
 from gitreg.metrics import service as metrics
 from gitreg.repositories.sync import SyncService
 from gitreg.settings import Settings
-from gitreg.storage.protocols import ModuleIndex
+from gitreg.storage.records import RepoRecord
 
 log = logging.getLogger("gitreg.jobs")
 
@@ -94,18 +95,30 @@ def owner_is_dead(owner: str, me: str) -> bool:
     return False
 
 
+class RepoRecords(Protocol):
+    """Where the runner finds the repositories its jobs work on."""
+
+    def repo(self, repo_id: int) -> RepoRecord:
+        """One repository, removed ones included; `NotFound` when there is none."""
+        ...
+
+    def repos(self) -> list[RepoRecord]:
+        """Registered (not removed) repositories."""
+        ...
+
+
 class JobRunner:
     """Runs queued jobs on `settings.job_workers` threads of this process."""
 
     def __init__(
         self,
         settings: Settings,
-        index: ModuleIndex,
+        repos: RepoRecords,
         queue: JobQueue,
         sync: SyncService,
     ) -> None:
         self._settings = settings
-        self._index = index
+        self._repos = repos
         self._queue = queue
         self._store = queue.store
         self._sync = sync
@@ -186,7 +199,7 @@ class JobRunner:
         retried, failed or deferred (docs/operations.md, "Metrics")."""
         started = time.monotonic()
         try:
-            result = self._sync.sync_repo(self._index.repo(job.repo_id), job.kind)
+            result = self._sync.sync_repo(self._repos.repo(job.repo_id), job.kind)
         except NotFound as exc:
             return self._failed(job, str(exc), retry=False)
         except GitError as exc:
@@ -293,7 +306,7 @@ class JobRunner:
 
     def reconcile(self) -> int:
         """Queue a remote-tag check for every repository (W9); returns how many."""
-        repos = self._index.repos()
+        repos = self._repos.repos()
         for repo in repos:
             self._queue.submit(repo.id, "reconcile", "reconcile", "periodic reconcile")
         return len(repos)

@@ -12,6 +12,7 @@ JobKind = Literal["sync", "reconcile"]
 
 
 JobState = Literal["queued", "running", "done", "failed", "superseded"]
+STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed", "superseded")
 
 
 def iso(ts: float | None) -> str | None:

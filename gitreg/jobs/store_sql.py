@@ -24,11 +24,10 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from gitreg.errors import NotFound
-from gitreg.jobs.store import Enqueued, JobKind, JobRecord, JobState, Submission
+from gitreg.jobs.store import STATES, Enqueued, JobKind, JobRecord, JobState, Submission
 from gitreg.storage.database import Connection, Row
 from gitreg.storage.index import IndexBackedStore, from_row
 
-STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed", "superseded")
 MAX_REASON_CHARS = 2000
 
 

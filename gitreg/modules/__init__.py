@@ -1,4 +1,5 @@
-"""Module publishing: which git tags become which module versions.
+"""Modules: which git tags become which module versions, and serving and
+curating those versions (`service`: the modules.v1 answers, yank, deprecation).
 
 `publisher` decides, per repository, which tags are new versions, which are
 conflicts with a published version (immutable, G4) and which are ignored, and

@@ -1,101 +1,87 @@
-"""`gitreg module deprecate|undeprecate` (issue 14).
+"""`gitreg module yank|unyank|deprecate|undeprecate|usage`: curating published
+module versions (gitreg/modules/service.py).
 
-Unlike a yank (gitreg/modules/cli_yank.py), a deprecated version stays in the
-version lists and installs as before. Its entry in `/v1/modules/.../versions`
-carries `"deprecation": {"reason": ..., "link": ...}`, the per-version shape of
-HashiCorp's registry clients (go-slug sourcebundle's
-ModulePackageVersionDeprecation); the browse API and the web UI show it too.
-What each Terraform version does with it is in docs/modules.md. The write is an
-ordinary index write: serving processes notice it as they notice a publish;
-this process's cache is cleared directly, as `yank` does.
+A yanked version leaves the version lists (`/v1/modules/.../versions`) but
+stays downloadable by exact version. Terraform installs only listed versions,
+so for Terraform a yank withdraws the version, from lock files that pin it too
+(the messages below say so; tests/e2e/test_e2e_yank.py shows it).
+
+A deprecated version stays in the version lists and installs as before. Its
+entry in `/v1/modules/.../versions` carries `"deprecation": {"reason": ...,
+"link": ...}`; the browse API and the web UI show it too. What each Terraform
+version does with it is in docs/modules.md.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from gitreg.addresses import parse_module_address
-from gitreg.errors import BadRequest, NotFound
 from gitreg.services import Services
-from gitreg.storage.records import ModuleRecord, VersionRecord
-from gitreg.versions import parse_tag_version
+from gitreg.usage import cli as usage
 
 Parser = argparse.ArgumentParser
+YankHandler = Callable[[Services, str, str, bool], int]
 
-# A reason is one short notice shown in terminals and on the module page.
-MAX_REASON = 1000
-MAX_LINK = 2000
-
-
-def _check_reason(reason: str) -> str:
-    reason = reason.strip()
-    if not reason:
-        raise BadRequest("--reason must say why the version is deprecated")
-    if len(reason) > MAX_REASON:
-        raise BadRequest(f"--reason is longer than {MAX_REASON} characters")
-    if any(ord(c) < 32 and c not in "\n\t" for c in reason):
-        raise BadRequest("--reason must not contain control characters")
-    return reason
+MODULE_YANKED = (
+    "hidden from version lists: new `terraform init`s no longer select it;"
+    " its archive stays served by exact version"
+)
 
 
-def _check_link(link: str) -> str:
-    """An absolute http(s) URL: it becomes an `href` on the module page, so a
-    `javascript:` or relative link is refused here, not only escaped there."""
-    parts = urlsplit(link)
-    if parts.scheme not in ("https", "http") or not parts.netloc or len(link) > MAX_LINK:
-        raise BadRequest(f"--link must be an absolute https:// or http:// URL, not {link!r}")
-    if any(ord(c) <= 32 for c in link):
-        raise BadRequest("--link must not contain spaces or control characters")
-    return link
+def report_yank(what: str, version: str, yanked: bool, changed: bool, effect: str) -> None:
+    """One line on what a yank or unyank of `what` (e.g. "module a/b/c") did;
+    `effect` says what a yank means for its consumers."""
+    verb = "yanked" if yanked else "unyanked"
+    if changed:
+        print(f"{verb} {what} {version}: {effect if yanked else 'listed again'}")
+    else:
+        print(f"{what} {version} was already {verb}; nothing changed")
 
 
-def find_version(
-    svc: Services, address: str, version: str
-) -> tuple[ModuleRecord, str, VersionRecord]:
-    """A module version named on the command line, with its version key (no
-    build metadata); `yank` and `deprecate` both find theirs here."""
-    parsed = parse_module_address(address)
-    key = str(parse_tag_version(version).without_build())  # NotAVersion is a BadRequest
-    module = svc.index.find_module(parsed.namespace, parsed.name, parsed.system)
-    if module is None:
-        raise NotFound(f"module {parsed} is not registered")
-    found = svc.index.version_by_key(module.id, key)
-    if found is None:
-        raise NotFound(f"module {module.address} has no version {version}")
-    return module, key, found
+def add_yank_pair(sub: Any, common: Parser, metavar: str, what: str, handler: YankHandler) -> None:
+    """Add `yank` and `unyank ADDRESS VERSION` for a kind of package (`what`)."""
+    for verb, yanked in (("yank", True), ("unyank", False)):
+        helps = {
+            True: f"withdraw a {what} version from version lists (its files stay served)",
+            False: f"list a yanked {what} version again",
+        }
+        parser = sub.add_parser(verb, parents=[common], help=helps[yanked])
+        parser.add_argument("address", metavar=metavar)
+        parser.add_argument("version", metavar="VERSION")
+        parser.set_defaults(handler=lambda svc, a, y=yanked: handler(svc, a.address, a.version, y))
+
+
+def module_yank(svc: Services, address: str, version: str, yanked: bool) -> int:
+    done = svc.modules.set_yanked(parse_module_address(address), version, yanked)
+    report_yank(f"module {done.module}", done.version, yanked, done.changed, MODULE_YANKED)
+    return 0
 
 
 def module_deprecate(svc: Services, address: str, version: str, reason: str, link: str) -> int:
-    reason = _check_reason(reason)
-    link = _check_link(link) if link else ""
-    module, key, found = find_version(svc, address, version)
-    what = f"module {module.address} {found.version}"
-    if (found.deprecation_reason, found.deprecation_link) == (reason, link):
+    done = svc.modules.deprecate(parse_module_address(address), version, reason, link)
+    what = f"module {done.module} {done.version}"
+    if not done.changed:
         print(f"{what} was already deprecated with this reason; nothing changed")
         return 0
-    svc.index.set_deprecation(module.id, key, reason, link)
-    svc.cache.invalidate()
-    verb = "deprecation updated for" if found.deprecated else "deprecated"
+    verb = "deprecation updated for" if done.updated else "deprecated"
     print(f"{verb} {what}: still listed and installable; its version-list entry carries the reason")
     return 0
 
 
 def module_undeprecate(svc: Services, address: str, version: str) -> int:
-    module, key, found = find_version(svc, address, version)
-    what = f"module {module.address} {found.version}"
-    if not found.deprecated:
+    done = svc.modules.undeprecate(parse_module_address(address), version)
+    what = f"module {done.module} {done.version}"
+    if not done.changed:
         print(f"{what} is not deprecated; nothing changed")
         return 0
-    svc.index.set_deprecation(module.id, key, None)
-    svc.cache.invalidate()
     print(f"undeprecated {what}: its deprecation notice is gone")
     return 0
 
 
-def register(module_sub: Any, common: Parser) -> None:
-    """Add `deprecate|undeprecate` to the `module` group of gitreg.modules.cli_yank."""
+def _add_deprecation(module_sub: Any, common: Parser) -> None:
     metavar = "NAMESPACE/NAME/SYSTEM"
     deprecate = module_sub.add_parser(
         "deprecate",
@@ -115,3 +101,14 @@ def register(module_sub: Any, common: Parser) -> None:
     undeprecate.add_argument("address", metavar=metavar)
     undeprecate.add_argument("version", metavar="VERSION")
     undeprecate.set_defaults(handler=lambda svc, a: module_undeprecate(svc, a.address, a.version))
+
+
+def register(sub: Any, common: Parser) -> None:
+    """Add the `module` group: yank, unyank, deprecate, undeprecate and usage."""
+    module = sub.add_parser(
+        "module", parents=[common], help="yank or deprecate module versions, or see who uses them"
+    )
+    module_sub = module.add_subparsers(dest="module_command", required=True)
+    add_yank_pair(module_sub, common, "NAMESPACE/NAME/SYSTEM", "module", module_yank)
+    _add_deprecation(module_sub, common)
+    usage.register(module_sub, common)

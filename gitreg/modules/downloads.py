@@ -12,18 +12,15 @@ sent, so a hit does no validation, version parsing or database work
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from gitreg.addresses import ModuleAddress, module_address
+from gitreg.auth.service import Access, PrincipalSource
 from gitreg.cache import MISSING, MetadataCache
 from gitreg.errors import BadRequest, NotAVersion, NotFound
 from gitreg.metrics import service as metrics
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.versions import parse_tag_version
-
-if TYPE_CHECKING:
-    # Annotations only: the access policy module speaks HTTP (starlette's Request).
-    from gitreg.auth.service import Access, PrincipalSource
 
 
 class ModuleArchive(NamedTuple):

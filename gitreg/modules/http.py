@@ -22,14 +22,8 @@ from gitreg.api.credentials import credentials
 from gitreg.api.responses import CachedJson, json_response
 from gitreg.api.services import services
 from gitreg.api.urls import base_url, header
-from gitreg.cache import MISSING
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import NotFound
-from gitreg.modules.downloads import ModuleDownloads
-from gitreg.storage.protocols import ModuleIndex
-from gitreg.storage.records import VersionRecord
 from gitreg.usage.http_counting import count_module_download
-from gitreg.versions import sort_key
 
 PREFIX = "/v1/modules"
 
@@ -39,50 +33,18 @@ def _address(request: Request) -> ModuleAddress:
     return module_address(p["namespace"], p["name"], p["system"])
 
 
-def _versions_body(index: ModuleIndex, addr: ModuleAddress) -> CachedJson | None:
-    module = index.find_module(addr.namespace, addr.name, addr.system)
-    if module is None:
-        return None
-    listed = sorted(
-        (v for v in index.versions(module.id) if not v.yanked), key=lambda v: sort_key(v.version)
-    )
-    # One-element `modules` list, as the spec asks for forward compatibility.
-    return CachedJson.of({"modules": [{"versions": [_entry(v) for v in listed]}]})
-
-
-def _entry(version: VersionRecord) -> dict[str, object]:
-    """A deprecated version (`gitreg module deprecate`, issue 14) stays listed
-    and adds `deprecation: {reason, link}`, the per-version field of
-    HashiCorp's registry clients (go-slug sourcebundle's
-    ModulePackageVersionDeprecation); clients that do not know it ignore it."""
-    if not version.deprecated:
-        return {"version": version.version}
-    notice = {"reason": version.deprecation_reason, "link": version.deprecation_link}
-    return {"version": version.version, "deprecation": notice}
-
-
-def _versions_key(request: Request) -> tuple[str, ...]:
-    """The cache key: the names as sent, case-folded. A hit skips validation,
-    since an entry exists only for names that were valid when it was built."""
-    p = request.path_params
-    return ("module-versions", p["namespace"].lower(), p["name"].lower(), p["system"].lower())
-
-
 async def versions(request: Request) -> Response:
     svc = services(request)
-    if svc.module_proxy.handles(request.path_params["namespace"]):
+    p = request.path_params
+    if svc.module_proxy.handles(p["namespace"]):
         return await _proxied_versions(request)
-    key = _versions_key(request)
-    body = svc.cache.peek(key)
-    if body is MISSING:
-        addr = _address(request)
-        await svc.access.require_read(credentials(request), addr.namespace, _not_found(request))
-        body = await svc.cache.get(key, lambda: _versions_body(svc.index, addr))
-    elif not svc.access.known_public(namespace := request.path_params["namespace"]):
-        await svc.access.require_read(credentials(request), namespace, _not_found(request))
-    if body is None:
-        raise NotFound(_not_found(request))
-    assert isinstance(body, CachedJson)
+    body = await svc.modules.versions(
+        functools.partial(credentials, request),
+        p["namespace"],
+        p["name"],
+        p["system"],
+        CachedJson.of,
+    )
     return body.response(request)
 
 
@@ -102,11 +64,9 @@ async def download(request: Request) -> Response:
             _address(request), p["version"], base, svc.access, who
         )
         return _download_response(request, proxied)
-    downloads = ModuleDownloads(svc.index, svc.cache, svc.access)
-    location = downloads.cached_location(*asked, base)
+    location = svc.modules.cached_location(*asked, base)
     if location is None:
-        who = functools.partial(svc.access.principal, credentials(request))
-        location = await downloads.location(*asked, base, who)
+        location = await svc.modules.location(functools.partial(credentials, request), *asked, base)
     count_module_download(request, svc)
     return _download_response(request, location)
 

@@ -10,7 +10,7 @@ from typing import Any
 from gitreg.catalog.records import deprecation, latest_listed
 from gitreg.cli_handlers import ReadOnly
 from gitreg.errors import BadRequest, GitError
-from gitreg.modules.service import SyncResult, sync_status
+from gitreg.modules.publisher import SyncResult, sync_status
 from gitreg.providers.cli import add_repo_options, repo_add_provider
 from gitreg.repositories.service import (
     ModuleListing,

@@ -30,7 +30,7 @@ from gitreg.git.remotes import forge_name_from_url, normalise_remote
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.store import Enqueued, Submission
 from gitreg.modules.globs import check_module_glob, check_tag_pattern
-from gitreg.modules.service import Publisher, SyncResult
+from gitreg.modules.publisher import Publisher, SyncResult
 from gitreg.providers.forges import default_forge, forge_config
 from gitreg.providers.store import ProviderIndex
 from gitreg.repositories.store import (
@@ -269,6 +269,10 @@ class Repositories:
     def repos(self) -> list[RepoRecord]:
         """Registered (not removed) repositories, in id order."""
         return self._index.repos()
+
+    def repo(self, repo_id: int) -> RepoRecord:
+        """One repository by id, removed ones included; `NotFound` when there is none."""
+        return self._index.repo(repo_id)
 
     def listing(self) -> list[RepoListing]:
         """Every registered repository with the modules and providers it feeds."""

@@ -1,6 +1,6 @@
 """Syncing one repository: the one place that decides what a repository feeds.
 
-A repository feeds modules (its git tags, `gitreg.modules.service`),
+A repository feeds modules (its git tags, `gitreg.modules.publisher`),
 providers (its forge's releases, `gitreg.providers.service`), or both. The job
 runner, for webhook-triggered syncs and for the periodic reconcile, asks
 `SyncService.sync_repo` and records the `RepoSync` it returns; it never chooses
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gitreg.jobs.store import JobKind
-from gitreg.modules.service import Publisher
+from gitreg.modules.publisher import Publisher
 from gitreg.providers.service import ProviderService
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import RepoRecord

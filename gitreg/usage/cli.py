@@ -13,7 +13,7 @@ from typing import Any
 from gitreg.addresses import parse_module_address
 from gitreg.cli_handlers import ReadOnly
 from gitreg.services import Services
-from gitreg.usage.service import DEFAULT_DAYS, Tally, Usage, module_usage
+from gitreg.usage.service import DEFAULT_DAYS, Tally, Usage
 
 
 def _shown(name: str) -> str:
@@ -44,8 +44,7 @@ def module_usage_command(
     svc: Services, address: str, versions: str, days: int, as_json: bool
 ) -> int:
     parsed = parse_module_address(address)
-    names = (parsed.namespace, parsed.name, parsed.system)
-    found = module_usage(svc.downloads.store, svc.index, names, versions, days)
+    found = svc.usage.module_usage(parsed.namespace, parsed.name, parsed.system, versions, days)
     if as_json:
         print(json.dumps(found.to_json(), indent=2))
     else:
@@ -54,7 +53,7 @@ def module_usage_command(
 
 
 def register(module_sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add `usage` to the `module` group of gitreg.modules.cli_yank."""
+    """Add `usage` to the `module` group of gitreg.modules.cli."""
     usage = module_sub.add_parser(
         "usage",
         parents=[common],

@@ -49,7 +49,7 @@ class DownloadCounter:
     def __init__(
         self, store: DownloadCountIndex, index: ModuleIndex, providers: ProviderIndex
     ) -> None:
-        self.store = store  # per-day and per-token reads (issue 14) go straight to it
+        self.store = store
         self._index = index
         self._providers = providers
         self._pending: dict[Key, int] = {}

@@ -24,7 +24,7 @@ from gitreg.api.services import services
 from gitreg.auth.tokens import Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest
-from gitreg.usage.service import DEFAULT_DAYS, module_usage
+from gitreg.usage.service import DEFAULT_DAYS
 
 PATH = "/v1/modules/{namespace}/{name}/{system}/usage"
 NO_STORE = {"Cache-Control": "private, no-store", "Vary": "Authorization"}
@@ -44,9 +44,8 @@ async def usage(request: Request) -> Response:
     await svc.access.require(credentials(request), Scope.publish, p["namespace"])
     versions = request.query_params.get("versions", "")
     days = _days(request.query_params.get("days"))
-    names = (p["namespace"], p["name"], p["system"])
     found = await run_in_threadpool(
-        module_usage, svc.downloads.store, svc.index, names, versions, days
+        svc.usage.module_usage, p["namespace"], p["name"], p["system"], versions, days
     )
     return json_response(json_bytes(found.to_json()), headers=NO_STORE)
 

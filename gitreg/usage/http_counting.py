@@ -18,13 +18,13 @@ from starlette.types import Scope
 from gitreg.services import Services
 
 
-def _token_id(scope: Scope, counter: Services) -> int:
+def _token_id(scope: Scope, svc: Services) -> int:
     state = scope.get("state")
     if state and "token_id" in state:
         return int(state["token_id"])
     for name, value in scope["headers"]:
         if name == b"authorization":
-            return counter.access.known_token_id(value.decode("latin-1"))
+            return svc.access.known_token_id(value.decode("latin-1"))
     return 0
 
 

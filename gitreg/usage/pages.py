@@ -25,7 +25,7 @@ from gitreg.errors import BadRequest, NotFound
 from gitreg.numbers import plain_int
 from gitreg.ui.pages import error_page, html_response, not_found_page, render
 from gitreg.ui.viewer import Viewer, current_viewer
-from gitreg.usage.service import DEFAULT_DAYS, module_usage
+from gitreg.usage.service import DEFAULT_DAYS
 
 NO_STORE = {"Cache-Control": "private, no-store"}
 
@@ -53,9 +53,7 @@ async def usage_page(request: Request) -> Response:
         days = plain_int(days_text, max_digits=4)
         if days is None:
             raise BadRequest("days must be a whole number of days")
-        found = await run_in_threadpool(
-            module_usage, svc.downloads.store, svc.index, names, versions, days
-        )
+        found = await run_in_threadpool(svc.usage.module_usage, *names, versions, days)
     except NotFound:
         return not_found_page(request, viewer)
     except BadRequest as exc:

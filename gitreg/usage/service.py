@@ -139,43 +139,54 @@ def _sorted(tallies: dict[tuple[str, str], Tally]) -> list[Tally]:
     return sorted(tallies.values(), key=lambda t: (-t.downloads, t.kind, t.name))
 
 
-def module_usage(
-    counts: DownloadCountIndex,
-    index: ModuleIndex,
-    names: tuple[str, str, str],
-    versions: str = "",
-    days: int = DEFAULT_DAYS,
-    today: datetime.date | None = None,
-) -> Usage:
-    """Who downloaded a module's versions in the last `days` UTC days, today included.
-    The caller has checked that its reader may see it (publish on the namespace)."""
-    wanted = parse_version_filter(versions)
-    days = check_days(days)
-    module = index.find_module(*names)
-    if module is None:
-        raise NotFound(f"module {'/'.join(names)} not found")
-    today = today or datetime.datetime.now(datetime.UTC).date()
-    since = (today - datetime.timedelta(days=days - 1)).isoformat()
-    per_version: dict[str, int] = {}
-    people: dict[tuple[str, str], Tally] = {}
-    teams: dict[tuple[str, str], Tally] = {}
-    for row in counts.usage_rows("module", module.id, since):
-        if not wanted.allows(row.version):
-            continue
-        per_version[row.version] = per_version.get(row.version, 0) + row.downloads
-        kind, name = _person(row)
-        people.setdefault((kind, name), Tally(name, kind)).add(row.version, row.downloads)
-        for group in row.groups if kind == "person" else ():
-            team = teams.setdefault(("team", group), Tally(group, "team"))
-            team.add(row.version, row.downloads)
-            team.people.add(name)
-    return Usage(
-        module.address,
-        wanted.text,
-        days,
-        since,
-        sum(per_version.values()),
-        per_version,
-        _sorted(people),
-        _sorted(teams),
-    )
+class DownloadUsage:
+    """Who downloaded what: the report behind `gitreg module usage`, its API
+    route and the module page's Usage tab."""
+
+    def __init__(self, *, counts: DownloadCountIndex, modules: ModuleIndex) -> None:
+        self._counts = counts
+        self._modules = modules
+
+    def module_usage(
+        self,
+        namespace: str,
+        name: str,
+        system: str,
+        versions: str = "",
+        days: int = DEFAULT_DAYS,
+        today: datetime.date | None = None,
+    ) -> Usage:
+        """Who downloaded a module's versions in the last `days` UTC days, today
+        included. BadRequest for a bad version filter or a number of days out of
+        1 to MAX_DAYS, NotFound for a module that is not registered. The caller
+        has checked that its reader may see it (publish on the namespace)."""
+        wanted = parse_version_filter(versions)
+        days = check_days(days)
+        module = self._modules.find_module(namespace, name, system)
+        if module is None:
+            raise NotFound(f"module {namespace}/{name}/{system} not found")
+        today = today or datetime.datetime.now(datetime.UTC).date()
+        since = (today - datetime.timedelta(days=days - 1)).isoformat()
+        per_version: dict[str, int] = {}
+        people: dict[tuple[str, str], Tally] = {}
+        teams: dict[tuple[str, str], Tally] = {}
+        for row in self._counts.usage_rows("module", module.id, since):
+            if not wanted.allows(row.version):
+                continue
+            per_version[row.version] = per_version.get(row.version, 0) + row.downloads
+            kind, who = _person(row)
+            people.setdefault((kind, who), Tally(who, kind)).add(row.version, row.downloads)
+            for group in row.groups if kind == "person" else ():
+                team = teams.setdefault(("team", group), Tally(group, "team"))
+                team.add(row.version, row.downloads)
+                team.people.add(who)
+        return Usage(
+            module.address,
+            wanted.text,
+            days,
+            since,
+            sum(per_version.values()),
+            per_version,
+            _sorted(people),
+            _sorted(teams),
+        )

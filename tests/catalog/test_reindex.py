@@ -15,7 +15,7 @@ from gitreg.catalog.documenter import Published
 from gitreg.catalog.extract import DOCS_FORMAT
 from gitreg.cli import main
 from gitreg.git.backend import DulwichBackend
-from gitreg.modules.service import Publisher
+from gitreg.modules.publisher import Publisher
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from gitreg.storage.copy import tables_in_order

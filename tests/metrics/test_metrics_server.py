@@ -329,7 +329,7 @@ def test_a_running_job_shows_in_the_running_gauges(world: World) -> None:
         after=world.work.rev("v1.1.0^{commit}"),
         secret=SECRET,
     )
-    # The sync takes the repository's lock (gitreg/modules/service.py): while
+    # The sync takes the repository's lock (gitreg/modules/publisher.py): while
     # this test holds it, the job is claimed and running, and cannot finish.
     with file_lock(world.server.data_dir / "locks" / f"repo-{repo_id}.lock"):
         assert world.post(prepared.route, prepared.body, prepared.headers) == 202

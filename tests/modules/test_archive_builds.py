@@ -20,7 +20,7 @@ from gitreg.archives.format import fast_builder
 from gitreg.git.backend import DulwichBackend
 from gitreg.modules import builds
 from gitreg.modules.builds import ArchiveBuilds, ArchiveKey, Built
-from gitreg.modules.service import Publisher
+from gitreg.modules.publisher import Publisher
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings
 from gitreg.storage.blobs import FileBlobStore

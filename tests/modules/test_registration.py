@@ -183,10 +183,12 @@ def test_repo_remove_keep_versions_unregisters_but_keeps_serving(
     assert download.status_code == 204, download.text
     archive = client.get(download.headers["X-Terraform-Get"])
     assert archive.status_code == 200 and archive.content
-    # Webhooks for it are now an unknown repository.
+    # Webhooks for it are now an unknown repository: answered as a wrong signature,
+    # so no answer tells which names are registered.
     prepared = delivery("github", "push-tag-created", repo="acme/hello", secret=SECRET)
     answer = client.post(prepared.route, content=prepared.body, headers=prepared.headers)
-    assert answer.status_code == 404, answer.text
+    assert answer.status_code == 401, answer.text
+    assert answer.json() == {"errors": ["github signature or token does not match"]}
 
 
 def test_repo_remove_without_versions_removes_everything(
