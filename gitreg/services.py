@@ -69,41 +69,49 @@ from gitreg.usage.store import DownloadCountIndex
 from gitreg.usage.store_sql import DownloadCountStore
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Services:
+    """Everything one gitreg process works with, built once by `build_services`.
+
+    Handlers, pages and commands call the feature services; the storage fields
+    below them are for the assembly, the job runner and tests
+    (tests/test_architecture.py keeps handlers away from them)."""
+
     settings: Settings
-    index: ModuleIndex
-    blobs: BlobStore
-    publisher: Publisher
-    cache: MetadataCache[object]
-    jobs: JobQueue
-    access: Access
-    auth: AuthIndex
-    providers: ProviderPublisher
-    mirror: MirrorService
-    registrations: RegistrationIndex
-    sync: SyncService
-    secrets: SecretStore
-    uploads: UploadStore  # staged CI uploads: DATA_DIR/uploads, or beside the S3 blobs
-    module_proxy: ModuleProxyService  # pull-through cache of public modules (issue 17)
-    catalog: CatalogIndex  # module documentation and search (issue 13)
-    docs: Documenter
-    provider_docs: ProviderDocsIndex  # provider documentation pages (issue 13)
-    downloads: DownloadCounter  # download counts, flushed in batches (issues 13, 14)
-    searches: SearchCache  # search answers, in an LRU of their own (issue 13)
-    catalog_service: Catalog  # listing, search, records and documentation of the catalog
-    staged_bytes: StagedBytesIndex  # what staged uploads hold, for the quotas
-    repositories: Repositories
-    provider_service: ProviderService  # hosted providers: protocol, uploads, keys, publishing
+    cache: MetadataCache[object]  # pre-serialised answers, invalidated on publish
+    # Features.
+    access: Access  # who may read and publish what
     tokens: Tokens
     namespaces: Namespaces
     login: LoginFlow  # `terraform login` (login.v1)
     sign_in: WebSignIn  # the web UI's sign-in and its sessions
+    repositories: Repositories  # registering repositories, webhook deliveries
+    modules: Modules  # versions, downloads, yank and deprecation, conflicts
+    job_service: Jobs  # the ingestion queue as operators see it
+    provider_service: ProviderService  # hosted providers: protocol, uploads, keys, publishing
+    mirror: MirrorService  # the provider network mirror
+    module_proxy: ModuleProxyService  # the pull-through cache of public modules
+    catalog_service: Catalog  # listing, search, records and documentation
+    usage: DownloadUsage  # who uses which version
+    downloads: DownloadCounter  # download counts, flushed in batches
     health: Health  # readiness, for /readyz
     storage: Storage  # backup, a move to other backends, temp file sweeps
-    modules: Modules
-    job_service: Jobs
-    usage: DownloadUsage
+    # The machinery the features are built from.
+    index: ModuleIndex
+    blobs: BlobStore
+    publisher: Publisher
+    jobs: JobQueue
+    sync: SyncService
+    auth: AuthIndex
+    providers: ProviderPublisher
+    registrations: RegistrationIndex
+    secrets: SecretStore
+    uploads: UploadStore  # staged CI uploads: DATA_DIR/uploads, or beside the S3 blobs
+    staged_bytes: StagedBytesIndex  # what staged uploads hold, for the quotas
+    catalog: CatalogIndex
+    docs: Documenter
+    provider_docs: ProviderDocsIndex
+    searches: SearchCache
 
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
@@ -228,39 +236,39 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         reindexer=reindexer,
     )
     return Services(
-        settings,
-        index,
-        blobs,
-        publisher,
-        cache,
-        jobs,
-        access,
-        auth,
-        providers,
-        build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),
-        RegistrationStore(shared),
-        sync,
-        secrets,
-        uploads,
-        ModuleProxyService(
-            proxy_options(settings), proxy_store, blobs, cache, settings.data_dir / "proxy-tmp"
-        ),
-        catalog,
-        docs,
-        provider_docs,
-        DownloadCounter(counts, index, provider_store),
-        searches,
-        catalog_service=catalog_service,
-        staged_bytes=staged_bytes,
-        repositories=repositories,
+        settings=settings,
+        cache=cache,
+        access=access,
         tokens=Tokens(auth, cache.invalidate),
         namespaces=Namespaces(auth, cache.invalidate),
         login=LoginFlow(settings, auth, oidc, cache.invalidate, limits, failures=access.limiter),
         sign_in=WebSignIn(settings, auth, oidc, limits),
-        health=Health(settings, index, blobs, repositories.repos),
-        storage=Storage(settings, index, blobs),
-        provider_service=provider_service,
+        repositories=repositories,
         modules=Modules(index=index, cache=cache, access=access, docs=docs),
         job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync),
+        provider_service=provider_service,
+        mirror=build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),
+        module_proxy=ModuleProxyService(
+            proxy_options(settings), proxy_store, blobs, cache, settings.data_dir / "proxy-tmp"
+        ),
+        catalog_service=catalog_service,
         usage=DownloadUsage(counts=counts, modules=index),
+        downloads=DownloadCounter(counts, index, provider_store),
+        health=Health(settings, index, blobs, repositories.repos),
+        storage=Storage(settings, index, blobs),
+        index=index,
+        blobs=blobs,
+        publisher=publisher,
+        jobs=jobs,
+        sync=sync,
+        auth=auth,
+        providers=providers,
+        registrations=RegistrationStore(shared),
+        secrets=secrets,
+        uploads=uploads,
+        staged_bytes=staged_bytes,
+        catalog=catalog,
+        docs=docs,
+        provider_docs=provider_docs,
+        searches=searches,
     )

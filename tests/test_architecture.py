@@ -325,3 +325,60 @@ def test_the_engine_check_sees_storage_importing_them() -> None:
         for package in _third_party_imports(ast.parse(path.read_text(encoding="utf-8")))
     }
     assert set(ENGINE_LIBRARIES) <= seen
+
+
+# Fields of `Services` that hold storage rather than a feature's service. Handlers,
+# pages and commands call services; only `blobs` is the interface blob downloads
+# use as it is (open a blob, or presign its URL), so it is not listed.
+STORE_FIELDS = frozenset(
+    {
+        "index",
+        "auth",
+        "registrations",
+        "secrets",
+        "uploads",
+        "catalog",
+        "provider_docs",
+        "staged_bytes",
+        "docs",
+        "publisher",
+        "providers",
+        "searches",
+    }
+)
+
+
+def _services_values(node: ast.expr) -> bool:
+    """Whether `node` is the Services object as handlers name it: `svc`,
+    `services`, or `services(request)`."""
+    if isinstance(node, ast.Name):
+        return node.id in ("svc", "services")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "services"
+    )
+
+
+def test_handlers_pages_and_commands_never_reach_into_a_store() -> None:
+    offending = sorted(
+        f"{module}:{node.lineno} uses .{node.attr}"
+        for module, path in _sources().items()
+        if _role(module) in ("http", "cli")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and node.attr in STORE_FIELDS
+        and _services_values(node.value)
+    )
+    assert offending == []
+
+
+def test_services_is_built_once_and_never_changed() -> None:
+    tree = ast.parse((PACKAGE / "services.py").read_text(encoding="utf-8"))
+    (found,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Services"]
+    (decorator,) = found.decorator_list
+    assert isinstance(decorator, ast.Call)
+    options = {
+        k.arg: k.value.value for k in decorator.keywords if isinstance(k.value, ast.Constant)
+    }
+    assert options.get("frozen") is True and options.get("kw_only") is True
