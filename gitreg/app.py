@@ -109,7 +109,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 async def _clean_staging_forever(svc: Services) -> None:
     """Remove expired staged uploads and blob temp files while the server runs, not
     only at start: a publish token could otherwise fill the disk with uploads it
-    never publishes (issue 10, item 8). Runs off the event loop."""
+    never publishes. Runs off the event loop."""
     ttl = svc.settings.staging_ttl
     while True:
         try:
@@ -143,7 +143,7 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
     return [
         *discovery.routes(services),
         # Before login's: Starlette tries routes in order, and each miss costs a
-        # download answer about 0.5 us (issue 16, target 1); the paths are disjoint.
+        # download answer time (docs/performance.md); the paths are disjoint.
         *modules.routes(),
         *login.routes(),
         *providers.routes(),

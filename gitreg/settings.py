@@ -335,7 +335,7 @@ def _validate(settings: Settings) -> None:
     if settings.read_default not in ("public", "token"):
         raise ConfigError(f"read_default must be public or token, got {settings.read_default!r}")
     if not 0 < settings.signed_url_ttl <= 900:
-        raise ConfigError("signed_url_ttl must be between 1 and 900 seconds (checklist U2)")
+        raise ConfigError("signed_url_ttl must be between 1 and 900 seconds")
     if not 0 < settings.port < 65536:
         raise ConfigError(f"port must be 1-65535, got {settings.port}")
     if min(settings.max_connections, settings.max_connections_per_client) < 0:

@@ -3,7 +3,7 @@
     GET  /admin/jobs?state=failed&limit=50   jobs, newest first, and counts by state
     GET  /admin/jobs/:id                     one job
     POST /admin/jobs/:id/retry               queue a failed job again
-    GET  /admin/conflicts                    force-moved tags that were not published (G4),
+    GET  /admin/conflicts                    force-moved tags that were not published,
                                              and moved upstream tags of cached public modules
     GET  /admin/repos                        repositories and whether their last sync worked
 
@@ -91,7 +91,7 @@ async def conflicts(request: Request) -> Response:
                 }
                 for c in svc.modules.conflicts()
             ],
-            # Upstream tags of cached public modules that moved (issue 17):
+            # Upstream tags of cached public modules that moved:
             # the first bytes keep serving, as for own moved tags above.
             "module_proxy_moves": [dataclasses.asdict(m) for m in svc.module_proxy.moves()],
         }

@@ -4,7 +4,7 @@
 transaction); webhooks use `submit_grouped`, where one writer thread stores
 every delivery waiting at that moment in one transaction (group commit: one
 fsync for a storm instead of one each) and each is answered only after that
-commit, so the answer never waits on git and a 2xx means stored (W5).
+commit, so the answer never waits on git and a 2xx means stored.
 Nothing here knows how a job is run: that is `gitreg.jobs.runner`.
 """
 

@@ -1,12 +1,12 @@
 """Running the ingestion queue's jobs.
 
-`JobRunner` threads in each server process claim jobs with a lease (S3), hand
+`JobRunner` threads in each server process claim jobs with a lease, hand
 each repository to `SyncService.sync_repo` (which decides what the repository
-feeds; the sync takes the repository's cross-process lock and is idempotent,
-W6), and retry failures with exponential backoff. A housekeeping thread renews
+feeds; the sync takes the repository's cross-process lock and is idempotent),
+and retry failures with exponential backoff. A housekeeping thread renews
 leases of running jobs, hands the jobs of dead workers back at once when it can
 tell (same host, pid gone) and otherwise lets their leases expire, and
-schedules the periodic reconcile that publishes tags no webhook announced (W9).
+schedules the periodic reconcile that publishes tags no webhook announced.
 """
 
 from __future__ import annotations
@@ -305,7 +305,7 @@ class JobRunner:
                 log.info("pruned %d finished jobs", pruned)
 
     def reconcile(self) -> int:
-        """Queue a remote-tag check for every repository (W9); returns how many."""
+        """Queue a remote-tag check for every repository; returns how many."""
         repos = self._repos.repos()
         for repo in repos:
             self._queue.submit(repo.id, "reconcile", "reconcile", "periodic reconcile")

@@ -94,7 +94,7 @@ def _decoded(text: str) -> Any:
 
 
 class JobIndex(Protocol):
-    """The durable job queue shared by every process (W5, W6, S3)."""
+    """The durable job queue shared by every process."""
 
     def enqueue(
         self,

@@ -1,8 +1,8 @@
 """The ingestion queue's SQL: jobs, the deliveries that made them, schedules.
 
 A job is "bring repository R up to date". It is written in one `BEGIN
-IMMEDIATE` transaction before a webhook is answered (checklist W5), claimed
-with a lease by one worker at a time (S3), and retried with backoff.
+IMMEDIATE` transaction before a webhook is answered, claimed
+with a lease by one worker at a time, and retried with backoff.
 
 States: `queued` -> `running` -> `done` | `failed`; a running job whose worker
 failed transiently goes back to `queued` (or is `superseded` when another
@@ -53,7 +53,7 @@ class JobStore(IndexBackedStore):
         max_attempts: int,
         delivery_id: str = "",
     ) -> Enqueued:
-        """Record a request to sync a repository, in one transaction (W5, W6)."""
+        """Record a request to sync a repository, in one transaction."""
         wanted = Submission(repo_id, kind, source, reason, delivery_id)
         return self.enqueue_many([wanted], now, max_attempts)[0]
 
@@ -69,7 +69,7 @@ class JobStore(IndexBackedStore):
     def _enqueue(
         self, conn: Connection, wanted: Submission, now: float, max_attempts: int
     ) -> Enqueued:
-        """One submission, inside the caller's transaction (W5, W6)."""
+        """One submission, inside the caller's transaction."""
         if wanted.delivery_id:
             seen = conn.execute(
                 "SELECT d.job_id, j.state FROM deliveries d JOIN jobs j ON j.id = d.job_id"
@@ -78,7 +78,7 @@ class JobStore(IndexBackedStore):
             ).fetchone()
             if seen is not None:
                 if seen["state"] in ("failed", "superseded"):
-                    # A forge's "redeliver" of a failed delivery retries it (W6).
+                    # A forge's "redeliver" of a failed delivery retries it.
                     return self._requeue(conn, seen["job_id"], now)
                 return Enqueued(seen["job_id"], "duplicate")
         queued = conn.execute(
@@ -161,7 +161,7 @@ class JobStore(IndexBackedStore):
     # -- working ------------------------------------------------------------
 
     def claim(self, owner: str, now: float, lease: float) -> JobRecord | None:
-        """Atomically take the next runnable job and lease it to `owner` (S3).
+        """Atomically take the next runnable job and lease it to `owner`.
 
         Runnable: queued and due, or running with an expired lease (its worker
         died). A repository with a live running job is skipped, so jobs for one

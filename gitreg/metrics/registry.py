@@ -85,7 +85,7 @@ MIRROR_MISSES = Counter(
 )
 MIRROR_STALE = Counter(
     "gitreg_mirror_stale_served",
-    "Version lists served stale because the upstream failed (stale-if-error, M3).",
+    "Version lists served stale because the upstream failed (stale-if-error).",
 )
 UPSTREAM_BYTES = Counter(
     "gitreg_mirror_upstream_bytes", "Bytes received from mirror upstreams (bodies)."

@@ -467,7 +467,7 @@ class MirrorService:
         stored = self._store.add_package(record)
         if stored.sha256 != record.sha256:
             log.warning(
-                "%s %s %s: upstream now serves other bytes (%s); keeping the cached %s (M4)",
+                "%s %s %s: upstream now serves other bytes (%s); keeping the cached %s",
                 record.provider_key,
                 record.version,
                 record.platform,

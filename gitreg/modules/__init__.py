@@ -2,9 +2,9 @@
 curating those versions (`service`: the modules.v1 answers, yank, deprecation).
 
 `publisher` decides, per repository, which tags are new versions, which are
-conflicts with a published version (immutable, G4) and which are ignored, and
-records them. What of a git tree goes into a module's `.tar.gz` (checklist
-A1-A6) is `gitreg.archives.build`, below this package: git, the catalog and the
+conflicts with a published version (immutable) and which are ignored, and
+records them. What of a git tree goes into a module's `.tar.gz` is
+`gitreg.archives.build`, below this package: git, the catalog and the
 module proxy build or read archives too. The vocabulary shared with providers
 and the mirror (`gitreg.versions`, `gitreg.addresses`) stays at the top level.
 """

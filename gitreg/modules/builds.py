@@ -8,7 +8,7 @@ builds on every core; a sync that needs one archive, or a few small ones, builds
 them in-process, since a worker process costs a few hundred milliseconds to start.
 
 Workers write each archive to a scratch file; this process streams it into the
-blob store (durable first, S2) and only then is a version recorded by the
+blob store (durable first) and only then is a version recorded by the
 publisher. A worker never touches the index or the blob store itself.
 """
 
@@ -59,7 +59,7 @@ class ArchiveKey:
 class Built:
     sha256: str
     size: int
-    skipped: tuple[str, ...]  # "path: reason" for each entry left out (A3)
+    skipped: tuple[str, ...]  # "path: reason" for each entry left out
 
 
 def worker_count(setting: int) -> int:
@@ -128,7 +128,7 @@ class ArchiveBuilds:
         server process does not keep it after a sync."""
         rest = list(keys)
         # One build has no next build to serve: a server's sync of one new tag
-        # keeps nothing (its RSS, issue 16 target 2).
+        # keeps nothing (its memory: docs/performance.md).
         cache = SubtreeCache(DEFAULT_CACHE_BYTES if len(rest) > 1 else 0)
         while rest:
             key = rest.pop(0)
@@ -224,7 +224,7 @@ def _timed_out(keys: list[ArchiveKey]) -> Iterator[tuple[ArchiveKey, str]]:
     does (the publisher reports the reason and leaves the version unpublished, so
     the next sync builds it again), instead of being built here, where it would most
     likely hang again and hold the sync, its repository's lock and its job for good
-    (the stuck repositories of issue 10). A build still running when the pool is
+    (a stuck repository). A build still running when the pool is
     declared stalled started before the last wait, so it ran `_STALL_SECONDS` at least."""
     log.warning(
         "archive workers stalled %.0f s: %d builds stopped, the rest built here",

@@ -128,7 +128,7 @@ class ModuleDownloads:
             location += "//" + archive.subdir
         if private:
             # Terraform fetches the archive without credentials: the URL carries a
-            # time-limited signature instead (U2). go-getter moves a query string
+            # time-limited signature instead. go-getter moves a query string
             # after `//subdir` back onto the archive URL.
             location += "?" + self._access.signer.sign(archive_path(archive.sha256))
         return location

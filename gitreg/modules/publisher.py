@@ -3,9 +3,9 @@
 `Publisher.sync_repo` fetches the repository into its bare mirror, maps each
 tag to a version per module, and publishes what is new: the archive is built
 from git objects into the blob store (durable first), then the version is
-recorded in one transaction (checklist S2). A version, once recorded, never
-changes: a tag that later names another commit is recorded as a conflict
-(G4), and a deleted tag leaves its version in place.
+recorded in one transaction. A version, once recorded, never
+changes: a tag that later names another commit is recorded as a conflict,
+and a deleted tag leaves its version in place.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Publisher:
         on_change: Callable[[], None] = lambda: None,
         docs: Documenter | None = None,
     ) -> None:
-        self._docs = docs  # issue 13: documents made and stored at the end of each module's sync
+        self._docs = docs  # documents made and stored at the end of each module's sync
         self._settings = settings
         self._index = index
         self._blobs = blobs
@@ -139,7 +139,7 @@ class Publisher:
 
     def remote_has_changes(self, repo: RepoRecord) -> bool:
         """Whether the remote's tags differ from the mirror's (`git ls-remote`),
-        so a periodic reconcile fetches only repositories that changed (W9).
+        so a periodic reconcile fetches only repositories that changed.
         A repository whose last sync failed counts as changed, so reconcile
         retries it and its recorded error clears as soon as it can sync."""
         if repo.last_fetch_error:
@@ -207,7 +207,7 @@ class Publisher:
         return mirror
 
     def _fetch(self, repo: RepoRecord, mirror: Path) -> None:
-        """Fetch, first removing what a killed fetch left in the mirror (issue 10).
+        """Fetch, first removing what a killed fetch left in the mirror.
 
         Called with the repository's lock held, so no live gitreg process is
         writing this mirror and any lock or partial pack in it is stale. A lock
@@ -269,7 +269,7 @@ class Publisher:
 
     def _yank_untagged(self, module: ModuleRecord, live: set[str], result: SyncResult) -> None:
         """Opt-in: yank versions no tag maps to any more (their tag was deleted
-        upstream). The archive stays downloadable (G4); `versions` hides it."""
+        upstream). The archive stays downloadable; `versions` hides it."""
         for version in self._index.versions(module.id):
             key = str(parse_version(version.version).without_build())
             if version.yanked or key in live:
@@ -288,7 +288,7 @@ class Publisher:
         archives: _Archives,
     ) -> str:
         """Publish one tag; returns "" (already there), "published", "conflict: ..."
-        or the reason it was skipped. What the archive left out goes to `notes` (A3)."""
+        or the reason it was skipped. What the archive left out goes to `notes`."""
         existing = archives.existing(module, tv)
         if existing is not None:
             if existing.commit_sha == ref.commit_sha:
@@ -372,7 +372,7 @@ def _plan(module: ModuleRecord, tags: list[TagRef], problems: list[TagProblem]) 
 
 
 class _Archives:
-    """The archives one sync needs: found in the index, or built, once each (A5).
+    """The archives one sync needs: found in the index, or built, once each.
 
     `prepare` finds, before anything is published, every archive that the new
     versions of all modules need and that does not exist yet, and builds them

@@ -1,4 +1,4 @@
-"""`gitreg module usage NS/NAME/SYS [--versions 1] [--days 30] [--json]` (issue 14).
+"""`gitreg module usage NS/NAME/SYS [--versions 1] [--days 30] [--json]`.
 
 The operator's view of who downloaded which versions (gitreg/usage/service.py),
 read from the index this host's registry uses, so it needs no token.

@@ -36,12 +36,9 @@ log = logging.getLogger("gitreg.modules.downloads")
 # (kind, namespace, name, system or "", version, token id), all as sent in the path.
 Key = tuple[str, str, str, str, str, int]
 FLUSH_SECONDS = 5.0  # at most this much counting is lost when a process is killed
-# Distinct keys before an early flush. Each holds the path's strings (a few
-# hundred bytes) and its flush as much again: a load over 10,000 modules
-# (bench/index_scale.py's spread load) left a worker at 61.2 / 60.4 / 59.9 MiB
-# with 2,000 / 1,000 / 500 (issue 16, target 2: 60 MiB), at a flush (one
-# transaction, a name lookup per module) per 500 distinct versions: about
-# 60 us of CPU per key at any batch size (tests/catalog, bench in process).
+# Distinct keys before an early flush. Each holds the path's strings and its
+# flush as much again, so this bounds a worker's memory under a load over many
+# modules; the CPU per key is the same at any batch size (docs/performance.md).
 MAX_PENDING = 500
 
 
@@ -93,7 +90,7 @@ class DownloadCounter:
                 await asyncio.sleep(interval)
                 continue
             # After an early flush, only once an interval: re-reading every
-            # module's total (~20 ms at 10,000) per 500 downloads would cost more.
+            # module's total per 500 downloads would cost more than it saves.
             if time.monotonic() - self._refreshed >= interval:
                 await run_sync(self.refresh)
 
@@ -118,7 +115,7 @@ class DownloadCounter:
         for (kind, namespace, name, system, version, token), count in batch.items():
             # Names as counted (lower-cased by gitreg/usage/http_counting.py; the
             # lookups lower-case them again): no new strings per key, which
-            # were a third of a 2,000-key flush's memory (issue 16, target 2).
+            # would be much of a large flush's memory.
             found = self._resolve(ids, keys, (kind, namespace, name, system), version)
             if found is not None:
                 key = (kind, found[0], found[1], token)

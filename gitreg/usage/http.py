@@ -1,4 +1,4 @@
-"""`GET /v1/modules/:namespace/:name/:system/usage?versions=1&days=30` (issue 14).
+"""`GET /v1/modules/:namespace/:name/:system/usage?versions=1&days=30`.
 
 Who downloaded which versions of a module in the last days, per version, per
 person and per team (gitreg/usage/service.py). The answer names people, so it

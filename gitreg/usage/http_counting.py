@@ -7,7 +7,7 @@ id is the one `Access.principal` already checked (private namespaces);
 otherwise, only when the request carries an Authorization header, it is
 looked up in the cached access snapshot, so an anonymous public download
 costs no hashing at all. Both take the handler's `Services` rather than look
-them up again through app.state (~0.5 us per download, issue 16).
+them up again through app.state, which every download would pay.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`/modules/NS/NAME/SYS/usage`: the module page's "Usage" tab (issue 14).
+"""`/modules/NS/NAME/SYS/usage`: the module page's "Usage" tab.
 
 Who downloaded which versions lately (gitreg/usage/service.py), for readers
 with `publish` or `admin` on the namespace only: a signed-in person through

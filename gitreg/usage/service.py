@@ -1,4 +1,4 @@
-"""Who uses what (issue 14): "who still downloads 1.x of platform/vpc/aws in
+"""Who uses what: "who still downloads 1.x of platform/vpc/aws in
 the last 30 days".
 
 Downloads are counted per version, UTC day and token (gitreg/usage/counter.py),

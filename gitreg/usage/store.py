@@ -24,9 +24,9 @@ class DownloadRow:
 class DownloadTotals:
     """Downloads per module and per provider over every version and day, as
     sorted arrays of ids and counts per kind. Every serving process holds
-    these (browse records show them): as a dict of `(kind, id)` tuples,
-    10,000 downloaded modules took 1.1 MiB of each worker's 60 MiB (issue
-    16, target 2); as arrays they take 16 bytes each."""
+    these (browse records show them), so they are arrays of 16 bytes an
+    entry rather than a dict of `(kind, id)` tuples (docs/performance.md,
+    worker memory)."""
 
     ids: dict[str, array[int]] = field(default_factory=dict)
     counts: dict[str, array[int]] = field(default_factory=dict)
@@ -49,7 +49,7 @@ class DownloadTotals:
 @dataclass(frozen=True)
 class UsageRow:
     """Downloads of one version by one token over some days, with the token's
-    owner as stored (issue 14's "who uses what"); token 0 and a token no
+    owner as stored; token 0 and a token no
     longer in `api_tokens` come with empty owner fields."""
 
     version: str
