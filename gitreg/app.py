@@ -28,6 +28,7 @@ from gitreg.errors import (
     ResponseCut,
     Unauthorized,
     is_outage,
+    operator_text,
     storage_full,
 )
 from gitreg.jobs import http as admin
@@ -60,7 +61,7 @@ async def _gitreg_error(request: Request, exc: Exception) -> Response:
     # the database) comes back: a warning.
     if exc.status >= 500 and not isinstance(exc, QueueUnavailable):
         level = logging.WARNING if is_outage(exc) else logging.ERROR
-        log.log(level, "%s %s: %s", request.method, request.url.path, exc)
+        log.log(level, "%s %s: %s", request.method, request.url.path, operator_text(exc))
     headers = {}
     # TooManyRequests, StorageFull, QueueUnavailable: say when to come back.
     retry_after = getattr(exc, "retry_after", None)

@@ -21,6 +21,7 @@ from gitreg.errors import (
     GitregError,
     NotFound,
     is_storage_full,
+    operator_text,
     storage_full,
 )
 from gitreg.services import build_services
@@ -190,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args, _settings(args))
     except GitregError as exc:
-        logs.report_error(str(exc))
+        logs.report_error(operator_text(exc))
         # Exit codes are the CLI's own, never `exc.status` (an HTTP status): 2 when
         # the command's input is refused, as argparse does for bad usage; 1 else.
         refused = isinstance(exc, BadRequest) or (isinstance(exc, ConfigError) and exc.user_input)

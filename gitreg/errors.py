@@ -180,13 +180,25 @@ STORAGE_RETRY_AFTER = 5
 
 class StorageUnavailable(GitregError):
     """The blob store (S3) failed or could not be reached. Nothing was half
-    written (uploads are atomic), so the request can be retried as is."""
+    written (uploads are atomic), so the request can be retried as is. The
+    message is what clients see; `reason`, the client library's own words
+    (endpoint, bucket, key), is for the operator's log line only."""
 
     status = 503
 
-    def __init__(self, message: str, retry_after: int = STORAGE_RETRY_AFTER) -> None:
+    def __init__(
+        self, message: str, retry_after: int = STORAGE_RETRY_AFTER, reason: str = ""
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.reason = reason
+
+
+def operator_text(exc: BaseException) -> str:
+    """`exc` as the operator reads it: its message, and the reason behind it
+    where that is kept out of answers to clients."""
+    reason = getattr(exc, "reason", "") if isinstance(exc, StorageUnavailable) else ""
+    return f"{exc}: {reason}" if reason else str(exc)
 
 
 def is_outage(exc: BaseException) -> bool:

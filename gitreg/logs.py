@@ -26,7 +26,7 @@ import time
 from json.encoder import encode_basestring_ascii
 from typing import Any, TextIO
 
-from gitreg.errors import is_outage
+from gitreg.errors import is_outage, operator_text
 
 # What the current request or job is; set by the access-log middleware and the
 # job runner, read by every log line written meanwhile.
@@ -322,6 +322,6 @@ def failure(logger: logging.Logger, exc: BaseException, message: str, *args: obj
     with the reason, as it comes back by itself; anything else is a bug, logged
     as an error with its traceback."""
     if is_outage(exc):
-        logger.warning(f"{message}: %s", *args, exc)
+        logger.warning(f"{message}: %s", *args, operator_text(exc))
     else:
         logger.error(message, *args, exc_info=exc)

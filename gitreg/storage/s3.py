@@ -161,8 +161,9 @@ def _s3_errors(what: str) -> Iterator[None]:
     except BaseException as exc:
         if not _client_failure(exc):
             raise
-        log.warning("S3 %s failed: %s", what, _reason(exc))
-        raise StorageUnavailable(f"blob store unavailable ({what})") from exc
+        # The caller logs the failing operation once, with this reason.
+        log.debug("S3 %s failed: %s", what, _reason(exc))
+        raise StorageUnavailable(f"blob store unavailable ({what})", reason=_reason(exc)) from exc
 
 
 class S3BlobStore(LocalScratch):

@@ -57,3 +57,9 @@ def test_an_s3_outage_is_one_warning_line_per_failed_operation(
     assert {(r.levelname, r.exc_info) for r in sweeps} == {("WARNING", None)}
     worse = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
     assert worse == []
+    # One line per failing operation: the client's reason is in it, and the S3
+    # layer adds no warning of its own.
+    assert answered[0].getMessage().count(":") >= 2
+    assert [
+        r for r in caplog.records if r.name == "gitreg.storage.s3" and r.levelno >= logging.INFO
+    ] == []
