@@ -107,17 +107,23 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return json_response(error_body("internal error"), status=500)
 
 
-async def _clean_staging_forever(svc: Services) -> None:
+async def _until(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+
+
+async def _clean_staging_forever(svc: Services, stop: asyncio.Event) -> None:
     """Remove expired staged uploads and blob temp files while the server runs, not
     only at start: a publish token could otherwise fill the disk with uploads it
-    never publishes. Runs off the event loop."""
+    never publishes. Runs off the event loop, until `stop` is set; a sweep under
+    way is finished first, since it uses the index the shutdown closes."""
     ttl = svc.settings.staging_ttl
-    while True:
+    while not stop.is_set():
         try:
             await run_in_threadpool(_clean_staging, svc, ttl)
         except Exception as exc:  # a failing sweep must not end the loop
             logs.failure(log, exc, "staging cleanup failed")
-        await asyncio.sleep(min(max(ttl / 4, 0.5), 60.0))
+        await _until(stop, min(max(ttl / 4, 0.5), 60.0))
 
 
 def _clean_staging(svc: Services, ttl: float) -> None:
@@ -127,11 +133,14 @@ def _clean_staging(svc: Services, ttl: float) -> None:
         log.info("removed %d expired staged upload(s), %d blob temp file(s)", uploads, temps)
 
 
-async def _reload_signing_keys_forever(svc: Services) -> None:
+async def _reload_signing_keys_forever(svc: Services, stop: asyncio.Event) -> None:
     """Learn URL-signing keys rotated by another process or replica, off the
-    event loop (gitreg.auth.signed_urls): on PostgreSQL the look is a query."""
-    while True:
-        await asyncio.sleep(RECHECK_EVERY)
+    event loop (gitreg.auth.signed_urls): on PostgreSQL the look is a query.
+    Until `stop` is set, as the staging sweep."""
+    while not stop.is_set():
+        await _until(stop, RECHECK_EVERY)
+        if stop.is_set():
+            return
         try:
             await run_in_threadpool(svc.access.reload_signing_keys)
         except Exception:  # a failing look must not end the loop; the old keys stay
@@ -166,9 +175,10 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def background(services: Services) -> AsyncIterator[None]:
+        stop = asyncio.Event()
         watcher = asyncio.create_task(services.cache.watch(settings.refresh_interval))
-        cleaner = asyncio.create_task(_clean_staging_forever(services))
-        keys = asyncio.create_task(_reload_signing_keys_forever(services))
+        cleaner = asyncio.create_task(_clean_staging_forever(services, stop))
+        keys = asyncio.create_task(_reload_signing_keys_forever(services, stop))
         counts = asyncio.create_task(services.downloads.run(FLUSH_SECONDS))
         # Webhook jobs run on threads of this process (gitreg.jobs).
         runner = services.job_service.runner()
@@ -177,16 +187,22 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         try:
             yield
         finally:
-            await run_in_threadpool(runner.stop)
-            await services.mirror.aclose()
-            for task in (watcher, cleaner, keys, counts):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            await run_in_threadpool(services.downloads.flush)  # the last seconds' counts
-            if svc is None:
-                services.close()
-            metrics.process_exiting()
+            # Background work that uses the index ends before the index closes,
+            # whatever else fails on the way out.
+            stop.set()
+            try:
+                await asyncio.gather(cleaner, keys, return_exceptions=True)
+                for task in (watcher, counts):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+                await run_in_threadpool(runner.stop)
+                await services.mirror.aclose()
+                await run_in_threadpool(services.downloads.flush)  # the last seconds' counts
+            finally:
+                if svc is None:
+                    services.close()
+                metrics.process_exiting()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
