@@ -69,7 +69,7 @@ async def _gitreg_error(request: Request, exc: Exception) -> Response:
         headers["Retry-After"] = str(retry_after)
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="gitreg"'
-    return json_response(error_body(str(exc)), status=exc.status, headers=headers)
+    return json_response(error_body(exc.public_message()), status=exc.status, headers=headers)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -53,6 +53,10 @@ class GitregError(Exception):
 
     status = 500
 
+    def public_message(self) -> str:
+        """What an HTTP client is told; the message itself by default."""
+        return str(self)
+
 
 class BadRequest(GitregError):
     """The request or command-line input is malformed."""
@@ -130,6 +134,10 @@ class DatabaseUnavailable(GitregError):
         # Why, in words naming no host or user: what /readyz, which needs no
         # token, may say ("cannot connect"); empty when only `detail` says it.
         self.reason = reason
+
+    def public_message(self) -> str:
+        # `detail` names the database's host and user: for the operator's log only.
+        return f"the database is unavailable ({self.reason or 'not reachable'}); retry shortly"
 
     def __reduce__(self) -> tuple[type[DatabaseUnavailable], tuple[str, int, str]]:
         # From `serve`'s start-up check, which runs in a child process.

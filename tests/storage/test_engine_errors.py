@@ -55,3 +55,12 @@ def test_a_postgresql_server_out_of_disk_space_is_storage_full() -> None:
     assert caught.value.status == 503 and caught.value.retry_after > 0
     assert "hunter2" not in str(caught.value)
     assert str(caught.value).startswith("storage is full: the database postgresql://gitreg:***@")
+
+
+def test_a_database_outage_answers_clients_without_naming_the_database() -> None:
+    failure = DatabaseUnavailable("postgresql://gitreg:***@db.internal:5432/reg: refused")
+    assert "db.internal" in str(failure)  # the operator's log line keeps it
+    assert "db.internal" not in failure.public_message()
+    assert "gitreg" not in failure.public_message()
+    told = DatabaseUnavailable("postgresql://db.internal/reg: gone", reason="connection lost")
+    assert told.public_message() == "the database is unavailable (connection lost); retry shortly"
