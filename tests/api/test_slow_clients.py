@@ -37,6 +37,8 @@ from gitreg.server.limits import (
 )
 from tests.support.server import RunningServer, cli_process, free_port
 
+pytestmark = pytest.mark.slow
+
 CAP = 20
 HEADER_TIMEOUT = 3
 # Every connection here comes from 127.0.0.1: its share is the whole cap, so

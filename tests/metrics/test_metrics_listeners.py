@@ -51,6 +51,7 @@ def test_metrics_listen_must_be_host_and_port(tmp_path: Path) -> None:
             load_settings({"data_dir": tmp_path, "metrics_listen": bad}, environ={})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["main", "metrics_listen"])
 def test_two_workers_sum_their_counters(tmp_path: Path, where: str) -> None:
     data = tmp_path / "data"
