@@ -20,9 +20,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitreg.settings import Settings
+from gitreg.storage.postgres import POLL_INTERVAL
+
 STARTUP_TIMEOUT = 30.0
 # Every server log of the session, scanned for secrets at its end (tests/conftest.py).
 SERVER_LOGS: list[Path] = []
+# A running server sees another process's commit within its refresh_interval
+# (SQLite's data_version, gitreg/cache.py) or the change feed's poll (PostgreSQL):
+# what an operator's next step after a command can count on. A command in this
+# process returns well before a process of its own would have ended, so while a
+# server runs `cli` waits that long before the test goes on.
+SEEN_BY_SERVERS = max(Settings.refresh_interval, POLL_INTERVAL)
+_SERVERS: list[RunningServer] = []
 
 
 def free_port() -> int:
@@ -47,11 +57,13 @@ def cli(
     out, err = io.StringIO(), io.StringIO()
     with (
         _environment(env or {}),
-        root_logging_restored(),
+        _root_logging_restored(),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
     ):
         code = _main(command[1:])
+    if any(server.process.poll() is None for server in _SERVERS):
+        time.sleep(SEEN_BY_SERVERS)
     result = subprocess.CompletedProcess(command, code, out.getvalue(), err.getvalue())
     if check and result.returncode != 0:
         raise AssertionError(
@@ -92,11 +104,10 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def root_logging_restored() -> Iterator[None]:
+def _root_logging_restored() -> Iterator[None]:
     """A command sets up the root logger for its own process (gitreg/logs.py),
-    with a handler on the standard error of the moment; the test process gets
-    its own logging back, so that no later line (from a thread the command
-    left, say) goes to a capture stream that is closed by then."""
+    writing to the standard error it captures; the test gets its own logging
+    back, pytest's capture included."""
     root, urllib3 = logging.getLogger(), logging.getLogger("urllib3")
     handlers, level, urllib3_level = list(root.handlers), root.level, urllib3.level
     try:
@@ -200,6 +211,7 @@ def start_server(
             command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
         )
     server = RunningServer(data_dir, port, process, log_path, args)
+    _SERVERS[:] = [*(s for s in _SERVERS if s.process.poll() is None), server]
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
