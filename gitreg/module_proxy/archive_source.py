@@ -14,11 +14,12 @@ zip bomb stops early.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import stat
 import tarfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, BinaryIO, cast
@@ -51,7 +52,7 @@ _KINDS = {
 
 def _members(
     path: Path, kind: str, entries: EntryCounter
-) -> Iterator[tuple[str, int, int, IO[bytes] | bytes]]:
+) -> Generator[tuple[str, int, int, IO[bytes] | bytes]]:
     """(name, git mode, size, content) of each file and symlink. Every entry is
     counted first, whatever its kind; what is left out is tallied there."""
     if kind == "zip":
@@ -63,7 +64,8 @@ def _members(
                 mode = info.external_attr >> 16
                 git_mode = _LINK if stat.S_ISLNK(mode) else _EXEC if mode & 0o111 else _FILE
                 # Opened, not read: sizes are checked before a byte is unpacked.
-                yield info.filename, git_mode, info.file_size, archive.open(info)
+                with archive.open(info) as opened:
+                    yield info.filename, git_mode, info.file_size, opened
         return
     with tarfile.open(path, mode="r:*") as archive:
         for member in archive:
@@ -84,27 +86,30 @@ def _members(
 def _tree(repo: Repo, path: Path, kind: str, limits: FetchLimits, entries: EntryCounter) -> bytes:
     root = _Dir()
     total = 0
-    for name, mode, size, content in _members(path, kind, entries):
-        total += size
-        if total > limits.archive.max_total_bytes:
-            raise ArchiveTooLarge(
-                f"the archive unpacks to more than {limits.archive.max_total_bytes} bytes"
-            )
-        if size > limits.archive.max_file_bytes:
-            raise ArchiveTooLarge(f"{name[:200]} is over {limits.archive.max_file_bytes} bytes")
-        data = content if isinstance(content, bytes) else content.read(size + 1)
-        if len(data) > size:  # a header that understates its entry (a bomb)
-            raise ArchiveTooLarge(f"{name[:200]} is larger than its header says")
-        blob = Blob.from_string(data)
-        repo.object_store.add_object(blob)
-        parts = [p.encode() for p in name.split("/") if p not in ("", ".")]
-        if not parts:
-            continue
-        here = root
-        for part in parts[:-1]:
-            here = here.dirs.setdefault(part, _Dir())
-        # Names such as `..` are kept here so build_archive refuses and reports them.
-        here.entries[parts[-1]] = (mode, blob.id)
+    # Closed here when a limit stops the walk, the entry open at the time with it,
+    # not later by the garbage collector.
+    with contextlib.closing(_members(path, kind, entries)) as members:
+        for name, mode, size, content in members:
+            total += size
+            if total > limits.archive.max_total_bytes:
+                raise ArchiveTooLarge(
+                    f"the archive unpacks to more than {limits.archive.max_total_bytes} bytes"
+                )
+            if size > limits.archive.max_file_bytes:
+                raise ArchiveTooLarge(f"{name[:200]} is over {limits.archive.max_file_bytes} bytes")
+            data = content if isinstance(content, bytes) else content.read(size + 1)
+            if len(data) > size:  # a header that understates its entry (a bomb)
+                raise ArchiveTooLarge(f"{name[:200]} is larger than its header says")
+            blob = Blob.from_string(data)
+            repo.object_store.add_object(blob)
+            parts = [p.encode() for p in name.split("/") if p not in ("", ".")]
+            if not parts:
+                continue
+            here = root
+            for part in parts[:-1]:
+                here = here.dirs.setdefault(part, _Dir())
+            # Names such as `..` are kept here so build_archive refuses and reports them.
+            here.entries[parts[-1]] = (mode, blob.id)
     return bytes(_store(repo, root))
 
 
