@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from gitreg.logs import ContextAndRedaction
 from tests.support.gitrepo import GitRepo
 from tests.support.s3 import s3, shared_moto  # noqa: F401  (fixtures: a real S3 endpoint)
 from tests.support.server import SERVER_LOGS, RunningServer, start_server
@@ -15,6 +17,23 @@ from tests.support.server import SERVER_LOGS, RunningServer, start_server
 # postgres_server and postgres_database: a real PostgreSQL server, started only by
 # the first test that asks for one (tests/support/postgres.py).
 pytest_plugins = ("tests.support.postgres",)
+
+
+_ROOT_LEVEL = logging.getLogger().level
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """A test that calls `gitreg.cli.main` in this process leaves the root logger
+    as a command sets it up, writing to that test's captured standard error; a
+    thread the command left (a change feed) would log there once it is closed.
+    Before the test's fixtures (its capture among them) are torn down, gitreg's
+    handlers are taken out (pytest's own stay) and the level put back."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if any(isinstance(f, ContextAndRedaction) for f in handler.filters):
+            root.removeHandler(handler)
+    root.setLevel(_ROOT_LEVEL)
 
 
 @pytest.fixture

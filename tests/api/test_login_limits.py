@@ -82,6 +82,7 @@ def _busy(answer: httpx.Response, message: str) -> int:
     return int(answer.headers["retry-after"])
 
 
+@pytest.mark.slow
 def test_one_address_gets_its_allowance_and_another_still_gets_through(start: Start) -> None:
     server = start("--trust-forwarded")
     for _ in range(PER_CLIENT):

@@ -346,6 +346,7 @@ def test_refused_codes_count_as_failed_authentications(tmp_path: Path) -> None:
         server.stop()
 
 
+@pytest.mark.slow
 def test_without_an_issuer_there_is_no_login(tmp_path: Path) -> None:
     server = start_server(tmp_path / "data")
     try:

@@ -28,6 +28,8 @@ from gitreg.server.limits import client_key, client_share
 from tests.api.test_slow_clients import _assert_busy, _read_response
 from tests.support.server import RunningServer, cli
 
+pytestmark = pytest.mark.slow
+
 HEADER_TIMEOUT = 2
 MIN_RATE = 64 * 1024
 DEADLINE_ENV = {"GITREG_HEADER_TIMEOUT": str(HEADER_TIMEOUT), "GITREG_MIN_BODY_RATE": str(MIN_RATE)}

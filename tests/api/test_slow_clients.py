@@ -35,7 +35,9 @@ from gitreg.server.limits import (
     connection_cap,
     uvicorn_options,
 )
-from tests.support.server import RunningServer, cli, free_port
+from tests.support.server import RunningServer, cli_process, free_port
+
+pytestmark = pytest.mark.slow
 
 CAP = 20
 HEADER_TIMEOUT = 3
@@ -211,7 +213,7 @@ def test_worker_processes_apply_the_header_timeout(
 
 
 def test_a_cap_the_open_file_limit_cannot_hold_stops_serve(data_dir: Path) -> None:
-    result = cli(
+    result = cli_process(
         data_dir,
         "serve",
         "--port",

@@ -110,6 +110,7 @@ def _new_key_only(store: SecretStore, tmp_path: Path) -> UrlSigner:
     return _signer_knowing_only(tmp_path, keys, line=0)
 
 
+@pytest.mark.slow
 def test_url_signed_by_one_server_is_accepted_by_another(
     tmp_path: Path,
     key: Path,

@@ -247,6 +247,7 @@ def test_a_head_of_a_download_is_not_counted(app_client: tuple[TestClient, Servi
     assert list(svc.downloads.take().values()) == [1]
 
 
+@pytest.mark.slow
 def test_private_matches_ranking_first_leave_public_ones_in_the_results(
     app_client: tuple[TestClient, Services], tmp_path: Path
 ) -> None:

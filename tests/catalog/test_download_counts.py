@@ -51,6 +51,7 @@ def _wait_for(server: RunningServer, path: str, downloads: int) -> None:
         time.sleep(0.5)
 
 
+@pytest.mark.slow
 def test_terraform_init_is_counted_once_each_and_kept_across_restarts(tmp_path: Path) -> None:
     data = tmp_path / "data"
     repo = GitRepo(tmp_path / "hello")

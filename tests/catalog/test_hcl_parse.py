@@ -93,10 +93,19 @@ def _ours(text: str) -> dict[str, Any] | str:
         return str(exc)
 
 
+def _depth_free(result: dict[str, Any] | str) -> dict[str, Any] | str:
+    """A RecursionError's message names the operation the stack ran out in, and
+    that depends on how deep the test runner's own stack is (a parallel test
+    worker's is deeper), not on the parser."""
+    if isinstance(result, str) and result.startswith("maximum recursion depth exceeded"):
+        return "maximum recursion depth exceeded"
+    return result
+
+
 @pytest.mark.parametrize("text", VALID + INVALID)
 def test_parses_as_hcl2_loads_does(text: str) -> None:
     ours = _ours(text)
-    assert ours == _reference(text)
+    assert _depth_free(ours) == _depth_free(_reference(text))
     assert isinstance(ours, dict) == (text in VALID)
 
 

@@ -152,6 +152,7 @@ def _names(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return [(r["name"], r["downloads"]) for r in rows]
 
 
+@pytest.mark.slow
 def test_per_version_person_and_team_for_1x_in_30_days(registry: Registry) -> None:
     status, body, headers = registry.get(USAGE + "?versions=1&days=30", "publisher")
     assert status == 200 and headers["Cache-Control"] == "private, no-store"

@@ -11,7 +11,7 @@ import pytest
 from gitreg.cli import build_parser, main
 from gitreg.cli_handlers import ReadOnly
 from tests.support.gitrepo import GitRepo, simple_module
-from tests.support.server import cli
+from tests.support.server import cli, cli_process
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,8 @@ from tests.support.server import cli
 def test_bad_input_is_a_message_and_non_zero_exit(
     data_dir: Path, args: list[str], message: str
 ) -> None:
-    result = cli(data_dir, *args, check=False)
+    run = cli_process if args[0] == "serve" else cli  # serve refuses in its own process
+    result = run(data_dir, *args, check=False)
     assert result.returncode != 0
     assert message in result.stderr
     assert "Traceback" not in result.stderr

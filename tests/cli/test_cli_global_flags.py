@@ -145,6 +145,7 @@ def _tagged_module(make_repo: Callable[[str], GitRepo]) -> GitRepo:
     return repo
 
 
+@pytest.mark.slow
 def test_data_dir_before_the_command_is_where_a_real_publish_lands(
     tmp_path: Path, elsewhere: Path, make_repo: Callable[[str], GitRepo]
 ) -> None:
@@ -160,6 +161,7 @@ def test_data_dir_before_the_command_is_where_a_real_publish_lands(
     assert (data / "index.sqlite3").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_config_before_serve_makes_the_registry_private(
     tmp_path: Path,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.server import cli, free_port, start_server
+from tests.support.server import cli_process, free_port, start_server
 
 
 def test_every_line_a_json_server_writes_is_json(tmp_path: Path) -> None:
@@ -46,7 +46,9 @@ def test_a_port_in_use_is_one_line_before_anything_is_served(
 ) -> None:
     data = tmp_path / "data"
     with _taken_port() as port:
-        ran = cli(data, "serve", "--port", str(port), "--log-format", log_format, check=False)
+        ran = cli_process(
+            data, "serve", "--port", str(port), "--log-format", log_format, check=False
+        )
     assert ran.returncode != 0
     why = f"cannot listen on 127.0.0.1:{port}: Address already in use"
     if log_format == "text":

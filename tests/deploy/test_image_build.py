@@ -26,6 +26,8 @@ from dockerfile_parse import DockerfileParser
 
 from tests.support.server import free_port
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 60.0
 

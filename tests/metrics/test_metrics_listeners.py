@@ -13,7 +13,7 @@ from gitreg.errors import ConfigError
 from gitreg.settings import load_settings
 from tests.metrics.scrape import fetch, parse, value, wait_for
 from tests.support.gitrepo import GitRepo, simple_module
-from tests.support.server import cli, free_port, start_server
+from tests.support.server import cli, cli_process, free_port, start_server
 
 DISCOVERY = "/.well-known/terraform.json"
 
@@ -51,6 +51,7 @@ def test_metrics_listen_must_be_host_and_port(tmp_path: Path) -> None:
             load_settings({"data_dir": tmp_path, "metrics_listen": bad}, environ={})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["main", "metrics_listen"])
 def test_two_workers_sum_their_counters(tmp_path: Path, where: str) -> None:
     data = tmp_path / "data"
@@ -100,7 +101,7 @@ def test_a_metrics_port_in_use_stops_serve_with_one_line(tmp_path: Path) -> None
         port = taken.getsockname()[1]
         where = ["--port", str(free_port()), "--metrics-listen", f"127.0.0.1:{port}"]
         text = ["--log-format", "text"]  # (JSON logs make it one JSON object)
-        result = cli(tmp_path / "data", "serve", *where, *text, check=False, timeout=60)
+        result = cli_process(tmp_path / "data", "serve", *where, *text, check=False, timeout=60)
     assert result.returncode == 1
     assert result.stderr.strip() == (
         f"gitreg: error: metrics_listen 127.0.0.1:{port}: Address already in use"

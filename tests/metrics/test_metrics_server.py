@@ -283,6 +283,7 @@ def test_a_scan_of_random_paths_adds_at_most_one_route_value(world: World) -> No
     assert value(after, "gitreg_http_request_duration_seconds_count", route="(no route)") >= 200
 
 
+@pytest.mark.slow
 def test_provider_publish_and_download_and_bad_signatures_on_private_blobs(
     world: World, tmp_path: Path
 ) -> None:

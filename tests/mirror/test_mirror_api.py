@@ -171,6 +171,7 @@ def test_refused_package_is_502_naming_the_reason(svc: Services, served: ServedU
     assert "signature does not verify" in answer.json()["errors"][0]
 
 
+@pytest.mark.slow
 def test_own_providers_appear_under_gitregs_hostname(svc: Services, tmp_path: Path) -> None:
     data_dir = svc.settings.data_dir
     dist = make_dist("cloud", "1.4.0", ["linux_amd64", "darwin_arm64"], b"binary")

@@ -238,6 +238,7 @@ def peak_rss_kib(server: RunningServer) -> int:
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")))
 
 
+@pytest.mark.slow
 def test_a_reader_that_stalls_holds_pieces_not_the_zip(
     tmp_path: Path, world: World, upstream: FakeUpstream
 ) -> None:

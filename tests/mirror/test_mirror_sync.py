@@ -176,6 +176,7 @@ def test_export_writes_a_static_mirror_terraform_installs_from(
     assert {str(a): str(lock.version) for a, lock in locks.items()} == EXPECTED
 
 
+@pytest.mark.slow
 def test_export_with_public_url_flag_includes_gitregs_own_providers(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     dist = make_dist("cloud", "1.4.0", ["linux_amd64"], b"binary")

@@ -157,6 +157,7 @@ def test_past_the_stale_window_only_cached_versions_are_listed(
     assert asyncio.run(service.versions(ADDRESS)) == ["1.2.0"]
 
 
+@pytest.mark.slow
 def test_a_git_redirect_is_followed_only_to_allowed_addresses(
     service: ModuleProxyService, upstream: Upstream
 ) -> None:

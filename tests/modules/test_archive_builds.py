@@ -223,6 +223,7 @@ def synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[_Synced]
         svc.close()
 
 
+@pytest.mark.slow
 def test_a_sync_whose_build_hangs_a_worker_publishes_the_rest_and_reports_it(
     synced: _Synced, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -162,6 +162,7 @@ def _pack_renamed_in(names: set[str]) -> bool:
     return any(n.startswith("pack-") for n in names)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", [_pack_started, _pack_renamed_in])
 def test_kill_9_during_repo_add_then_sync_publishes_everything(
     data_dir: Path, make_repo: Callable[[str], GitRepo], moment: Callable[[set[str]], bool]
@@ -199,6 +200,7 @@ def _get(server: RunningServer, path: str, token: str = "") -> tuple[int, Any]:
         return answer.status, json.loads(answer.read())
 
 
+@pytest.mark.slow
 def test_unsyncable_repository_shows_its_error_everywhere(
     data_dir: Path, make_repo: Callable[[str], GitRepo], servers: Servers, tmp_path: Path
 ) -> None:

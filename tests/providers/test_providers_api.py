@@ -172,6 +172,7 @@ def test_republish_over_http_is_200_then_409(
     assert "immutable" in conflict.json()["errors"][0]  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_upload_with_sign_is_signed_by_the_namespace_key(
     svc: Services, client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -73,6 +73,7 @@ def test_key_commands_warn_and_refuse_what_terraform_cannot_verify(
     assert [k["terraform_compatible"] for k in json.loads(out)] == [False]
 
 
+@pytest.mark.slow
 def test_a_generated_key_names_its_algorithm_once(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -198,6 +198,7 @@ def test_unsigned_upload_needs_sign(
         _publish(svc, provider, dist, tmp_path, sign=True)
 
 
+@pytest.mark.slow
 def test_sign_with_zips_only_writes_and_signs_shasums(
     svc: Services, provider: ProviderRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -95,6 +95,7 @@ def test_not_a_signature_is_refused() -> None:
         verify_detached(b"doc\n", b"\x00garbage", [key], "acme")
 
 
+@pytest.mark.slow
 def test_generated_key_is_rsa_private_to_the_service_user(tmp_path: Path) -> None:
     svc = make_services(tmp_path / "data")
     manager: KeyManager = svc.providers.keys

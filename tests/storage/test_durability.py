@@ -14,6 +14,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.datadir import assert_consistent
 from tests.support.gitrepo import GitRepo
 from tests.support.server import RunningServer, cli
@@ -38,6 +40,7 @@ def _count(data_dir: Path) -> int:
         db.close()
 
 
+@pytest.mark.slow
 def test_kill_9_during_publishing_leaves_no_half_published_version(
     data_dir: Path, make_repo: Callable[[str], GitRepo]
 ) -> None:

@@ -137,6 +137,7 @@ def _age(path: Path, seconds: float) -> None:
         os.utime(each, (old, old))
 
 
+@pytest.mark.slow
 def test_idle_uploads_and_temp_files_are_removed_while_the_server_runs(
     servers: Servers, tmp_path: Path
 ) -> None:

@@ -8,6 +8,7 @@ skipped: missing, it fails loudly.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import secrets
 import shutil
@@ -43,12 +44,17 @@ class RunningProvider:
 
 
 def _node_modules() -> None:
-    if (OIDC_DIR / "node_modules" / "oidc-provider").is_dir():
+    installed = OIDC_DIR / "node_modules" / "oidc-provider"
+    if installed.is_dir():
         return
     npm = shutil.which("npm")
     if npm is None:
         raise AssertionError("npm is missing: the sign-in tests need Node.js (see .ci/run)")
-    subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=OIDC_DIR, check=True)
+    # Test workers run side by side: one installs, the others wait for it.
+    with (OIDC_DIR / ".npm-ci.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not installed.is_dir():
+            subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=OIDC_DIR, check=True)
 
 
 @contextmanager

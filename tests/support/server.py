@@ -1,8 +1,11 @@
-"""A real `gitreg serve` process over TLS on 127.0.0.1, and the real CLI."""
+"""A real `gitreg serve` process over TLS on 127.0.0.1, and the real CLI: in this
+process (`cli`), or as a process of its own where that is the point (`cli_process`)."""
 
 from __future__ import annotations
 
 import contextlib
+import io
+import logging
 import os
 import signal
 import socket
@@ -10,14 +13,26 @@ import ssl
 import subprocess
 import sys
 import time
+import traceback
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from gitreg.settings import Settings
+from gitreg.storage.postgres import POLL_INTERVAL
 
 STARTUP_TIMEOUT = 30.0
 # Every server log of the session, scanned for secrets at its end (tests/conftest.py).
 SERVER_LOGS: list[Path] = []
+# A running server sees another process's commit within its refresh_interval
+# (SQLite's data_version, gitreg/cache.py) or the change feed's poll (PostgreSQL):
+# what an operator's next step after a command can count on. A command in this
+# process returns well before a process of its own would have ended, so while a
+# server runs `cli` waits that long before the test goes on.
+SEEN_BY_SERVERS = max(Settings.refresh_interval, POLL_INTERVAL)
+_SERVERS: list[RunningServer] = []
 
 
 def free_port() -> int:
@@ -31,9 +46,89 @@ def cli(
     *args: str,
     check: bool = True,
     env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `gitreg ARGS --data-dir DATA_DIR` in this process: `gitreg.cli.main`
+    with `env` added to the environment, its standard output and error captured,
+    and its exit code as a process would have it (an uncaught exception prints
+    its traceback and exits 1). `serve` and whatever needs a process of its own
+    (a signal, a kill, the interpreter's start) go through `cli_process`."""
+    assert "serve" not in args, "`gitreg serve` runs as a process: cli_process or start_server"
+    command = ["gitreg", *args, "--data-dir", str(data_dir)]
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        _environment(env or {}),
+        _root_logging_restored(),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        code = _main(command[1:])
+    if any(server.process.poll() is None for server in _SERVERS):
+        time.sleep(SEEN_BY_SERVERS)
+    result = subprocess.CompletedProcess(command, code, out.getvalue(), err.getvalue())
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(args)} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+        )
+    return result
+
+
+def _main(argv: list[str]) -> int:
+    """`gitreg.cli.main(argv)` as `python -m gitreg` ends: SystemExit's code,
+    an uncaught exception's traceback on standard error and exit code 1."""
+    from gitreg.cli import main
+
+    try:
+        return main(argv)
+    except SystemExit as exit_:
+        if exit_.code is None or isinstance(exit_.code, int):
+            return exit_.code or 0
+        print(exit_.code, file=sys.stderr)
+        return 1
+    except Exception:
+        traceback.print_exc()
+        return 1
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
+def _root_logging_restored() -> Iterator[None]:
+    """A command sets up the root logger for its own process (gitreg/logs.py),
+    writing to the standard error it captures; the test gets its own logging
+    back, pytest's capture included."""
+    root, urllib3 = logging.getLogger(), logging.getLogger("urllib3")
+    handlers, level, urllib3_level = list(root.handlers), root.level, urllib3.level
+    try:
+        yield
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+        urllib3.setLevel(urllib3_level)
+
+
+def cli_process(
+    data_dir: Path,
+    *args: str,
+    check: bool = True,
+    env: dict[str, str] | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m gitreg ARGS --data-dir DATA_DIR` as a user would."""
+    """Run `python -m gitreg ARGS --data-dir DATA_DIR` as a process of its own."""
     command = [sys.executable, "-m", "gitreg", *args, "--data-dir", str(data_dir)]
     result = subprocess.run(
         command,
@@ -116,6 +211,7 @@ def start_server(
             command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
         )
     server = RunningServer(data_dir, port, process, log_path, args)
+    _SERVERS[:] = [*(s for s in _SERVERS if s.process.poll() is None), server]
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:

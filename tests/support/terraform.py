@@ -7,6 +7,7 @@ fail loudly when something is missing: end-to-end tests are never skipped.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import os
@@ -90,6 +91,15 @@ def null_provider_binary() -> Path:
     if target.is_file():
         return target
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    # Test workers run side by side: one downloads, the others wait for it.
+    with (CACHE_DIR / f"{NULL_PROVIDER_MEMBER}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.is_file():
+            _download_null_provider(target)
+    return target
+
+
+def _download_null_provider(target: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
             [
@@ -118,4 +128,3 @@ def null_provider_binary() -> Path:
             partial.write_bytes(extracted.read())
             partial.chmod(0o755)
             partial.replace(target)
-    return target

@@ -131,6 +131,7 @@ def test_a_locked_down_registry_shows_nothing_anonymously(ui: Ui) -> None:
         assert "0 results" in client.get("/search?q=vpc").text
 
 
+@pytest.mark.slow
 def test_private_matches_ranking_first_leave_the_public_results_as_they_were(
     ui: Ui, tmp_path: Path
 ) -> None:

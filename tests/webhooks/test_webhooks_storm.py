@@ -97,6 +97,7 @@ def job_count(data_dir: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM jobs").fetchone()[0])
 
 
+@pytest.mark.slow
 def test_every_answered_delivery_of_a_storm_is_stored_once_and_survives_kill_9(
     data_dir: Path,
     make_repo: Callable[[str], GitRepo],
