@@ -19,6 +19,7 @@ from gitreg import logs
 from gitreg.api import blobs, discovery, startup
 from gitreg.api.body_deadline import BodyDeadline
 from gitreg.api.responses import error_body, json_response
+from gitreg.audit import http as audit
 from gitreg.auth import http as login
 from gitreg.auth.signed_urls import RECHECK_EVERY
 from gitreg.catalog import http as browse
@@ -131,6 +132,9 @@ def _clean_staging(svc: Services, ttl: float) -> None:
     temps = svc.storage.remove_stale_temp_files(older_than=ttl)
     if uploads or temps:
         log.info("removed %d expired staged upload(s), %d blob temp file(s)", uploads, temps)
+    pruned = svc.audit.prune()  # rows past audit_retention_days
+    if pruned:
+        log.info("pruned %d audit log row(s) past the retention", pruned)
 
 
 async def _reload_signing_keys_forever(svc: Services, stop: asyncio.Event) -> None:
@@ -162,6 +166,7 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
         *health.routes(),
         *webhooks.routes(),
         *admin.routes(),
+        *audit.routes(),
         *usage_api.routes(),  # before browse: `/usage` is no version
         *browse.routes(),  # last: its {version} paths must not shadow the ones above
         *ui.routes(),  # after every API route: the web UI shadows none (gitreg/ui/routes.py)

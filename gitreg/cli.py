@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gitreg import __version__, logs
+from gitreg.audit.actor import Actor, act_as
 from gitreg.cli_handlers import ReadOnly
 from gitreg.errors import (
     BadRequest,
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     command that may run without Services (see `_dispatch`). The order of the
     groups is the order `gitreg --help` lists them in.
     """
+    from gitreg.audit import cli as audit
     from gitreg.auth import cli as access
     from gitreg.catalog import cli as reindex
     from gitreg.doctor import cli as doctor
@@ -98,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     modules.register(sub, common)
     reindex.register(sub, common)
     access.register_grants(sub, common)
+    audit.register(sub, common)
     return parser
 
 
@@ -161,6 +164,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         raise BadRequest(f"unknown command {args.command}")
     if isinstance(handler, ReadOnly):
         _require_registry(settings)
+    act_as(Actor.operator())  # whom this command's audit rows name
     svc = build_services(settings)
     try:
         return int(handler(svc, args))

@@ -21,6 +21,7 @@ become the storage errors below inside gitreg/storage/, and nowhere else.
     │                               be reached, opened or locked in time
     ├── QueueUnavailable (503)      webhook deliveries could not be stored
     ├── StorageUnavailable (503)    the blob store (S3) failed or could not be reached
+    ├── IssuerUnavailable (503)     a workload identity issuer's keys cannot be fetched
     ├── NotFound (404)              unknown module, version, blob or route
     │   └── UpstreamNotFound (404)  the upstream registry has no such thing (mirror)
     ├── Conflict (409)              an immutable thing would change
@@ -214,6 +215,18 @@ def is_outage(exc: BaseException) -> bool:
     be reached: nothing was committed, and the same work succeeds once it is
     back. Logged as one warning line, never as a traceback."""
     return isinstance(exc, (StorageUnavailable, DatabaseUnavailable))
+
+
+class IssuerUnavailable(GitregError):
+    """A trusted workload identity issuer's discovery document or keys cannot be
+    fetched, so a token it signed can be neither accepted nor refused; retry
+    after `retry_after` seconds."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after: int = 30) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class NotFound(GitregError):

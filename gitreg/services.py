@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gitreg.audit.service import AuditLog
+from gitreg.audit.store import AuditIndex
+from gitreg.audit.store_sql import AuditStore
 from gitreg.auth.grants import parse_grants
 from gitreg.auth.login import LoginFlow
 from gitreg.auth.oidc import OidcClient
@@ -67,6 +70,8 @@ from gitreg.usage.counter import DownloadCounter
 from gitreg.usage.service import DownloadUsage
 from gitreg.usage.store import DownloadCountIndex
 from gitreg.usage.store_sql import DownloadCountStore
+from gitreg.workload_identity.config import parse_workload_identity
+from gitreg.workload_identity.service import WorkloadIdentity
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +98,8 @@ class Services:
     module_proxy: ModuleProxyService  # the pull-through cache of public modules
     catalog_service: Catalog  # listing, search, records and documentation
     usage: DownloadUsage  # who uses which version
+    workload_identity: WorkloadIdentity  # CI jobs' ID tokens, by [[workload_identity]] rules
+    audit: AuditLog  # who did what
     downloads: DownloadCounter  # download counts, flushed in batches
     health: Health  # readiness, for /readyz
     storage: Storage  # backup, a move to other backends, temp file sweeps
@@ -130,6 +137,7 @@ def _repositories(
     secrets: SecretStore,
     publisher: Publisher,
     jobs: JobQueue,
+    audit: AuditLog,
 ) -> Repositories:
     """Registering and syncing repositories, on the shared index."""
     registrations: RegistrationIndex = RegistrationStore(shared)
@@ -141,6 +149,7 @@ def _repositories(
         secrets=secrets,
         publisher=publisher,
         jobs=jobs,
+        audit=audit,
     )
 
 
@@ -148,6 +157,7 @@ def build_services(settings: Settings) -> Services:
     # A bad [[grants]] table stops every command and `serve` at start, before
     # anything is opened (docs/sign-in.md).
     parse_grants(settings.extra.get("grants"))
+    parse_workload_identity(settings.extra.get("workload_identity"))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     shared = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
     try:
@@ -176,7 +186,18 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     publisher = Publisher(settings, index, blobs, git, on_change=cache.invalidate, docs=docs)
     jobs = JobQueue(job_store, settings)
     signer = UrlSigner(secrets, settings.signed_url_ttl)
-    access = Access(settings, auth, cache, signer)
+    audit_store: AuditIndex = AuditStore(shared)
+    audit = AuditLog(audit_store, settings.audit_retention_days)
+    access = Access(settings, auth, cache, signer, audit=audit)
+    workload_identity = WorkloadIdentity(
+        parse_workload_identity(settings.extra.get("workload_identity")),
+        store=auth,
+        audit=audit,
+        on_change=cache.invalidate,
+        token_ttl=settings.workload_token_ttl,
+        failures=access.limiter,
+    )
+    access.trust_workloads(workload_identity)
     provider_docs: ProviderDocsIndex = ProviderDocsStore(shared)
     provider_documenter = ProviderDocumenter(
         provider_store, provider_docs, git, publisher.fetch_mirror, cache.invalidate
@@ -201,6 +222,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         access=access,
         repos=index,
         max_package_bytes=settings.max_provider_package_bytes,
+        audit=audit,
     )
     access.add_blob_owners(provider_store.blob_owners)
     access.add_blob_owners(mirror_store.blob_owners)
@@ -223,7 +245,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     oidc = OidcClient(settings)
     limits = SignInLimits(auth, settings.sign_in_per_client, settings.sign_in_pending_max)
     sync = SyncService(index, publisher, provider_service)
-    repositories = _repositories(settings, shared, provider_store, secrets, publisher, jobs)
+    repositories = _repositories(settings, shared, provider_store, secrets, publisher, jobs, audit)
     catalog_service = Catalog(
         index=index,
         catalog=catalog,
@@ -239,13 +261,15 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         settings=settings,
         cache=cache,
         access=access,
-        tokens=Tokens(auth, cache.invalidate),
-        namespaces=Namespaces(auth, cache.invalidate),
-        login=LoginFlow(settings, auth, oidc, cache.invalidate, limits, failures=access.limiter),
-        sign_in=WebSignIn(settings, auth, oidc, limits),
+        tokens=Tokens(auth, cache.invalidate, audit=audit),
+        namespaces=Namespaces(auth, cache.invalidate, audit=audit),
+        login=LoginFlow(
+            settings, auth, oidc, cache.invalidate, limits, failures=access.limiter, audit=audit
+        ),
+        sign_in=WebSignIn(settings, auth, oidc, limits, audit=audit),
         repositories=repositories,
-        modules=Modules(index=index, cache=cache, access=access, docs=docs),
-        job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync),
+        modules=Modules(index=index, cache=cache, access=access, docs=docs, audit=audit),
+        job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync, audit=audit),
         provider_service=provider_service,
         mirror=build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),
         module_proxy=ModuleProxyService(
@@ -253,6 +277,8 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         ),
         catalog_service=catalog_service,
         usage=DownloadUsage(counts=counts, modules=index),
+        workload_identity=workload_identity,
+        audit=audit,
         downloads=DownloadCounter(counts, index, provider_store),
         health=Health(settings, index, blobs, repositories.repos),
         storage=Storage(settings, index, blobs),

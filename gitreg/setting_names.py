@@ -26,7 +26,10 @@ ENV_PREFIX = "GITREG_"
 GRANT_KEYS = frozenset({"group", "namespace", "scope"})
 FORGE_KEYS = frozenset({"kind", "api_url", "token", "ca_file", "hosts", "allow_http"})
 MODULE_PROXY_KEYS = frozenset({"host", "url", "namespaces"})
-TABLES = ("grants", "forges", "module_proxy", "upstreams")
+# `[[workload_identity]]` entries hold `[[workload_identity.rules]]` of their own.
+WORKLOAD_IDENTITY_KEYS = frozenset({"issuer", "audience", "rules", "ca_file"})
+WORKLOAD_RULE_KEYS = frozenset({"claims", "namespace", "scope"})
+TABLES = ("grants", "forges", "module_proxy", "upstreams", "workload_identity")
 
 # `GITREG_*` variables that are not settings but are read by gitreg's own
 # tools, so a shell that exports them can still run gitreg:
@@ -70,6 +73,15 @@ def _entries(table: str, value: Any) -> Iterator[tuple[str, Mapping[str, Any], f
         entries = [value] if isinstance(value, Mapping) else value
         if isinstance(entries, list):
             yield from ((table, e, MODULE_PROXY_KEYS) for e in entries if isinstance(e, Mapping))
+    elif table == "workload_identity" and isinstance(value, list):
+        for entry in value:
+            if isinstance(entry, Mapping):
+                yield table, entry, WORKLOAD_IDENTITY_KEYS
+                rules = entry.get("rules")
+                if isinstance(rules, list):
+                    for rule in rules:
+                        if isinstance(rule, Mapping):
+                            yield f"{table}.rules", rule, WORKLOAD_RULE_KEYS
     elif table == "forges" and isinstance(value, Mapping):
         for forge, entry in value.items():
             if isinstance(entry, Mapping):

@@ -186,6 +186,11 @@ class Settings:
     oidc_scopes: str = "openid profile email"
     oidc_groups_claim: str = "groups"
     login_token_ttl: float = 30 * 86400.0
+    # A gitreg token exchanged for a CI workload's ID token (docs/ci.md) lasts
+    # as long as the ID token, and at most `workload_token_ttl` seconds.
+    workload_token_ttl: float = 3600.0
+    # Audit log rows (docs/audit.md) older than this many days are pruned.
+    audit_retention_days: float = 400.0
     # A web UI session (docs/ui.md, "Sign-in") ends `session_ttl` seconds after
     # sign-in, whatever the person does meanwhile.
     session_ttl: float = 8 * 3600.0
@@ -428,6 +433,10 @@ def _validate_sign_in(settings: Settings) -> None:
     # settings sit below gitreg.auth and do not import it.
     if not 3600 <= settings.login_token_ttl <= 400 * 86400:
         raise ConfigError("login_token_ttl must be between 3600 s and 400 days")
+    if not 60 <= settings.workload_token_ttl <= 86400:
+        raise ConfigError("workload_token_ttl must be between 60 s and 1 day")
+    if not 1 <= settings.audit_retention_days <= 36500:
+        raise ConfigError("audit_retention_days must be between 1 and 36500")
     if not 300 <= settings.session_ttl <= 30 * 86400:
         raise ConfigError("session_ttl must be between 300 s and 30 days")
     if settings.sign_in_per_client < 1 or settings.sign_in_pending_max < 1:

@@ -18,6 +18,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "gitreg"
 
 FEATURES = (
+    "audit",
     "auth",
     "catalog",
     "doctor",
@@ -29,6 +30,7 @@ FEATURES = (
     "repositories",
     "usage",
     "webhooks",
+    "workload_identity",
 )
 # Shared machinery the features build on; never a feature's own code.
 SHARED = ("archives", "git", "metrics", "storage", "upstream")
@@ -59,6 +61,7 @@ CONCRETE_STORAGE = (
     "CatalogStore",
     "ModuleProxyStore",
     "StagedBytesStore",
+    "AuditStore",
 )
 STORAGE_BUILDERS = ("gitreg.services", "gitreg.storage.copy")
 

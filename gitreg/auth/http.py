@@ -6,7 +6,9 @@ listener. An error that cannot go back to a trusted redirect_uri is a JSON
 `{"errors": [...]}` 400, never a redirect to an untrusted address; a person
 refused a token gets a page saying why (gitreg.auth.login.Refusal).
 `/oauth/token` is called by Terraform and answers RFC 6749 5.1/5.2 JSON.
-Without `oidc_issuer` all three are 404, and discovery does not list login.v1.
+Without `oidc_issuer` all three are 404, and discovery does not list login.v1,
+except for RFC 8693 token exchange at `/oauth/token`, which CI workloads use
+whenever `[[workload_identity]]` is configured (gitreg/workload_identity).
 `/oauth/authorization` writes a pending sign-in for an anonymous visitor, so it
 is bounded per client address and in all (gitreg.auth.pending.SignInLimits,
 docs/sign-in.md "Limits"): over either, a JSON 503 with Retry-After.
@@ -31,6 +33,7 @@ from gitreg.auth.pending import SignInsBusy
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import PayloadTooLarge
 from gitreg.settings import Settings
+from gitreg.workload_identity.service import TOKEN_EXCHANGE
 
 AUTHZ = "/oauth/authorization"
 TOKEN = "/oauth/token"  # noqa: S105 - a path, not a secret
@@ -102,12 +105,19 @@ def _refusal_page(refusal: Refusal) -> Response:
 
 
 async def token(request: Request) -> Response:
-    login = services(request).login
+    svc = services(request)
+    login = svc.login
     client = client_address(request)
-    login.check_client(client)  # a client over its limit: 429 before its body is read
+    # A client over its failed-authentication limit: 429 before its body is read.
+    svc.access.limiter.check(client)
     try:
         body = await _form_body(request)
         form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        if form.get("grant_type") == TOKEN_EXCHANGE:
+            # RFC 8693: a CI workload's ID token for a gitreg token (docs/ci.md).
+            answer = await svc.workload_identity.exchange(form, client)
+            return json_response(json_bytes(answer), headers=NO_STORE)
+        login.check_client(client)
         form.setdefault("client_id", _basic_client_id(request))
         answer = await login.token(form, client)
     except OAuthError as exc:

@@ -34,6 +34,8 @@ from urllib.parse import urlencode
 
 import anyio.to_thread
 
+from gitreg.audit.actor import Actor
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret, pkce_challenge
 from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
@@ -114,7 +116,9 @@ class LoginFlow:
         clock: Callable[[], float] = time.time,
         *,
         failures: FailureLimiter,
+        audit: AuditLog = UNRECORDED,
     ) -> None:
+        self._audit = audit
         self._settings = settings
         self._limits = limits
         self._failures = failures  # the access policy's: a code is a credential
@@ -238,13 +242,13 @@ class LoginFlow:
         cannot be retried; a refused code counts against `client`."""
         self._configured()
         try:
-            return await self._token(form)
+            return await self._token(form, client)
         except OAuthError as exc:
             if exc.error == "invalid_grant":
                 self._failures.failed(client)
             raise
 
-    async def _token(self, form: Mapping[str, str]) -> dict[str, object]:
+    async def _token(self, form: Mapping[str, str], client: str) -> dict[str, object]:
         if form.get("grant_type") != "authorization_code":
             raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code")
         if form.get("client_id") != CLIENT_ID:
@@ -262,14 +266,21 @@ class LoginFlow:
         token = new_token()
         who = Identity(granted["subject"], granted["email"], tuple(granted["groups"]))
         lifetime = self._settings.login_token_ttl
-        await anyio.to_thread.run_sync(
-            self._store.add_login_token,
-            token_hash(token),
-            token[:12],
-            dict(granted["grants"]),
-            who,
-            f"terraform login: {who.email or who.subject}",
-            self._clock() + lifetime,
-        )
+        person = Actor("person", who.email or who.subject, client=client)
+
+        def store() -> None:
+            with self._audit.recording(
+                "sign_in.terraform_login", f"token {token[:12]}", who=person
+            ):
+                self._store.add_login_token(
+                    token_hash(token),
+                    token[:12],
+                    dict(granted["grants"]),
+                    who,
+                    f"terraform login: {who.email or who.subject}",
+                    self._clock() + lifetime,
+                )
+
+        await anyio.to_thread.run_sync(store)
         self._on_change()
         return {"access_token": token, "token_type": "bearer", "expires_in": int(lifetime)}

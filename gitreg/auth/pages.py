@@ -125,7 +125,9 @@ async def callback(request: Request) -> Response:
     binding = request.cookies.get(BINDING_COOKIE, "")
     previous = request.cookies.get(SESSION_COOKIE, "")
     try:
-        done = await svc.sign_in.finish(dict(request.query_params), binding, previous)
+        done = await svc.sign_in.finish(
+            dict(request.query_params), binding, previous, client_address(request)
+        )
     except SignInFailed as exc:
         viewer = await current_viewer(request)
         page = error_page(request, viewer, 403, "Sign-in failed", f"{exc} Sign in again.")

@@ -35,10 +35,13 @@ import dataclasses
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from anyio.to_thread import run_sync
 
 from gitreg.addresses import check_name
+from gitreg.audit.actor import Actor, act_as
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.auth.ratelimit import FailureLimiter
 from gitreg.auth.signed_urls import UrlSigner
 from gitreg.auth.store import AccessSignature, AuthIndex
@@ -63,6 +66,24 @@ AUTH_REQUIRED = (
 
 def _ignore(token_id: int) -> None:
     pass
+
+
+class WorkloadTokens(Protocol):
+    """CI workload identity tokens (gitreg/workload_identity/service.py)."""
+
+    def accepts(self, token: str) -> bool:
+        """Whether `token` is one to judge here rather than a gitreg token."""
+        ...
+
+    async def principal(self, token: str, client: str) -> Principal:
+        """Its holder; Unauthorized, Forbidden or IssuerUnavailable otherwise."""
+        ...
+
+
+def _actor(principal: Principal, client: str) -> Actor:
+    if principal.subject:
+        return Actor("workload", principal.subject, principal.rule, client)
+    return Actor("token", f"token #{principal.token_id}", client=client)
 
 
 @dataclass(frozen=True)
@@ -116,7 +137,10 @@ class Access:
         store: AuthIndex,
         cache: MetadataCache[object],
         signer: UrlSigner,
+        *,
+        audit: AuditLog = UNRECORDED,
     ) -> None:
+        self._audit = audit
         self._settings = settings
         self._store = store
         self._cache = cache  # only its generation is used, as the change signal
@@ -125,6 +149,11 @@ class Access:
         self.signer = signer
         self.limiter = FailureLimiter(settings.auth_fail_limit, settings.auth_fail_window)
         self._blob_owners: list[BlobOwners] = [store.module_archives]
+        self._workloads: WorkloadTokens | None = None
+
+    def trust_workloads(self, workloads: WorkloadTokens) -> None:
+        """Accept CI workload identity tokens wherever a gitreg token is accepted."""
+        self._workloads = workloads
 
     def add_blob_owners(self, owners: BlobOwners) -> None:
         """Let another protocol (providers, the mirror) declare which namespaces own its blobs."""
@@ -227,6 +256,7 @@ class Access:
         scheme, _, token = header.partition(" ")
         found = await self._holder(token if scheme.lower() == "bearer" else None, who.client)
         who.noted(found.token_id)
+        act_as(_actor(found, who.client))  # whoever this request's audit rows name
         return found
 
     async def check_token(self, token: str, client: str) -> Principal:
@@ -240,6 +270,14 @@ class Access:
         self.limiter.check(client)
         snapshot = await self.snapshot()
         found = snapshot.holder(token) if token is not None else None
+        workloads = self._workloads
+        if found is None and token is not None and workloads and workloads.accepts(token.strip()):
+            try:
+                return await workloads.principal(token.strip(), client)
+            except Unauthorized:
+                self.limiter.failed(client)
+                metrics.auth_failed("workload")
+                raise
         if found is None:
             self.limiter.failed(client)
             metrics.auth_failed("token")
@@ -314,7 +352,8 @@ class Access:
         """Put a fresh URL-signing key first, keeping the previous one for URLs
         already handed out; every process signs with it once it has learnt it
         (gitreg.auth.signed_urls)."""
-        self.signer.rotate()
+        with self._audit.recording("signing_key.rotate", "URL signing key"):
+            self.signer.rotate()
 
     def reload_signing_keys(self) -> None:
         """Learn a key rotated by another process or replica. Blocking (on
@@ -328,15 +367,20 @@ class Namespaces:
     this process's access snapshot at once (`on_change`), the others' within
     `refresh_interval`."""
 
-    def __init__(self, store: AuthIndex, on_change: Callable[[], None]) -> None:
+    def __init__(
+        self, store: AuthIndex, on_change: Callable[[], None], *, audit: AuditLog = UNRECORDED
+    ) -> None:
         self._store = store
         self._on_change = on_change
+        self._audit = audit
 
     def set_private(self, namespace: str, private: bool) -> None:
         """Make `namespace` private or public; BadRequest for a name no
         namespace can have. Idempotent; names compare without regard to case."""
         check_name("namespace", namespace)
-        self._store.set_namespace_private(namespace, private)
+        visibility = "private" if private else "public"
+        with self._audit.recording("namespace.visibility", namespace, detail=visibility):
+            self._store.set_namespace_private(namespace, private)
         self._on_change()
 
     def visibility(self) -> dict[str, bool]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from gitreg.addresses import check_name
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.auth.store import AuthIndex, Identity, SessionRecord, TokenRecord
 from gitreg.errors import BadRequest, NotFound
 
@@ -60,6 +61,10 @@ class Principal:
     # A sign-in token's scope per lower-cased namespace, "*" for every one
     # (gitreg.auth.grants); None for an operator token, which has one scope.
     grants: Mapping[str, Scope] | None = None
+    # A workload identity used directly (gitreg/workload_identity): its issuer
+    # and subject, and the rules it matched; token_id is then 0.
+    subject: str = ""
+    rule: str = ""
 
     def allows(self, scope: Scope, namespace: str | None) -> bool:
         """`namespace` None means a registry-wide action, which needs an unrestricted token."""
@@ -115,10 +120,13 @@ class Tokens:
         store: AuthIndex,
         on_change: Callable[[], None],
         clock: Callable[[], float] = time.time,
+        *,
+        audit: AuditLog = UNRECORDED,
     ) -> None:
         self._store = store
         self._on_change = on_change
         self._clock = clock
+        self._audit = audit
 
     def create(
         self,
@@ -135,9 +143,18 @@ class Tokens:
             check_name("namespace", namespace)
         expires_at = self._clock() + parse_duration(expires_in) if expires_in else None
         secret = new_token()
-        token_id = self._store.add_token(
-            token_hash(secret), secret[:12], parsed.name, list(namespaces), description, expires_at
-        )
+        where = ",".join(namespaces) or "*"
+        with self._audit.recording(
+            "token.create", f"token {secret[:12]}", detail=f"{parsed.name} on {where}"
+        ):
+            token_id = self._store.add_token(
+                token_hash(secret),
+                secret[:12],
+                parsed.name,
+                list(namespaces),
+                description,
+                expires_at,
+            )
         self._on_change()
         return NewToken(token_id, secret)
 
@@ -158,9 +175,11 @@ class Tokens:
         secret = new_token()
         who = Identity(session.subject, session.email, session.groups)
         expires_at = self._clock() + expires_days * 86400
-        token_id = self._store.add_login_token(
-            token_hash(secret), secret[:12], grants, who, name, expires_at
-        )
+        detail = ", ".join(f"{scope} on {ns}" for ns, scope in grants.items())
+        with self._audit.recording("token.create", f"token {secret[:12]}", detail=detail):
+            token_id = self._store.add_login_token(
+                token_hash(secret), secret[:12], grants, who, name, expires_at
+            )
         self._on_change()
         return NewToken(token_id, secret)
 
@@ -174,7 +193,8 @@ class Tokens:
 
     def revoke(self, token_id: int) -> None:
         """NotFound unless the token exists and is active."""
-        self._store.revoke(token_id)
+        with self._audit.recording("token.revoke", f"token #{token_id}"):
+            self._store.revoke(token_id)
         self._on_change()
 
     def revoke_owned(self, subject: str, token_id: int) -> None:

@@ -33,6 +33,8 @@ from urllib.parse import urlsplit
 
 import anyio.to_thread
 
+from gitreg.audit.actor import Actor
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.auth.grants import effective, parse_grants
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret
 from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
@@ -74,7 +76,10 @@ class WebSignIn:
         oidc: OidcClient,
         limits: SignInLimits,
         clock: Callable[[], float] = time.time,
+        *,
+        audit: AuditLog = UNRECORDED,
     ) -> None:
+        self._audit = audit
         self._settings = settings
         self._limits = limits
         self._store = store
@@ -124,7 +129,11 @@ class WebSignIn:
         return url
 
     async def finish(
-        self, params: Mapping[str, str], binding: str, previous_session: str = ""
+        self,
+        params: Mapping[str, str],
+        binding: str,
+        previous_session: str = "",
+        client: str = "",
     ) -> SignedIn:
         """The issuer's answer, in a browser holding `binding` and the session
         id `previous_session` (deleted once the new session exists); raises
@@ -156,7 +165,13 @@ class WebSignIn:
             expires_at=now + self._settings.session_ttl,
         )
         session_id = new_secret()
-        await anyio.to_thread.run_sync(self._store.create_session, token_hash(session_id), session)
+        person = Actor("person", who.email or who.subject, client=client)
+
+        def create() -> None:
+            with self._audit.recording("sign_in.web", "", who=person):
+                self._store.create_session(token_hash(session_id), session)
+
+        await anyio.to_thread.run_sync(create)
         await self.sign_out(previous_session)
         return SignedIn(session_id, session, pending["next"])
 

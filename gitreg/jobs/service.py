@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.errors import BadRequest, NotFound
 from gitreg.jobs.queue import JobQueue
 from gitreg.jobs.runner import JobRunner, RepoRecords
@@ -51,7 +52,9 @@ class Jobs:
         queue: JobQueue,
         repos: RepoRecords,
         sync: SyncService,
+        audit: AuditLog = UNRECORDED,
     ) -> None:
+        self._audit = audit
         self._settings = settings
         self._queue = queue
         self._repos = repos
@@ -71,7 +74,8 @@ class Jobs:
 
     def retry(self, job_id: int) -> Retried:
         """Queue a failed or superseded job again; NotFound when there is none."""
-        outcome = self._queue.retry(job_id)
+        with self._audit.recording("job.retry", f"job #{job_id}"):
+            outcome = self._queue.retry(job_id)
         return Retried(outcome.status, self.job(outcome.job_id))
 
     def runner(self) -> JobRunner:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from gitreg.addresses import ModuleAddress, module_address
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.auth.service import Access, Credentials
 from gitreg.cache import MISSING, MetadataCache
 from gitreg.catalog.documenter import Documenter
@@ -110,7 +111,9 @@ class Modules:
         cache: MetadataCache[object],
         access: Access,
         docs: Documenter,
+        audit: AuditLog = UNRECORDED,
     ) -> None:
+        self._audit = audit
         self._index = index
         self._cache = cache
         self._access = access
@@ -180,7 +183,9 @@ class Modules:
         module, key, found = self._version(address, version)
         changed = found.yanked != yanked
         if changed:
-            self._index.set_yanked(module.id, key, yanked)
+            action = "module.yank" if yanked else "module.unyank"
+            with self._audit.recording(action, f"{module.address} {found.version}"):
+                self._index.set_yanked(module.id, key, yanked)
             self._docs.refresh_search(module)
             self._cache.invalidate()
         return VersionChange(module.address, found.version, changed)
@@ -197,7 +202,10 @@ class Modules:
         module, key, found = self._version(address, version)
         if (found.deprecation_reason, found.deprecation_link) == (reason, link):
             return VersionChange(module.address, found.version, changed=False)
-        self._index.set_deprecation(module.id, key, reason, link)
+        with self._audit.recording(
+            "module.deprecate", f"{module.address} {found.version}", detail=reason
+        ):
+            self._index.set_deprecation(module.id, key, reason, link)
         self._cache.invalidate()
         return VersionChange(module.address, found.version, True, updated=found.deprecated)
 
@@ -206,7 +214,8 @@ class Modules:
         module, key, found = self._version(address, version)
         if not found.deprecated:
             return VersionChange(module.address, found.version, changed=False)
-        self._index.set_deprecation(module.id, key, None)
+        with self._audit.recording("module.undeprecate", f"{module.address} {found.version}"):
+            self._index.set_deprecation(module.id, key, None)
         self._cache.invalidate()
         return VersionChange(module.address, found.version, changed=True)
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar, cast
 import anyio.to_thread
 
 from gitreg.addresses import ProviderAddress, check_provider_namespace
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.auth.service import Access, Credentials
 from gitreg.auth.tokens import Scope
 from gitreg.cache import MetadataCache
@@ -105,7 +106,9 @@ class ProviderService:
         access: Access,
         repos: RepoLookup,
         max_package_bytes: int,
+        audit: AuditLog = UNRECORDED,
     ) -> None:
+        self._audit = audit
         self._store = store
         self._publisher = publisher
         self._keys = keys
@@ -213,7 +216,9 @@ class ProviderService:
             raise NotFound(f"provider {provider.address} has no version {version}")
         changed = found.yanked != yanked
         if changed:
-            self._store.set_provider_yanked(provider.id, version, yanked)
+            action = "provider.yank" if yanked else "provider.unyank"
+            with self._audit.recording(action, f"{provider.address} {version}"):
+                self._store.set_provider_yanked(provider.id, version, yanked)
             self._cache.invalidate()
         return YankChange(provider.address, version, changed)
 
@@ -222,18 +227,24 @@ class ProviderService:
     def register_key(self, namespace: str, public_key: bytes) -> Registered:
         """Register a publisher's public key (idempotent), with warnings when
         Terraform 1.0.x cannot verify its signatures."""
-        return self._keys.add(check_provider_namespace(namespace), public_key)
+        namespace = check_provider_namespace(namespace)
+        with self._audit.recording("key.add", namespace):
+            return self._keys.add(namespace, public_key)
 
     def generate_key(self, namespace: str, algorithm: str) -> GeneratedKey:
         """A new key gitreg signs the namespace's SHA256SUMS with; BadRequest for
         an algorithm Terraform 1.0.x cannot verify or gitreg does not know."""
-        key = self._keys.generate(check_provider_namespace(namespace), algorithm)
+        namespace = check_provider_namespace(namespace)
+        with self._audit.recording("key.generate", namespace, detail=algorithm):
+            key = self._keys.generate(namespace, algorithm)
         return GeneratedKey(key, self._keys.secret_location(key))
 
     def retire_key(self, namespace: str, key_id: str) -> KeyUse:
         """Stop a key signing or verifying new versions; those it signed keep
         serving it. NotFound for a key the namespace does not have."""
-        key = self._keys.retire(check_provider_namespace(namespace), key_id)
+        namespace = check_provider_namespace(namespace)
+        with self._audit.recording("key.retire", f"{namespace} {key_id}"):
+            key = self._keys.retire(namespace, key_id)
         return KeyUse(key, self._store.key_use_count(key.id))
 
     def export_key(self, namespace: str, key_id: str | None = None) -> str:
@@ -386,7 +397,10 @@ class ProviderService:
             with self._staging.local_files(upload) as paths:
                 files = collect(paths, address.type, version, strict=True)
                 provider = self._store.add_provider(address.namespace, address.type)
-                return self._publisher.publish(provider, version, files, sign=sign, source="upload")
+                with self._audit.recording("provider.publish", f"{address} {version}"):
+                    return self._publisher.publish(
+                        provider, version, files, sign=sign, source="upload"
+                    )
         finally:
             self._staging.remove(upload)
 

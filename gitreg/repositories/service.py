@@ -24,6 +24,7 @@ from gitreg.addresses import (
     parse_local_provider_address,
     parse_module_address,
 )
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.errors import BadRequest, ConfigError, Forbidden, NotFound, Unauthorized
 from gitreg.git.remotes import forge_name_from_url, normalise_remote
@@ -145,7 +146,9 @@ class Repositories:
         secrets: SecretStore,
         publisher: Publisher,
         jobs: JobQueue,
+        audit: AuditLog = UNRECORDED,
     ) -> None:
+        self._audit = audit
         self._settings = settings
         self._index = index
         self._registrations = registrations
@@ -173,7 +176,8 @@ class Repositories:
         row = RepoRow(remote, source.forge_repo or forge_name_from_url(remote), secret)
         staged = self._publisher.fetch_staged(remote) if fetch_first else None
         try:
-            repo_id = self._registrations.register(row, link)
+            with self._audit.recording("repository.add", remote, detail=str(link)[:200]):
+                repo_id = self._registrations.register(row, link)
         except BaseException:
             if staged is not None:
                 shutil.rmtree(staged, ignore_errors=True)
@@ -216,7 +220,8 @@ class Repositories:
                 f"{repo.url} also feeds {', '.join(others)}; remove the repository by its URL"
                 f" (gitreg repo remove {repo.url}) to unregister all of them"
             )
-        gone = self._registrations.remove(repo.id, keep_versions)
+        with self._audit.recording("repository.remove", found.feed):
+            gone = self._registrations.remove(repo.id, keep_versions)
         self._publisher.drop_mirror(repo)
         if gone:
             return f"removed {repo.url}"
@@ -245,15 +250,18 @@ class Repositories:
         url = self._check_remote(remote) if remote is not None else None
         staged = self._publisher.fetch_staged(url) if url and url != found.repo.url else None
         try:
-            self._registrations.change(
-                found.repo.id,
-                url,
-                module.id if module else None,
-                check_subdir(subdir) if subdir is not None else (module.subdir if module else ""),
-                check_prefix(tag_prefix)
-                if tag_prefix is not None
-                else (module.tag_prefix if module else ""),
-            )
+            with self._audit.recording("repository.change", found.feed):
+                self._registrations.change(
+                    found.repo.id,
+                    url,
+                    module.id if module else None,
+                    check_subdir(subdir)
+                    if subdir is not None
+                    else (module.subdir if module else ""),
+                    check_prefix(tag_prefix)
+                    if tag_prefix is not None
+                    else (module.tag_prefix if module else ""),
+                )
         except BaseException:
             if staged is not None:
                 shutil.rmtree(staged, ignore_errors=True)
