@@ -106,7 +106,7 @@ class Issuer:
                     "job_workflow_sha",
                     "repository_visibility",
                     "runner_environment",
-                ],  # fmt: skip
+                ],
                 "id_token_signing_alg_values_supported": ["RS256"],
                 "scopes_supported": ["openid"],
             }
@@ -123,12 +123,15 @@ class Issuer:
                 "response_types_supported": ["code"],
                 "response_modes_supported": ["query", "fragment", "form_post"],
                 "grant_types_supported": ["authorization_code", "password", "refresh_token"],
-                "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+                "token_endpoint_auth_methods_supported": [
+                    "client_secret_basic",
+                    "client_secret_post",
+                ],
                 "subject_types_supported": ["public"],
                 "id_token_signing_alg_values_supported": ["RS256"],
                 "claim_types_supported": ["normal"],
                 "claims_supported": ["iss", "sub", "aud", "exp", "iat", "sub_legacy", "name"],
-            }  # fmt: skip
+            }
         return {
             "issuer": self.url,
             "jwks_uri": jwks_uri,
@@ -145,7 +148,7 @@ class Issuer:
                 public = {
                     **public,
                     "alg": "RS256",
-                    "x5t": b64(hashlib.sha1(key.kid.encode()).digest()),
+                    "x5t": b64(hashlib.sha1(str(key.kid).encode()).digest()),
                 }
             keys.append(public)
         return {"keys": keys}
@@ -220,7 +223,9 @@ class Issuer:
                 "runner_environment": "gitlab-hosted",
                 "sha": "714a629c0b401fdce83e847fc9589983fc6f46bc",
                 "project_visibility": "private",
-                "ci_config_ref_uri": f"gitlab.example.com/{project}//.gitlab-ci.yml@refs/heads/main",
+                "ci_config_ref_uri": (
+                    f"gitlab.example.com/{project}//.gitlab-ci.yml@refs/heads/main"
+                ),
                 "ci_config_sha": "714a629c0b401fdce83e847fc9589983fc6f46bc",
                 "sub": f"project_path:{project}:ref_type:{ref_type}:ref:{ref}",
                 "aud": audience,
@@ -244,7 +249,7 @@ class Issuer:
 
     def header(self, key: RSAKey) -> dict[str, Any]:
         if self.kind == "github":
-            thumb = b64(hashlib.sha1(key.kid.encode()).digest())
+            thumb = b64(hashlib.sha1(str(key.kid).encode()).digest())
             return {"typ": "JWT", "alg": "RS256", "x5t": thumb, "kid": key.kid}
         return {"alg": "RS256", "kid": key.kid}
 

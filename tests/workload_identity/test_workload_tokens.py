@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,10 +73,11 @@ def test_a_token_no_rule_matches_is_refused_with_the_rule_free_reason(
     ids=["audience", "expired", "nbf", "iat", "issuer"],
 )
 def test_audience_lifetime_and_issuer_are_checked(
-    svc: Services, issuers: WorkloadIssuers, overrides: dict[str, object], reason: str
+    svc: Services, issuers: WorkloadIssuers, overrides: dict[str, Any], reason: str
 ) -> None:
     now = overrides.pop("now", None)
-    token = issuers["github"].sign(AUDIENCE, now=now, repository="acme/infra-live", **overrides)
+    claims = {"repository": "acme/infra-live", **overrides}
+    token = issuers["github"].sign(AUDIENCE, now=now, **claims)
     with pytest.raises(Unauthorized) as refused:
         _principal(svc, token)
     assert reason in str(refused.value).replace("token has expired", "expired")
