@@ -38,10 +38,10 @@ from tests.support.server import RunningServer, cli, free_port, start_server
 from tests.support.terraform import run_terraform
 from tests.support.workload_issuer import Issuer, WorkloadIssuers, new_key
 from tests.workload_identity.conftest import AUDIENCE, workload_config, write_config
-from tests.workload_identity.conftest import issuers as issuers  # noqa: PLC0414 - the fixture
+from tests.workload_identity.conftest import issuers as issuers  # the fixture, for this module
 
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
-ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"  # noqa: S105 - a URN
+ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
 
 
 @dataclass
@@ -113,7 +113,7 @@ def _request(
         request.add_header("Content-Type", "application/x-www-form-urlencoded")
     context = ssl.create_default_context(cafile=str(registry.server.ca_pem))
     try:
-        with urllib.request.urlopen(request, context=context, timeout=30) as answer:  # noqa: S310
+        with urllib.request.urlopen(request, context=context, timeout=30) as answer:
             return answer.status, json.loads(answer.read() or b"{}")
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"{}")
