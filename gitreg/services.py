@@ -183,11 +183,13 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     git = DulwichBackend(settings.git_timeout, settings.max_fetch_bytes)
     catalog: CatalogIndex = CatalogStore(shared)
     docs = Documenter(index, catalog, git, on_change=cache.invalidate)
-    publisher = Publisher(settings, index, blobs, git, on_change=cache.invalidate, docs=docs)
-    jobs = JobQueue(job_store, settings)
-    signer = UrlSigner(secrets, settings.signed_url_ttl)
     audit_store: AuditIndex = AuditStore(shared)
     audit = AuditLog(audit_store, settings.audit_retention_days)
+    publisher = Publisher(
+        settings, index, blobs, git, on_change=cache.invalidate, docs=docs, audit=audit
+    )
+    jobs = JobQueue(job_store, settings)
+    signer = UrlSigner(secrets, settings.signed_url_ttl)
     access = Access(settings, auth, cache, signer, audit=audit)
     workload_identity = WorkloadIdentity(
         parse_workload_identity(settings.extra.get("workload_identity")),

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from gitreg.archives.build import ArchiveLimits
 from gitreg.archives.format import fast_builder
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.catalog.documenter import Documenter, Published
 from gitreg.errors import ArchiveTooLarge, GitError, MirrorLocked, NotAVersion, NotFound
 from gitreg.git.backend import GitBackend, TagProblem, TagRef
@@ -82,7 +83,9 @@ class Publisher:
         git: GitBackend,
         on_change: Callable[[], None] = lambda: None,
         docs: Documenter | None = None,
+        audit: AuditLog = UNRECORDED,
     ) -> None:
+        self._audit = audit
         self._docs = docs  # documents made and stored at the end of each module's sync
         self._settings = settings
         self._index = index
@@ -311,23 +314,25 @@ class Publisher:
         if isinstance(built, str):
             return f"not published: {built}"
         notes.extend(f"{ref.name}: archive leaves out {line}" for line in built.skipped)
-        inserted = self._index.publish_version(
-            NewVersion(
-                module_id=module.id,
-                version=tv.version,
-                version_key=tv.key,
-                tag=ref.name,
-                tag_sha=ref.tag_sha,
-                commit_sha=ref.commit_sha,
-                tree_sha=ref.tree_sha,
-                archive_sha256=built.sha256,
-                archive_size=built.size,
-                archive_mtime=key.mtime,
-                archive_builder=self.builds.builder,
-                archive_subtree=key.tree_sha if key.subdir else "",
-                archive_subdir=key.subdir,
+        version = f"{module.address} {tv.version}"
+        with self._audit.recording("module.publish", version, detail=f"tag {ref.name}"):
+            inserted = self._index.publish_version(
+                NewVersion(
+                    module_id=module.id,
+                    version=tv.version,
+                    version_key=tv.key,
+                    tag=ref.name,
+                    tag_sha=ref.tag_sha,
+                    commit_sha=ref.commit_sha,
+                    tree_sha=ref.tree_sha,
+                    archive_sha256=built.sha256,
+                    archive_size=built.size,
+                    archive_mtime=key.mtime,
+                    archive_builder=self.builds.builder,
+                    archive_subtree=key.tree_sha if key.subdir else "",
+                    archive_subdir=key.subdir,
+                )
             )
-        )
         if not inserted:
             # Another process published this version between our check and insert.
             return self._publish_one(repo, module, tv, ref, notes, archives)
