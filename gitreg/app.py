@@ -127,6 +127,17 @@ async def _clean_staging_forever(svc: Services, stop: asyncio.Event) -> None:
         await _until(stop, min(max(ttl / 4, 0.5), 60.0))
 
 
+async def _note_access_tables(svc: Services) -> None:
+    """An audit row when [[grants]] or [[workload_identity]] changed since the
+    last start; a failure to write it does not stop the server."""
+    extra = svc.settings.extra
+    tables = {name: extra.get(name) for name in ("grants", "workload_identity")}
+    try:
+        await run_in_threadpool(svc.audit.note_access_tables, tables)
+    except Exception as exc:
+        logs.failure(log, exc, "cannot record the access tables in the audit log")
+
+
 def _clean_staging(svc: Services, ttl: float) -> None:
     uploads = svc.provider_service.remove_stale_uploads()
     temps = svc.storage.remove_stale_temp_files(older_than=ttl)
@@ -185,6 +196,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         cleaner = asyncio.create_task(_clean_staging_forever(services, stop))
         keys = asyncio.create_task(_reload_signing_keys_forever(services, stop))
         counts = asyncio.create_task(services.downloads.run(FLUSH_SECONDS))
+        await _note_access_tables(services)
         # Webhook jobs run on threads of this process (gitreg.jobs).
         runner = services.job_service.runner()
         if settings.job_workers > 0:

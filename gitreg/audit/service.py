@@ -19,9 +19,11 @@ Rows older than `audit_retention_days` are pruned by `prune`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from gitreg import logs
@@ -102,6 +104,20 @@ class AuditLog:
             self._store.add(entry)
         _log(entry)
 
+    def note_access_tables(self, tables: Mapping[str, object]) -> None:
+        """Record `config.access` when the config file's access tables
+        (`[[grants]]`, `[[workload_identity]]`) differ from the last recorded:
+        they change by editing the file and restarting, so a start is where a
+        change shows. Blocking."""
+        canonical = json.dumps(tables, sort_keys=True, default=str).encode()
+        counts = ", ".join(
+            f"{len(v) if isinstance(v, list) else 0} [[{k}]]" for k, v in sorted(tables.items())
+        )
+        detail = f"{counts}; sha256 {hashlib.sha256(canonical).hexdigest()[:16]}"
+        entry = self._entry("config.access", "config file", "ok", detail, actors.SYSTEM)
+        if self._store.add_if_changed(entry):
+            _log(entry)
+
     def entries(self, query: AuditQuery) -> list[AuditEntry]:
         """Rows newest first, at most MAX_PAGE. Blocking."""
         limit = min(max(query.limit, 1), MAX_PAGE)
@@ -120,6 +136,9 @@ class _Discarded:
 
     def attach(self, entry: AuditEntry) -> contextlib.AbstractContextManager[Attached]:
         return contextlib.nullcontext(Attached(lambda conn: None, ran=True))
+
+    def add_if_changed(self, entry: AuditEntry) -> bool:
+        return False
 
     def entries(self, query: AuditQuery) -> list[AuditEntry]:
         return []

@@ -60,6 +60,11 @@ class AuditIndex(Protocol):
         (gitreg/storage/attached.py): it commits with that action or not at all."""
         ...
 
+    def add_if_changed(self, entry: AuditEntry) -> bool:
+        """Store `entry` unless the newest row of its action has the same detail,
+        checked and written in one transaction; whether it was stored."""
+        ...
+
     def entries(self, query: AuditQuery) -> list[AuditEntry]: ...
 
     def prune(self, before: float) -> int:

@@ -53,6 +53,19 @@ class AuditStore(IndexBackedStore):
         with self._write(notify=False) as conn:
             return int(conn.execute(_INSERT, _values(entry)).fetchone()[0])
 
+    def add_if_changed(self, entry: AuditEntry) -> bool:
+        # The write lock of both engines makes the check and the insert one step,
+        # so processes starting together record a change once.
+        with self._write(notify=False) as conn:
+            newest = conn.execute(
+                "SELECT detail FROM audit_log WHERE action = ? ORDER BY id DESC LIMIT 1",
+                (entry.action,),
+            ).fetchone()
+            if newest is not None and newest[0] == entry.detail:
+                return False
+            conn.execute(_INSERT, _values(entry)).fetchone()
+            return True
+
     @contextlib.contextmanager
     def attach(self, entry: AuditEntry) -> Iterator[Attached]:
         def write(conn: Connection) -> None:

@@ -122,3 +122,17 @@ def test_each_row_is_one_json_log_line(index: Index, caplog: pytest.LogCaptureFi
     assert line["audit_actor"] == {"kind": "operator", "name": "alice", "rule": ""}
     assert line["audit_object"] == "acme"
     assert line["audit_result"] == "ok"
+
+
+def test_a_change_of_the_access_tables_is_one_row_at_the_next_start(index: Index) -> None:
+    audit = AuditLog(AuditStore(index), 400)
+    grants = {"grants": [{"group": "sre", "namespace": "*", "scope": "admin"}]}
+    for _ in range(2):  # two workers starting, then a restart without a change
+        audit.note_access_tables({**grants, "workload_identity": None})
+    assert len(audit.entries(AuditQuery(action="config.access"))) == 1
+    rules = [{"issuer": "https://token.actions.githubusercontent.com", "rules": []}]
+    audit.note_access_tables({**grants, "workload_identity": rules})
+    newest, first = audit.entries(AuditQuery(action="config.access"))
+    assert newest.detail.startswith("1 [[grants]], 1 [[workload_identity]]; sha256 ")
+    assert first.detail.startswith("1 [[grants]], 0 [[workload_identity]]; sha256 ")
+    assert newest.actor_kind == "system"
