@@ -108,7 +108,10 @@ async def token(request: Request) -> Response:
     svc = services(request)
     login = svc.login
     client = client_address(request)
-    # A client over its failed-authentication limit: 429 before its body is read.
+    # 404 without sign-in and without workload identity; a client over its
+    # failed-authentication limit: 429. Both before the body is read.
+    if not svc.workload_identity.configured:
+        login.check_client(client)
     svc.access.limiter.check(client)
     try:
         body = await _form_body(request)

@@ -14,6 +14,7 @@
     POST /ui/sign-out                        ends the session, forgets the token
     GET  /ui/tokens, POST /ui/tokens, POST /ui/tokens/revoke   a person's own tokens
     GET  /ui/admin/tokens, POST /ui/admin/tokens/revoke       every token (admins)
+    GET  /ui/admin/audit                     the audit log (admins)
     GET  /ui/static/:hash/:file              CSS and JS, cached for a year
 
 None of these paths is a prefix of an API path (`/v1/`, `/.well-known/`,
@@ -29,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gitreg.audit import pages as audit_pages
 from gitreg.auth import pages as sign_in
 from gitreg.auth import pages_tokens as tokens_page
 from gitreg.catalog import pages as browse_pages
@@ -99,5 +101,6 @@ def routes() -> list[Route]:
         Route("/ui/tokens/revoke", tokens_page.revoke_own, methods=["POST"]),
         Route("/ui/admin/tokens", tokens_page.admin_page, methods=["GET"]),
         Route("/ui/admin/tokens/revoke", tokens_page.admin_revoke, methods=["POST"]),
+        Route(audit_pages.PATH, audit_pages.audit_page, methods=["GET"]),
         Route("/ui/static/{hash}/{file}", static_file, methods=["GET"]),
     ]
