@@ -268,16 +268,17 @@ class Access:
 
     async def _holder(self, token: str | None, client: str) -> Principal:
         self.limiter.check(client)
-        snapshot = await self.snapshot()
-        found = snapshot.holder(token) if token is not None else None
         workloads = self._workloads
-        if found is None and token is not None and workloads and workloads.accepts(token.strip()):
+        if token is not None and workloads is not None and workloads.accepts(token):
+            # Shaped like a JWT, which no gitreg token is: one look, not two.
             try:
                 return await workloads.principal(token.strip(), client)
             except Unauthorized:
                 self.limiter.failed(client)
                 metrics.auth_failed("workload")
                 raise
+        snapshot = await self.snapshot()
+        found = snapshot.holder(token) if token is not None else None
         if found is None:
             self.limiter.failed(client)
             metrics.auth_failed("token")

@@ -111,7 +111,9 @@ class WorkloadIdentity:
         """The holder of a workload token sent as a Bearer token. Unauthorized
         for a token that does not verify, Forbidden(NO_RULE) for one no rule
         matches, IssuerUnavailable (503) while its issuer cannot be reached."""
-        key = token_hash(token)
+        # Keyed by the token itself, held in memory only until it expires:
+        # hashing a JWT on every request would cost more than the lookup.
+        key = token
         now = self._clock()
         known = self._decisions.get(key)
         if known is None or known.expires_at <= now:

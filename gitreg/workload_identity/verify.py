@@ -31,8 +31,9 @@ class Verified:
 
 
 def looks_like_jwt(token: str) -> bool:
-    """Three base64url parts: what no gitreg token looks like."""
-    return token.count(".") == 2 and token.startswith("eyJ") and len(token) <= MAX_TOKEN_BYTES
+    """Three base64url parts (surrounding blanks aside): what no gitreg token looks like."""
+    token = token.strip()  # the same string, without a copy, when nothing is stripped
+    return token.startswith("eyJ") and len(token) <= MAX_TOKEN_BYTES and token.count(".") == 2
 
 
 def _unverified(token: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -32,6 +32,8 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("backup",): ["/tmp/backup"],
     ("migrate-storage",): ["--to-database-url", "postgresql://u@h/db"],
     ("reindex",): [],
+    ("audit", "list"): ["--since", "24h", "--action", "token.*"],
+    ("audit", "prune"): [],
     ("modules", "list"): [],
     ("modules", "prefetch"): ["/tmp/config"],
     ("modules", "proxied"): ["--check"],
