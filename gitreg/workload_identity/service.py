@@ -113,26 +113,33 @@ class WorkloadIdentity:
         matches, IssuerUnavailable (503) while its issuer cannot be reached."""
         # Keyed by the token itself, held in memory only until it expires:
         # hashing a JWT on every request would cost more than the lookup.
-        key = token
         now = self._clock()
-        known = self._decisions.get(key)
+        known = self._decisions.get(token)
         if known is None or known.expires_at <= now:
             verified = await verify(token, self._trusted, self._keys, now)
-            principal, actor = self._match(verified)
-            known = _Decision(principal, verified.expires_at)
-            self._remember(key, known, now)
-            await anyio.to_thread.run_sync(
-                lambda: self._audit.record(
-                    "sign_in.workload",
-                    "",
-                    result="ok" if principal else "refused",
-                    detail="" if principal else NO_RULE,
-                    who=Actor(actor.kind, actor.name, actor.rule, client),
-                )
-            )
+            raced = self._decisions.get(token)
+            if raced is not None and raced.expires_at > now:
+                # A concurrent request with the same token decided meanwhile (no
+                # await since this look): its audit row is the one.
+                known = raced
+            else:
+                principal, actor = self._match(verified)
+                known = _Decision(principal, verified.expires_at)
+                self._remember(token, known, now)
+                who = Actor(actor.kind, actor.name, actor.rule, client)
+                await anyio.to_thread.run_sync(self._audit_first_use, principal, who)
         if known.principal is None:
             raise Forbidden(NO_RULE)
         return known.principal
+
+    def _audit_first_use(self, principal: Principal | None, who: Actor) -> None:
+        self._audit.record(
+            "sign_in.workload",
+            "",
+            result="ok" if principal else "refused",
+            detail="" if principal else NO_RULE,
+            who=who,
+        )
 
     def _remember(self, key: str, decision: _Decision, now: float) -> None:
         if len(self._decisions) >= MAX_DECISIONS:

@@ -237,3 +237,17 @@ def test_each_first_use_is_one_audit_row_naming_the_rule(
     ]
     assert rows[0].detail == NO_RULE
     assert all(r.actor_kind == "workload" for r in rows)
+
+
+def test_concurrent_first_uses_of_one_token_are_one_audit_row(
+    svc: Services, issuers: WorkloadIssuers
+) -> None:
+    token = issuers["github"].sign(AUDIENCE, repository="acme/infra-live", run_id="77")
+
+    async def at_once() -> list[Principal | None]:
+        who = Credentials(f"Bearer {token}", "203.0.113.8")
+        return list(await asyncio.gather(*(svc.access.principal(who) for _ in range(8))))
+
+    found = asyncio.run(at_once())
+    assert all(p is not None and p.allows(Scope.read, "acme") for p in found)
+    assert len(svc.audit.entries(AuditQuery(action="sign_in.workload"))) == 1
