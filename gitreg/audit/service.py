@@ -19,6 +19,7 @@ Rows older than `audit_retention_days` are pruned by `prune`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -121,7 +122,7 @@ class AuditLog:
     def entries(self, query: AuditQuery) -> list[AuditEntry]:
         """Rows newest first, at most MAX_PAGE. Blocking."""
         limit = min(max(query.limit, 1), MAX_PAGE)
-        return self._store.entries(AuditQuery(**{**query.__dict__, "limit": limit}))
+        return self._store.entries(dataclasses.replace(query, limit=limit))
 
     def prune(self) -> int:
         """Remove the rows older than the retention; how many. Blocking."""

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
+from gitreg.api.credentials import client_address
 from gitreg.api.services import services
+from gitreg.audit.actor import Actor, act_as
 from gitreg.auth.service import AccessSnapshot
 from gitreg.auth.store import SessionRecord
 from gitreg.auth.tokens import Principal, Scope
@@ -96,6 +98,8 @@ async def current_viewer(request: Request) -> Viewer:
     snapshot = await services(request).access.snapshot()
     session = await current_session(request)
     if session is not None:
+        # Whom the audit rows of this request name (the tokens page's changes).
+        act_as(Actor("person", session.email or session.subject, client=client_address(request)))
         return Viewer(session_principal(session), snapshot, session=session)
     token = request.cookies.get(TOKEN_COOKIE, "")
     if not token:
@@ -104,4 +108,5 @@ async def current_viewer(request: Request) -> Viewer:
     if found is None:
         return Viewer(None, snapshot, token_rejected=True)
     request.state.token_id = found.token_id  # for the access line; never the token
+    act_as(Actor("token", f"token #{found.token_id}", client=client_address(request)))
     return Viewer(found, snapshot)

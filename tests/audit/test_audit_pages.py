@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gitreg.audit.store import AuditQuery
 from tests.ui.conftest import ALICE_READS_PLATFORM, BOB_ADMIN, SignInSite
 from tests.ui.conftest import idp as idp  # the fixtures, for this module
 from tests.ui.conftest import make_site as make_site
@@ -28,6 +29,12 @@ def test_an_admin_reads_the_log_and_nobody_else_finds_it(make_site: Make) -> Non
         },
     )
     assert made.status_code == 201
+    (row,) = site.svc.audit.entries(AuditQuery(action="token.create"))
+    assert (row.actor_kind, row.actor, row.detail) == (
+        "person",
+        "alice@example.com",
+        "read on platform",
+    )
     assert alice.get("/ui/admin/audit").status_code == 404
     assert anonymous.get("/ui/admin/audit").status_code == 404
     page = bob.get("/ui/admin/audit")
