@@ -202,6 +202,19 @@ def test_every_feature_and_shared_package_exists() -> None:
     }
 
 
+# Test folders that mirror no package: the CLI's gathering module (gitreg/cli.py),
+# deployments and end-to-end runs through every feature.
+_TESTS_OF_NO_PACKAGE = {"cli", "deploy", "e2e"}
+
+
+def test_the_tests_mirror_the_package() -> None:
+    tests = PACKAGE.parent / "tests"
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    with_tests = {p.parent.name for p in tests.glob("*/test_*.py")}
+    assert with_tests - packages <= _TESTS_OF_NO_PACKAGE
+    assert packages - with_tests == set()
+
+
 def test_the_domain_never_imports_http_or_the_cli() -> None:
     graph = _graph(module_level=False)  # imports inside functions count here too
     offending = sorted(
