@@ -71,8 +71,10 @@ def _unknown_keys(
 
 
 def refuse_unknown_keys(prefix: str, entry: Mapping[str, Any], known: Collection[str]) -> None:
+    """The `KeyCheck` of a parser called on its own: stops at the first unknown key."""
     for found in _unknown_keys(prefix, entry, known, "the config file"):
-        raise ConfigError(str(found).replace("unknown setting", "unknown key", 1), user_input=True)
+        hint = f" (did you mean {found.suggestion!r}?)" if found.suggestion else ""
+        raise ConfigError(f"unknown key {found.name!r}{hint}", user_input=True)
 
 
 class KeyCollector:

@@ -204,8 +204,7 @@ class Settings:
     # `env:NAME` / `file:/path` reference, read at use and never logged. Scopes
     # default to the three every issuer accepts; add the one that releases the
     # groups claim where the issuer needs it (`groups` for Okta). Permissions
-    # come from `grants`; a login token lasts
-    # `login_token_ttl` seconds.
+    # come from `grants`; a login token lasts `login_token_ttl` seconds.
     oidc_issuer: str = ""
     oidc_client_id: str = ""
     oidc_client_secret: str = ""

@@ -136,7 +136,7 @@ def test_each_table_is_parsed_once_when_the_settings_are_loaded(
         return wrapper
 
     for name in list(SECTIONS):
-        monkeypatch.setitem(settings_module.SECTIONS, name, counted(name))  # type: ignore[index]
+        monkeypatch.setitem(settings_module.SECTIONS, name, counted(name))
     config = tmp_path / "gitreg.toml"
     config.write_text(GRANT + FORGE)
     settings = load_settings({"data_dir": tmp_path / "data"}, {}, config)
