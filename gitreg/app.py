@@ -130,8 +130,8 @@ async def _clean_staging_forever(svc: Services, stop: asyncio.Event) -> None:
 async def _note_access_tables(svc: Services) -> None:
     """An audit row when [[grants]] or [[workload_identity]] changed since the
     last start; a failure to write it does not stop the server."""
-    extra = svc.settings.extra
-    tables = {name: extra.get(name) for name in ("grants", "workload_identity")}
+    settings = svc.settings
+    tables = {"grants": settings.grants, "workload_identity": settings.workload_identity}
     try:
         await run_in_threadpool(svc.audit.note_access_tables, tables)
     except Exception as exc:

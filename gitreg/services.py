@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from gitreg.audit.service import AuditLog
 from gitreg.audit.store import AuditIndex
 from gitreg.audit.store_sql import AuditStore
-from gitreg.auth.grants import parse_grants
 from gitreg.auth.login import LoginFlow
 from gitreg.auth.oidc import OidcClient
 from gitreg.auth.pending import SignInLimits
@@ -40,7 +39,7 @@ from gitreg.jobs.store_sql import JobStore
 from gitreg.mirror.service import MirrorService, build_mirror
 from gitreg.mirror.store import MirrorIndex
 from gitreg.mirror.store_sql import MirrorStore
-from gitreg.module_proxy.config import proxy_options
+from gitreg.module_proxy.options import proxy_options
 from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store import ModuleProxyIndex
 from gitreg.module_proxy.store_sql import ModuleProxyStore
@@ -70,7 +69,6 @@ from gitreg.usage.counter import DownloadCounter
 from gitreg.usage.service import DownloadUsage
 from gitreg.usage.store import DownloadCountIndex
 from gitreg.usage.store_sql import DownloadCountStore
-from gitreg.workload_identity.config import parse_workload_identity
 from gitreg.workload_identity.service import WorkloadIdentity
 
 
@@ -154,10 +152,6 @@ def _repositories(
 
 
 def build_services(settings: Settings) -> Services:
-    # A bad [[grants]] table stops every command and `serve` at start, before
-    # anything is opened (docs/sign-in.md).
-    parse_grants(settings.extra.get("grants"))
-    parse_workload_identity(settings.extra.get("workload_identity"))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     shared = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
     try:
@@ -192,7 +186,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     signer = UrlSigner(secrets, settings.signed_url_ttl)
     access = Access(settings, auth, cache, signer, audit=audit)
     workload_identity = WorkloadIdentity(
-        parse_workload_identity(settings.extra.get("workload_identity")),
+        settings.workload_identity,
         store=auth,
         audit=audit,
         on_change=cache.invalidate,

@@ -25,11 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from gitreg.auth.tokens import Scope
+from gitreg.auth.scopes import Scope
 from gitreg.errors import BadRequest, ConfigError
-from gitreg.setting_names import WORKLOAD_IDENTITY_KEYS, WORKLOAD_RULE_KEYS
+from gitreg.setting_names import KeyCheck, refuse_unknown_keys
 
 EVERY_NAMESPACE = "*"
+# `[[workload_identity]]` entries hold `[[workload_identity.rules]]` of their own.
+WORKLOAD_IDENTITY_KEYS = frozenset({"issuer", "audience", "rules", "ca_file"})
+WORKLOAD_RULE_KEYS = frozenset({"claims", "namespace", "scope"})
 
 
 @dataclass(frozen=True)
@@ -68,12 +71,10 @@ def _patterns(value: object, where: str) -> tuple[str, ...]:
     raise ConfigError(f"{where} must be a non-empty string, a boolean or a list of strings")
 
 
-def _rule(raw: object, where: str) -> Rule:
+def _rule(raw: object, where: str, keys: KeyCheck) -> Rule:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where} must be a table")
-    unknown = sorted(set(raw) - WORKLOAD_RULE_KEYS)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    keys("workload_identity.rules", raw, WORKLOAD_RULE_KEYS)
     claims = raw.get("claims")
     if not isinstance(claims, Mapping) or not claims:
         raise ConfigError(f"{where}: claims must be a table naming at least one claim")
@@ -88,8 +89,10 @@ def _rule(raw: object, where: str) -> Rule:
     return Rule(where, matched, namespace, scope)
 
 
-def parse_workload_identity(raw: object) -> tuple[TrustedIssuer, ...]:
-    """The `[[workload_identity]]` tables (`Settings.extra["workload_identity"]`);
+def parse_workload_identity(
+    raw: object, keys: KeyCheck = refuse_unknown_keys
+) -> tuple[TrustedIssuer, ...]:
+    """The `[[workload_identity]]` tables, as `Settings.workload_identity`;
     ConfigError for anything gitreg would not read as written."""
     if raw is None:
         return ()
@@ -101,9 +104,7 @@ def parse_workload_identity(raw: object) -> tuple[TrustedIssuer, ...]:
         where = f"workload_identity[{number}]"
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{where} must be a table")
-        unknown = sorted(set(entry) - WORKLOAD_IDENTITY_KEYS)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+        keys("workload_identity", entry, WORKLOAD_IDENTITY_KEYS)
         issuer = _text(entry, "issuer", where)
         parts = urlsplit(issuer)
         if parts.scheme != "https" or not parts.hostname or parts.query or parts.fragment:
@@ -115,7 +116,7 @@ def parse_workload_identity(raw: object) -> tuple[TrustedIssuer, ...]:
         rules = entry.get("rules")
         if not isinstance(rules, list) or not rules:
             raise ConfigError(f"{where}: give at least one [[workload_identity.rules]] table")
-        parsed = tuple(_rule(r, f"{where}.rules[{n}]") for n, r in enumerate(rules, start=1))
+        parsed = tuple(_rule(r, f"{where}.rules[{n}]", keys) for n, r in enumerate(rules, start=1))
         ca_file = entry.get("ca_file", "")
         if not isinstance(ca_file, str):
             raise ConfigError(f"{where}: ca_file must be a path")
