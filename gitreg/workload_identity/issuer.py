@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitreg.errors import IssuerUnavailable, UpstreamError, UpstreamNotFound
+from gitreg.errors import ConfigError, IssuerUnavailable, UpstreamError, UpstreamNotFound
 from gitreg.upstream.client import HttpLimits, UpstreamHttp, outbound_ssl_context, require_https
 
 if TYPE_CHECKING:
@@ -71,9 +71,14 @@ class IssuerKeys:
     ) -> None:
         self.issuer = issuer
         if http is None:
-            context: ssl.SSLContext = (
-                ssl.create_default_context(cafile=ca_file) if ca_file else outbound_ssl_context()
-            )
+            try:
+                context = (
+                    ssl.create_default_context(cafile=ca_file)
+                    if ca_file
+                    else outbound_ssl_context()
+                )
+            except (OSError, ssl.SSLError) as exc:
+                raise ConfigError(f"workload_identity issuer {issuer}: ca_file: {exc}") from exc
             http = UpstreamHttp(LIMITS, ssl_context=context)
         self._http = http
         self._clock = clock

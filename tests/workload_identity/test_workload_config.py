@@ -91,3 +91,14 @@ def test_a_bad_table_stops_every_command_that_opens_the_registry(tmp_path: Path)
     result = cli(data_dir, "namespace", "set", "acme", "--private", check=False)
     assert result.returncode == 2
     assert "gitreg: error: workload_identity[1].rules[1]: scope must be" in result.stderr
+
+
+def test_a_missing_ca_file_is_one_error_line(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    entry = ENTRY.replace('audience = "', 'ca_file = "/nonexistent/ca.pem"\naudience = "')
+    (data_dir / "gitreg.toml").write_text(entry)
+    result = cli(data_dir, "namespace", "set", "acme", "--private", check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith("gitreg: error: workload_identity issuer https://token")
+    assert "ca_file" in result.stderr and "Traceback" not in result.stderr
