@@ -112,7 +112,8 @@ class AuditLog:
         change shows. Blocking."""
         canonical = json.dumps(tables, sort_keys=True, default=str).encode()
         counts = ", ".join(
-            f"{len(v) if isinstance(v, list) else 0} [[{k}]]" for k, v in sorted(tables.items())
+            f"{len(v) if isinstance(v, list | tuple) else 0} [[{k}]]"
+            for k, v in sorted(tables.items())
         )
         detail = f"{counts}; sha256 {hashlib.sha256(canonical).hexdigest()[:16]}"
         entry = self._entry("config.access", "config file", "ok", detail, actors.SYSTEM)

@@ -274,7 +274,7 @@ def test_the_admin_listing_pages_through_the_log(registry: Registry) -> None:
         registry, "GET", f"/v1/admin/audit?limit=1000&before={body['next']}", registry.admin_token
     )
     assert status == 200
-    assert {"token.create", "repository.add", "key.generate"} <= {
+    assert {"token.create", "repository.add", "key.generate", "config.access"} <= {
         e["action"] for e in older["entries"]
     }
     status, _ = _request(registry, "GET", "/v1/admin/audit", registry.read_token)
