@@ -231,6 +231,11 @@ def test_alice_signs_in_and_gets_a_token_for_her_groups(registry: Registry) -> N
         if t["prefix"] == token[:12]
     ]
     assert (listed["owner"], listed["grants"]) == ("alice@example.com", {"platform": "publish"})
+    # The sign-in is one audit row naming her and the token it made.
+    audit = cli(registry.server.data_dir, "audit", "--json", "--action", "sign_in.terraform_login")
+    [row] = [r for r in json.loads(audit.stdout) if r["object"] == f"token {token[:12]}"]
+    assert row["actor"] == {"kind": "person", "name": "alice@example.com", "rule": ""}
+    assert row["result"] == "ok" and row["client"] == "127.0.0.1"
 
 
 def test_a_code_is_single_use(registry: Registry) -> None:
