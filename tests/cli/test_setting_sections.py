@@ -41,7 +41,7 @@ def _run(
 
 
 def test_every_table_is_a_section() -> None:
-    assert set(SECTIONS) == {"grants", "forges", "upstreams", "module_proxy"}
+    assert set(SECTIONS) == {"grants", "forges", "upstreams", "module_proxy", "workload_identity"}
 
 
 @pytest.mark.parametrize(
