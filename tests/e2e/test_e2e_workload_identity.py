@@ -76,7 +76,16 @@ scope = "read"
     simple_module(repo, "hello from a private module")
     repo.commit()
     repo.tag("v1.0.0")
-    cli(data_dir, "repo", "add", str(repo.path), "--module", "acme/vpc/aws")
+    cli(
+        data_dir,
+        "repo",
+        "add",
+        str(repo.path),
+        "--module",
+        "acme/vpc/aws",
+        "--forge-repo",
+        "acme/terraform-aws-vpc",
+    )
     cli(data_dir, "key", "generate", "acme")
     cli(data_dir, "namespace", "set", "acme", "--private")
     admin = cli(data_dir, "token", "create", "--scope", "admin").stdout.split()[-1]
@@ -104,13 +113,18 @@ def _request(
     path: str,
     token: str = "",
     form: dict[str, str] | None = None,
+    body: dict[str, Any] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     data = urllib.parse.urlencode(form).encode() if form is not None else None
+    if body is not None:
+        data = json.dumps(body).encode()
     request = urllib.request.Request(registry.server.url + path, data=data, method=method)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     if form is not None:
         request.add_header("Content-Type", "application/x-www-form-urlencoded")
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
     context = ssl.create_default_context(cafile=str(registry.server.ca_pem))
     try:
         with urllib.request.urlopen(request, context=context, timeout=30) as answer:
@@ -254,6 +268,20 @@ def test_a_release_workflow_on_a_tag_publishes_and_a_pull_request_does_not(
     assert row["request_id"]
     pull_request = _audit(registry, "--actor", "provider-ourcloud:pull_request")
     assert [r["actor"]["rule"] for r in pull_request] == ["workload_identity[1].rules[3]"]
+
+
+def test_a_sync_trigger_needs_a_publish_rule(registry: Registry, issuers: WorkloadIssuers) -> None:
+    # hooks/post-receive's notification (docs/webhooks.md), from CI jobs.
+    pushed = {
+        "repository": "acme/terraform-aws-vpc",
+        "refs": [{"ref": "refs/tags/v1.0.1", "old": "0" * 40, "new": "1" * 40}],
+    }
+    publisher = issuers["gitlab"].sign(AUDIENCE, ref="v1.0.1", ref_type="tag")
+    status, answer = _request(registry, "POST", "/webhooks/git", publisher, body=pushed)
+    assert status == 202, answer
+    reader = issuers["github"].sign(AUDIENCE, repository="acme/infra-live")
+    status, answer = _request(registry, "POST", "/webhooks/git", reader, body=pushed)
+    assert status == 403, answer
 
 
 def test_an_unreachable_issuer_is_503(registry: Registry) -> None:
