@@ -192,7 +192,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
     @contextlib.asynccontextmanager
     async def background(services: Services) -> AsyncIterator[None]:
         stop = asyncio.Event()
-        watcher = asyncio.create_task(services.cache.watch(settings.refresh_interval))
+        watcher = asyncio.create_task(services.cache.watch(settings.refresh_interval, stop))
         cleaner = asyncio.create_task(_clean_staging_forever(services, stop))
         keys = asyncio.create_task(_reload_signing_keys_forever(services, stop))
         counts = asyncio.create_task(services.downloads.run(FLUSH_SECONDS))
@@ -207,12 +207,9 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             # Background work that uses the index ends before the index closes,
             # whatever else fails on the way out.
             stop.set()
+            services.downloads.stop()
             try:
-                await asyncio.gather(cleaner, keys, return_exceptions=True)
-                for task in (watcher, counts):
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                await asyncio.gather(cleaner, keys, watcher, counts, return_exceptions=True)
                 await run_in_threadpool(runner.stop)
                 await services.mirror.aclose()
                 await run_in_threadpool(services.downloads.flush)  # the last seconds' counts

@@ -17,6 +17,7 @@ entries are only ever added or removed under the lock, or the whole dict replace
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -189,10 +190,13 @@ class MetadataCache(Generic[T]):
         if evicted:
             metrics.cache_evicted("full", evicted)
 
-    async def watch(self, interval: float) -> None:
-        """Poll for commits by other processes until cancelled."""
-        while True:
-            await asyncio.sleep(interval)
+    async def watch(self, interval: float, stop: asyncio.Event) -> None:
+        """Poll for commits by other processes until `stop` is set, never in the
+        middle of a read (its thread would outlive the index it reads)."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval)
+                return
             try:
                 current = await anyio.to_thread.run_sync(self._data_version)
             except Exception:  # a locked or vanished database must not kill the watcher

@@ -1,7 +1,7 @@
 """Counting downloads without writing to the database on the request path.
 
-Issues 13 and 14: module and provider downloads are counted per version, per
-UTC day and per token. A download adds one to an in-memory dict keyed by the
+Module and provider downloads are counted per version, per UTC day and per
+token. A download adds one to an in-memory dict keyed by the
 path values as sent (`add`: one dict increment on the event loop's thread, no
 lock, no lookup); `run`, a task of the app's lifespan, swaps the dict every
 `interval` seconds (or sooner when it holds `MAX_PENDING` keys) and writes
@@ -52,6 +52,7 @@ class DownloadCounter:
         self._pending: dict[Key, int] = {}
         self._totals = DownloadTotals()
         self._full = asyncio.Event()
+        self._stopping = asyncio.Event()
         self._refreshed = 0.0  # time.monotonic() of the last `refresh`
 
     def add(self, key: Key) -> None:
@@ -72,12 +73,17 @@ class DownloadCounter:
         return batch
 
     async def run(self, interval: float) -> None:
-        """Flush every `interval` seconds until cancelled."""
+        """Flush every `interval` seconds until `stop` is called. It returns only
+        between two database calls: a task cancelled while its thread reads
+        would leave that thread running into the shutdown's close of the index."""
         self._full = asyncio.Event()  # of this loop: an app may be started again
+        self._stopping = asyncio.Event()
         await run_sync(self.refresh)
-        while True:
+        while not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):  # the interval passed
                 await asyncio.wait_for(self._full.wait(), interval)
+            if self._stopping.is_set():
+                return  # `flush` writes the rest
             batch = self.take()
             try:
                 await run_sync(self.write, batch)
@@ -87,12 +93,18 @@ class DownloadCounter:
                     self._pending[key] = self._pending.get(key, 0) + count
                 # A full dict sets `_full` on every download: wait the interval
                 # anyway, or a database that is away is retried in a tight loop.
-                await asyncio.sleep(interval)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), interval)
                 continue
             # After an early flush, only once an interval: re-reading every
             # module's total per 500 downloads would cost more than it saves.
             if time.monotonic() - self._refreshed >= interval:
                 await run_sync(self.refresh)
+
+    def stop(self) -> None:
+        """Make `run` return at its next step (event loop thread only)."""
+        self._stopping.set()
+        self._full.set()
 
     def flush(self) -> None:
         """Write what is pending now (shutdown, with the loop no longer counting)."""

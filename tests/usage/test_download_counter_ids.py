@@ -5,7 +5,6 @@ retries a database that is away once an interval, losing nothing."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass
 from typing import cast
@@ -78,9 +77,8 @@ def test_a_full_counter_retries_an_absent_database_once_an_interval(
         for _ in range(200):  # a steady stream of downloads for about half a second
             counter.add(("module", "acme", "hello", "null", "1.0.0", 0))
             await asyncio.sleep(0.0025)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        counter.stop()
+        await task
 
     started = time.monotonic()
     asyncio.run(downloads())

@@ -5,7 +5,7 @@ module of a large index fills the counter every 500 downloads."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import threading
 import time
 from dataclasses import dataclass
 from typing import cast
@@ -58,9 +58,8 @@ def test_early_flushes_reread_the_totals_once_an_interval(
         for i in range(300):  # distinct modules, about 0.6 s
             counter.add(("module", "acme", f"m{i}", "aws", "1.0.0", 0))
             await asyncio.sleep(0.002)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        counter.stop()
+        await task
 
     started = time.monotonic()
     asyncio.run(downloads())
@@ -69,3 +68,37 @@ def test_early_flushes_reread_the_totals_once_an_interval(
     assert store.downloads == 300  # every download stored
     assert store.batches > intervals + 3  # the full counter flushed early, often
     assert store.reads <= intervals + 3  # the start, then once an interval, then flush
+
+
+class _SlowTotals(_Counts):
+    """Totals that take a while to read, and say whether a read is under way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading = threading.Event()
+        self.inside = False
+
+    def download_totals(self) -> DownloadTotals:
+        self.inside = True
+        self.reading.set()
+        time.sleep(0.3)
+        self.inside = False
+        return super().download_totals()
+
+
+def test_a_stopped_counter_returns_only_once_its_database_read_is_over() -> None:
+    # The app closes the index right after the counter's task ends: a read
+    # still running on a thread then would use a closed connection.
+    store = _SlowTotals()
+    counter = DownloadCounter(
+        cast(DownloadCountIndex, store), cast(ModuleIndex, _Modules()), cast(ProviderIndex, None)
+    )
+
+    async def run_then_stop() -> bool:
+        task = asyncio.create_task(counter.run(60))
+        await asyncio.to_thread(store.reading.wait, 5)  # the first refresh is reading
+        counter.stop()
+        await task
+        return store.inside
+
+    assert asyncio.run(run_then_stop()) is False

@@ -5,7 +5,6 @@ and never showing a private module to others."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 import urllib.request
@@ -171,9 +170,8 @@ def test_counts_wait_in_memory_while_the_database_is_away(
         counter.add(key)
         while not failing:
             await asyncio.sleep(0.01)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        counter.stop()
+        await task
 
     with monkeypatch.context() as patched:
         patched.setattr(counter.store, "add_downloads", refuse)
