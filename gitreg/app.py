@@ -36,6 +36,7 @@ from gitreg.metrics import http as metrics_api
 from gitreg.metrics import service as metrics
 from gitreg.mirror import http as mirror
 from gitreg.modules import http as modules
+from gitreg.oci import http as oci
 from gitreg.providers import http as providers
 from gitreg.server import http as health
 from gitreg.server.access_log import AccessLog
@@ -159,6 +160,7 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
         *providers.routes(),
         *mirror.routes(),
         *blobs.routes(),
+        *oci.routes(),
         *health.routes(),
         *webhooks.routes(),
         *admin.routes(),
