@@ -30,13 +30,21 @@ MAX_SCOPES = 32
 @dataclass(frozen=True)
 class Grant:
     repositories: frozenset[str]
+    # Asked for by a client whose credentials may not read them: answered as
+    # a token for another namespace is (404), not with another challenge.
+    denied: frozenset[str]
     token_id: int  # 0 for an anonymous grant
     expires: int
 
 
-def issue(signer: UrlSigner, repositories: list[str], token_id: int) -> tuple[str, int]:
+def issue(
+    signer: UrlSigner, repositories: list[str], denied: list[str], token_id: int
+) -> tuple[str, int]:
     """A token for `repositories` and its lifetime in seconds."""
-    document = json.dumps({"r": sorted(set(repositories)), "t": token_id}, separators=(",", ":"))
+    document = json.dumps(
+        {"r": sorted(set(repositories)), "d": sorted(set(denied)), "t": token_id},
+        separators=(",", ":"),
+    )
     payload = base64.urlsafe_b64encode(document.encode()).decode().rstrip("=")
     query = dict(part.split("=", 1) for part in signer.sign(_SIGNED_PATH + payload).split("&"))
     return f"{PREFIX}{payload}.{query['expires']}.{query['signature']}", int(signer.ttl)
@@ -53,10 +61,11 @@ def read(signer: UrlSigner, token: str) -> Grant:
     try:
         document = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
         repositories = frozenset(str(r) for r in document["r"])
+        denied = frozenset(str(r) for r in document["d"])
         token_id = int(document["t"])
     except (binascii.Error, ValueError, KeyError, TypeError) as exc:
         raise Forbidden("malformed registry token") from exc
-    return Grant(repositories, token_id, int(expires))
+    return Grant(repositories, denied, token_id, int(expires))
 
 
 def is_grant(token: str) -> bool:

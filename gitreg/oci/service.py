@@ -182,9 +182,14 @@ class Oci:
                 grant = grants.read(self._access.signer, value)
             except Forbidden as exc:
                 raise Unauthorized(f"registry token refused: {exc}") from exc
-            allowed = repo is not None and repo.name in grant.repositories
-            namespace = {repo.namespace: Scope.read} if repo is not None and allowed else {}
-            return Principal(grant.token_id, Scope.read, frozenset(), None, grants=namespace)
+            if repo is None or repo.name in grant.denied:
+                return Principal(grant.token_id, Scope.read, frozenset(), None, grants={})
+            if repo.name not in grant.repositories:
+                # Docker's "insufficient scope": a new challenge for this
+                # repository sends the client back to the token endpoint.
+                raise Unauthorized(f"this registry token does not cover {repo.name}")
+            allowed = {repo.namespace: Scope.read}
+            return Principal(grant.token_id, Scope.read, frozenset(), None, grants=allowed)
         return await self._access.principal(who)
 
     async def _allow(self, who: Credentials, repo: RepoName) -> bool:
@@ -212,16 +217,21 @@ class Oci:
         answers 401 or 404 for the others). Unauthorized for bad credentials."""
         principal = await self._principal(who, None) if who.authorization else None
         granted: list[str] = []
+        denied: list[str] = []
         for scope in scopes[: grants.MAX_SCOPES]:
             kind, _, rest = scope.partition(":")
             name, _, actions = rest.rpartition(":")
             if kind != "repository" or "pull" not in actions.split(","):
                 continue
             repo = parse_name(name, self._module_prefix, self._provider_prefix)
-            if repo is not None and await self._may_read(repo, principal):
+            if repo is None:
+                continue
+            if await self._may_read(repo, principal):
                 granted.append(repo.name)
+            elif principal is not None:
+                denied.append(repo.name)
         token_id = principal.token_id if principal is not None else 0
-        token, ttl = grants.issue(self._access.signer, granted, token_id)
+        token, ttl = grants.issue(self._access.signer, granted, denied, token_id)
         issued = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         return PullToken(token, ttl, issued)
 
