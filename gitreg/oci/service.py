@@ -202,14 +202,15 @@ class Oci:
         )
 
     async def check_base(self, who: Credentials) -> None:
-        """`GET /v2/`: 200 unless credentials sent are bad, or nothing can be
-        read without them (`read_default = "token"`), which is 401 and tells a
-        `login` command where the token endpoint is."""
-        if who.authorization is not None:
-            await self._principal(who, None)
-            return
-        if (await self._access.snapshot()).default_private:
-            raise Unauthorized("authentication required")
+        """`GET /v2/`: 200 for good credentials, 401 for bad ones or none. The
+        401 is the challenge that tells a client (`skopeo`, `docker login`)
+        where the token endpoint is: clients that read challenges only here
+        would otherwise never send their credentials. Public content needs
+        none: the token endpoint hands out anonymous pull tokens, and the other
+        routes serve public repositories without any token."""
+        if who.authorization is None:
+            raise Unauthorized("authentication required: ask the realm for a pull token")
+        await self._principal(who, None)
 
     async def pull_token(self, who: Credentials, scopes: list[str]) -> PullToken:
         """The `/v2/token` answer: a token for those of the `repository:NAME:pull`

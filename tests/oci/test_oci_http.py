@@ -21,11 +21,18 @@ def _codes(answer: object) -> list[str]:
     return [e["code"] for e in answer.json()["errors"]]  # type: ignore[attr-defined]
 
 
-def test_api_version_check_answers_200(registry: tuple[TestClient, Services]) -> None:
+def test_api_version_check_challenges_anonymous_clients(
+    registry: tuple[TestClient, Services],
+) -> None:
     client, _ = registry
     answer = client.get("/v2/")
-    assert answer.status_code == 200
+    assert answer.status_code == 401
     assert answer.headers["docker-distribution-api-version"] == "registry/2.0"
+    assert answer.headers["www-authenticate"] == (
+        'Bearer realm="https://registry.example.com/v2/token",service="registry.example.com"'
+    )
+    token = client.get("/v2/token", params={"service": "registry.example.com"}).json()["token"]
+    assert client.get("/v2/", headers={"authorization": f"Bearer {token}"}).status_code == 200
 
 
 def test_manifest_by_tag_has_the_spec_headers(registry: tuple[TestClient, Services]) -> None:

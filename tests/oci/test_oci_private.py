@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import base64
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from starlette.testclient import TestClient
 
-from gitreg.app import create_app
 from gitreg.oci import grants
 from gitreg.services import Services
-from gitreg.settings import load_settings
 from tests.oci.conftest import BASE, make_token
 
 SECRET_MODULE = "modules/secret/vpc/aws"
@@ -214,19 +211,3 @@ def test_private_zip_is_not_served_by_hash_elsewhere(
     layer = next(p for p in secret_paths if "/blobs/" in p and SECRET_MODULE in p)
     sha256 = layer.rsplit(":", 1)[1]
     assert client.get(f"/archives/{sha256}.tar.gz").status_code in (401, 403)
-
-
-def test_base_asks_for_credentials_when_nothing_is_public(tmp_path: Path) -> None:
-    settings = load_settings(
-        {"data_dir": tmp_path / "closed", "public_url": BASE, "read_default": "token"}, environ={}
-    )
-    app = create_app(settings)
-    svc: Services = app.state.services
-    with TestClient(app, base_url="https://testserver") as client:
-        answer = client.get("/v2/")
-        assert answer.status_code == 401
-        assert answer.headers["www-authenticate"] == (
-            f'Bearer realm="{BASE}/v2/token",service="registry.example.com"'
-        )
-        token = make_token(svc, "read", [])
-        assert client.get("/v2/", headers=_bearer(token)).status_code == 200
