@@ -25,6 +25,7 @@ FEATURES = (
     "mirror",
     "module_proxy",
     "modules",
+    "oci",
     "providers",
     "repositories",
     "usage",
