@@ -19,12 +19,14 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import logging
 import shutil
 import tarfile
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -35,6 +37,7 @@ from gitreg.cache import MetadataCache
 from gitreg.errors import (
     BadRequest,
     Forbidden,
+    GitregError,
     NotFound,
     StorageUnavailable,
     Unauthorized,
@@ -44,6 +47,7 @@ from gitreg.mirror.store import MirrorIndex
 from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store import ModuleProxyIndex
 from gitreg.oci import grants
+from gitreg.oci.downloads import oci_source, reads_oci
 from gitreg.oci.manifests import (
     EMPTY,
     EMPTY_BYTES,
@@ -57,7 +61,15 @@ from gitreg.oci.manifests import (
     provider_manifest,
     referrers_index,
 )
-from gitreg.oci.names import DIGEST_RE, TAG_RE, RepoName, is_digest, parse_name, tag_of
+from gitreg.oci.names import (
+    DIGEST_RE,
+    TAG_RE,
+    RepoName,
+    is_digest,
+    parse_name,
+    tag_of,
+    version_of,
+)
 from gitreg.oci.store import ModuleZip, OciIndex
 from gitreg.oci.zips import BUILDER, tar_to_zip
 from gitreg.providers.store import ProviderIndex
@@ -65,6 +77,8 @@ from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.versions import parse_tag_version
+
+log = logging.getLogger("gitreg.oci")
 
 # Which upstream host a mirrored provider named without one is looked up at
 # first, when the mirror holds it from several.
@@ -87,6 +101,7 @@ class RepoView:
     # Module versions whose zip is not built yet: tag -> (archive sha256, title, version).
     pending: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     proxied: bool = False  # tags and unbuilt versions come from the module proxy
+    subdir: str = ""  # a module's directory in its package (a monorepo)
 
 
 @dataclass(frozen=True)
@@ -375,7 +390,7 @@ class Oci:
         return await self._built_module_manifest(cached.archive_sha256, title, cached.version)
 
     def _module_view(
-        self, repo: RepoName, listed: list[tuple[str, str, bool]], proxied: bool
+        self, repo: RepoName, listed: list[tuple[str, str, bool]], proxied: bool, subdir: str = ""
     ) -> RepoView:
         """`listed`: (version, archive sha256, listed in tags) of each version."""
         zips = self._store.module_zips([archive for _, archive, _ in listed])
@@ -399,7 +414,7 @@ class Oci:
             document = module_manifest(layer, version)
             manifests[tag] = by_digest[document.digest] = document
             _layers(layers, layer)
-        return RepoView(tuple(sorted(tags)), manifests, by_digest, layers, pending, proxied)
+        return RepoView(tuple(sorted(tags)), manifests, by_digest, layers, pending, proxied, subdir)
 
     def _hosted_module_view(self, repo: RepoName) -> RepoView | None:
         namespace, name, system = repo.parts
@@ -408,7 +423,7 @@ class Oci:
             return None
         versions = self._modules.versions(module.id)
         listed = [(v.version, v.archive_sha256, not v.yanked) for v in versions]
-        return self._module_view(repo, listed, proxied=False)
+        return self._module_view(repo, listed, proxied=False, subdir=module.subdir)
 
     def _proxied_module_view(self, repo: RepoName) -> RepoView:
         upstream = self._proxy.options.upstream_for(repo.namespace)
@@ -520,20 +535,52 @@ class Oci:
 
     # -- the registry protocol's side -----------------------------------------------------
 
-    async def module_digest(self, namespace: str, name: str, system: str, version: str) -> str:
+    async def module_download(
+        self,
+        user_agent: bytes | None,
+        location: str,
+        address: tuple[str, str, str, str],
+        base: str,
+    ) -> str:
+        """The `download` location for a hosted module version (namespace, name,
+        system, version as asked) whose archive `location` was already resolved
+        and allowed: an `oci://` source pinned by digest for OpenTofu 1.10 and
+        later in a public namespace, `location` otherwise. A private
+        namespace keeps the signed archive URL: OpenTofu reads OCI credentials
+        from its own configuration, not the registry's `credentials` block."""
+        namespace, name, system, version = address
+        if not reads_oci(user_agent) or not self._access.known_public(namespace):
+            return location
+        repo = parse_name(
+            "/".join((self._module_prefix, namespace, name, system)).lower(),
+            self._module_prefix,
+            self._provider_prefix,
+        )
+        if repo is None:
+            return location
+        try:
+            digest, subdir = await self._module_digest(repo, version)
+        except GitregError as exc:
+            log.warning(
+                "no oci:// source for %s %s, answering the archive: %s", repo.name, version, exc
+            )
+            return location
+        return oci_source(urlsplit(base).netloc, repo.name, subdir, digest)
+
+    async def _module_digest(self, repo: RepoName, version: str) -> tuple[str, str]:
         """The manifest digest of a hosted module version, its zip built if it
-        is not yet: what an `oci://...?digest=` source pins."""
-        repo = self.repository("/".join((self._module_prefix, namespace, name, system)).lower())
+        is not yet, and the module's directory in the package."""
         view = await self._view(repo)
-        tag = tag_of(version)
-        found = view.manifests.get(tag)
-        if found is None:
-            if tag not in view.pending:
-                raise UnknownReference(
-                    f"module {namespace}/{name}/{system} has no version {version}"
-                )
-            found = await self._built_module_manifest(*view.pending[tag])
-        return found.digest
+        wanted = version_of(version)
+        key = wanted.without_build() if wanted is not None else None
+        for tag in (*view.manifests, *view.pending):
+            found = version_of(tag)
+            if found is None or found.without_build() != key:
+                continue
+            if tag in view.manifests:
+                return view.manifests[tag].digest, view.subdir
+            return (await self._built_module_manifest(*view.pending[tag])).digest, view.subdir
+        raise UnknownReference(f"{repo.name} has no version {version[:64]}")
 
 
 def _basic_password(value: str) -> str:

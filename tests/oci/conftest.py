@@ -52,10 +52,18 @@ def make_token(svc: Services, scope: str, namespaces: list[str]) -> str:
 def registry(
     tmp_path: Path, make_repo: Callable[[str], GitRepo]
 ) -> Iterator[tuple[TestClient, Services]]:
-    settings = load_settings(
-        {"data_dir": tmp_path / "data", "public_url": BASE, "auth_fail_limit": 50}, environ={}
+    yield from serve(tmp_path, make_repo)
+
+
+def serve(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo], **settings: object
+) -> Iterator[tuple[TestClient, Services]]:
+    """The registry of this directory's tests, with `settings` added."""
+    loaded = load_settings(
+        {"data_dir": tmp_path / "data", "public_url": BASE, "auth_fail_limit": 50, **settings},
+        environ={},
     )
-    app = create_app(settings)
+    app = create_app(loaded)
     svc: Services = app.state.services
     for namespace in ("open", "secret"):
         publish_module(svc, make_repo(namespace), namespace, ("v1.0.0", "v1.1.0-rc.1"))

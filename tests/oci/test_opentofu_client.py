@@ -47,7 +47,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     with svc.blobs.open(version.archive_sha256) as raw, tarfile.open(fileobj=raw) as tar:
         tree = {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}  # type: ignore[union-attr]
     svc.close()
-    server = start_server(root / "data")
+    server = start_server(root / "data", env={"GITREG_OCI_MODULE_DOWNLOADS": "true"})
     yield Registry(server, token, tree)
     server.stop()
 
@@ -157,4 +157,19 @@ def test_layer_digests_are_the_zh_hashes_terraform_locks(
         os, arch = platform.split("_")
         meta = client.package_meta("providers/open/null", "2.1.0", os, arch)
         assert f'"{meta.zh}"' in lock_file
+    client.close()
+
+
+def test_a_registry_download_installs_through_oci(registry: Registry, tmp_path: Path) -> None:
+    """The registry protocol resolves a version; OpenTofu 1.10 is sent to
+    `/v2/` pinned by digest and installs the same tree from there."""
+    client = _client(registry, "open")
+    answer = client.http.get(
+        f"{client.base}/v1/modules/open/vpc/aws/1.0.0/download",
+        headers={"Accept": "application/json", "User-Agent": "OpenTofu/1.10.6"},
+    )
+    source = answer.json()["location"]
+    assert source.startswith(f"oci://{registry.server.host}/modules/open/vpc/aws?digest=sha256:")
+    client.install_module(source, tmp_path)
+    assert _tree(tmp_path) == registry.module_tree
     client.close()
