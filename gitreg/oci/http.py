@@ -156,7 +156,9 @@ async def manifest(request: Request) -> Response:
     # By digest the bytes never change; by tag they may (a mirrored provider's
     # index grows as platforms are fetched), so a tag is revalidated.
     cache = IMMUTABLE if reference.startswith("sha256:") else "no-cache"
-    return _document(request, found, {"Cache-Control": cache})
+    return _document(
+        request, found.document, {"Cache-Control": PRIVATE if found.private else cache}
+    )
 
 
 @_oci(unknown="BLOB_UNKNOWN", invalid="DIGEST_INVALID")

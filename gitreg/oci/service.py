@@ -112,6 +112,12 @@ class TagPage:
 
 
 @dataclass(frozen=True)
+class Manifest:
+    document: Document
+    private: bool  # its namespace is private: never kept by a shared cache
+
+
+@dataclass(frozen=True)
 class Blob:
     """A blob's answer: `document` for a config (bytes in memory), `layer` for a
     zip in the blob store; `private` when its namespace is private."""
@@ -276,11 +282,14 @@ class Oci:
         limit = MAX_TAGS_PAGE if n is None else min(n, MAX_TAGS_PAGE)
         return TagPage(repo.name, tags[:limit], len(tags) > limit)
 
-    async def manifest(self, who: Credentials, name: str, reference: str) -> Document:
+    async def manifest(self, who: Credentials, name: str, reference: str) -> Manifest:
         """A manifest or index by tag or digest; UnknownReference (MANIFEST_UNKNOWN)
         when the repository has none by that reference."""
         repo = self.repository(name)
-        await self._allow(who, repo)
+        private = await self._allow(who, repo)
+        return Manifest(await self._manifest(repo, reference), private)
+
+    async def _manifest(self, repo: RepoName, reference: str) -> Document:
         view = await self._view(repo)
         unknown = UnknownReference(f"manifest {reference[:80]} not found in {repo.name}")
         if is_digest(reference):
