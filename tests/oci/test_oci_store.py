@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -18,8 +20,9 @@ from gitreg.services import Services
 from gitreg.settings import load_settings
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.records import NewVersion
-from tests.oci.conftest import publish_module
+from tests.oci.conftest import publish_module, serve
 from tests.support.gitrepo import GitRepo
+from tests.support.s3 import S3Bucket
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -106,3 +109,25 @@ def test_v2_on_postgresql(pg_registry: tuple[TestClient, Services]) -> None:
     assert client.get(f"/v2/modules/open/vpc/aws/blobs/{layer['digest']}").status_code == 200
     digest = manifest.headers["docker-content-digest"]
     assert client.get(f"/v2/modules/open/vpc/aws/manifests/{digest}").status_code == 200
+
+
+def test_blobs_redirect_to_s3_with_blob_downloads_redirect(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo], s3: S3Bucket
+) -> None:
+    served = serve(
+        tmp_path,
+        make_repo,
+        blob_store=s3.url,
+        s3_addressing="path",
+        blob_downloads="redirect",
+    )
+    client, _ = next(served)
+    name = "/v2/modules/open/vpc/aws"
+    [layer] = client.get(f"{name}/manifests/1.0.0").json()["layers"]
+    head = client.head(f"{name}/blobs/{layer['digest']}")
+    assert head.status_code == 200 and int(head.headers["content-length"]) == layer["size"]
+    answer = client.get(f"{name}/blobs/{layer['digest']}", follow_redirects=False)
+    assert answer.status_code == 302
+    fetched = httpx.get(answer.headers["location"])
+    assert "sha256:" + hashlib.sha256(fetched.content).hexdigest() == layer["digest"]
+    next(served, None)
