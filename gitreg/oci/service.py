@@ -551,9 +551,9 @@ class Oci:
         address: tuple[str, str, str, str],
         base: str,
     ) -> str:
-        """The `download` location for a hosted module version (namespace, name,
-        system, version as asked) whose archive `location` was already resolved
-        and allowed: an `oci://` source pinned by digest for OpenTofu 1.10 and
+        """The `download` location for a module version (namespace, name,
+        system, version as asked), hosted or proxied, whose archive `location`
+        was already resolved and allowed: an `oci://` source pinned by digest for OpenTofu 1.10 and
         later in a public namespace, `location` otherwise. A private
         namespace keeps the signed archive URL: OpenTofu reads OCI credentials
         from its own configuration, not the registry's `credentials` block."""
@@ -577,9 +577,14 @@ class Oci:
         return oci_source(urlsplit(base).netloc, repo.name, subdir, digest)
 
     async def _module_digest(self, repo: RepoName, version: str) -> tuple[str, str]:
-        """The manifest digest of a hosted module version, its zip built if it
-        is not yet, and the module's directory in the package."""
+        """The manifest digest of a module version, its zip built if it is not
+        yet, and the module's directory in the package."""
         view = await self._view(repo)
+        if view.proxied:
+            cached = await self._proxy.cached(self._module(repo), version)
+            title = self._title(repo, cached.version)
+            made = await self._built_module_manifest(cached.archive_sha256, title, cached.version)
+            return made.digest, cached.subdir
         wanted = version_of(version)
         key = wanted.without_build() if wanted is not None else None
         for tag in (*view.manifests, *view.pending):

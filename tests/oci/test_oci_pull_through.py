@@ -59,7 +59,7 @@ def registry(
         '[[module_proxy]]\nhost = "registry.terraform.io"\nurl = "https://127.0.0.1:9"\n'
         'namespaces = ["cloudposse"]\n'
     )
-    served = serve(tmp_path, make_repo)
+    served = serve(tmp_path, make_repo, oci_module_downloads=True)
     client, svc = next(served)
     for key in (KEY, "registry.terraform.io/secret/random"):
         svc.mirror._store.save_index(
@@ -154,3 +154,16 @@ def test_a_proxied_module_serves_its_cached_versions(
     own = client.get("/v2/modules/open/vpc/aws/manifests/1.0.0").json()
     assert proxied["layers"][0]["digest"] == own["layers"][0]["digest"]  # same archive, same zip
     assert client.get(f"{name}/blobs/{proxied['layers'][0]['digest']}").status_code == 200
+
+
+def test_a_proxied_module_download_sends_opentofu_to_v2(
+    registry: tuple[TestClient, Services],
+) -> None:
+    client, _ = registry
+    headers = {"accept": "application/json", "user-agent": "OpenTofu/1.11.0"}
+    answer = client.get("/v1/modules/cloudposse/label/null/0.25.0/download", headers=headers)
+    digest = client.get("/v2/modules/cloudposse/label/null/manifests/0.25.0").headers[
+        "docker-content-digest"
+    ]
+    expected = f"oci://registry.example.com/modules/cloudposse/label/null?digest={digest}"
+    assert answer.json()["location"] == expected
