@@ -103,6 +103,12 @@ class RepoView:
     proxied: bool = False  # tags and unbuilt versions come from the module proxy
     subdir: str = ""  # a module's directory in its package (a monorepo)
 
+    @property
+    def cache_bytes(self) -> int:
+        """About what the view holds, for the metadata cache's bound."""
+        documents = sum(d.size for d in self.by_digest.values())
+        return documents + 200 * (len(self.by_digest) + len(self.tags) + len(self.pending))
+
 
 @dataclass(frozen=True)
 class TagPage:
