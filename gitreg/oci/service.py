@@ -200,14 +200,21 @@ class Oci:
             return None
         scheme, _, value = header.strip().partition(" ")
         value = value.strip()
+        if scheme.lower() in ("basic", "bearer"):
+            self._access.limiter.check(who.client)
         if scheme.lower() == "basic":
+            password = _basic_password(value)
+            if password is None:
+                self._access.limiter.failed(who.client)
+                raise Unauthorized("malformed Basic credentials")
             return await self._access.principal(
-                dataclasses.replace(who, authorization="Bearer " + _basic_password(value))
+                dataclasses.replace(who, authorization="Bearer " + password)
             )
         if scheme.lower() == "bearer" and grants.is_grant(value):
             try:
                 grant = grants.read(self._access.signer, value)
             except Forbidden as exc:
+                self._access.limiter.failed(who.client)
                 raise Unauthorized(f"registry token refused: {exc}") from exc
             if repo is None or repo.name in grant.denied:
                 return Principal(grant.token_id, Scope.read, frozenset(), None, grants={})
@@ -603,9 +610,11 @@ class Oci:
         raise UnknownReference(f"{repo.name} has no version {version[:64]}")
 
 
-def _basic_password(value: str) -> str:
+def _basic_password(value: str) -> str | None:
+    """The password of a Basic credential (the user name is not looked at), or
+    None when it is malformed."""
     try:
         decoded = base64.b64decode(value, validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError) as exc:
-        raise Unauthorized("malformed Basic credentials") from exc
+    except (binascii.Error, UnicodeDecodeError):
+        return None
     return decoded.partition(":")[2]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -12,7 +14,8 @@ from starlette.testclient import TestClient
 
 from gitreg.oci import grants
 from gitreg.services import Services
-from tests.oci.conftest import BASE, make_token
+from tests.oci.conftest import BASE, make_token, serve
+from tests.support.gitrepo import GitRepo
 
 SECRET_MODULE = "modules/secret/vpc/aws"
 SECRET_PROVIDER = "providers/secret/null"
@@ -211,3 +214,18 @@ def test_private_zip_is_not_served_by_hash_elsewhere(
     layer = next(p for p in secret_paths if "/blobs/" in p and SECRET_MODULE in p)
     sha256 = layer.rsplit(":", 1)[1]
     assert client.get(f"/archives/{sha256}.tar.gz").status_code in (401, 403)
+
+
+def test_failed_credentials_count_towards_the_limit(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    served = serve(tmp_path, make_repo, auth_fail_limit=3)
+    client, _ = next(served)
+    bad = [_bearer("oci1.forged.1.x"), {"authorization": "Basic !!!"}, _basic("gitreg_nope")]
+    for headers in bad:
+        assert client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=headers).status_code == 401
+    answer = client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=bad[0])
+    assert answer.status_code == 429
+    assert [e["code"] for e in answer.json()["errors"]] == ["TOOMANYREQUESTS"]
+    assert "retry-after" in answer.headers
+    next(served, None)
