@@ -43,6 +43,7 @@ from gitreg.errors import (
     Unauthorized,
     UnknownReference,
 )
+from gitreg.mirror.options import mirror_options
 from gitreg.mirror.store import MirrorIndex
 from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store import ModuleProxyIndex
@@ -166,6 +167,9 @@ class Oci:
     ) -> None:
         self._module_prefix = settings.oci_module_prefix
         self._provider_prefix = settings.oci_provider_prefix
+        # The names gitreg's own providers go by in a provider address
+        # (`HOST/NS/TYPE`), as the mirror knows them.
+        self._own_hosts = mirror_options(settings).local_hostnames
         self._store = store
         self._modules = modules
         self._proxy = proxy
@@ -248,8 +252,10 @@ class Oci:
 
     async def pull_token(self, who: Credentials, scopes: list[str]) -> PullToken:
         """The `/v2/token` answer: a token for those of the `repository:NAME:pull`
-        scopes asked that `who` may read (none is an error: the registry then
-        answers 401 or 404 for the others). Unauthorized for bad credentials."""
+        scopes asked that `who` may read. The others are left out (no error),
+        those refused to credentials recorded as such, so that the registry
+        answers them 404 rather than another challenge. Unauthorized for bad
+        credentials."""
         principal = await self._principal(who, None) if who.authorization else None
         granted: list[str] = []
         denied: list[str] = []
@@ -552,7 +558,12 @@ class Oci:
         return found
 
     def _any_provider_view(self, repo: RepoName) -> RepoView | None:
-        hosted = self._hosted_provider_view(repo) if len(repo.parts) == 2 else None
+        """`ns/type`: gitreg's own provider, else a mirrored one; `host/ns/type`:
+        the mirrored one, or gitreg's own when `host` is one of its names."""
+        own = repo
+        if len(repo.parts) == 3 and repo.parts[0] in self._own_hosts:
+            own = dataclasses.replace(repo, parts=repo.parts[1:])
+        hosted = self._hosted_provider_view(own) if len(own.parts) == 2 else None
         return hosted if hosted is not None else self._mirrored_provider_view(repo)
 
     # -- the registry protocol's side -----------------------------------------------------

@@ -229,3 +229,15 @@ def test_referrers_list_what_a_source_adds(registry: tuple[TestClient, Services]
     assert entry["artifactType"] == "application/x"
     assert entry["digest"] == statement.digest
     assert client.get(f"{PROVIDER}/referrers/{digest}").json()["manifests"] == []
+
+
+def test_a_hosted_provider_is_also_named_with_the_registry_host(
+    registry: tuple[TestClient, Services],
+) -> None:
+    """`repository_template = ".../providers/${hostname}/${namespace}/${type}"`
+    finds gitreg's own providers under the host of `public_url`."""
+    client, _ = registry
+    own = client.get("/v2/providers/registry.example.com/open/null/manifests/2.0.0")
+    assert own.status_code == 200
+    assert own.content == client.get(f"{PROVIDER}/manifests/2.0.0").content
+    assert client.get("/v2/providers/elsewhere.example/open/null/tags/list").status_code == 404
