@@ -22,6 +22,7 @@ import dataclasses
 import logging
 import shutil
 import tarfile
+import threading
 import time
 import zlib
 from collections.abc import Callable
@@ -180,6 +181,9 @@ class Oci:
         self._cache = cache
         self._access = access
         self._referrers: list[ReferrerSource] = []
+        # archive sha256 -> (its build's lock, the threads holding or awaiting it)
+        self._building: dict[str, tuple[threading.Lock, int]] = {}
+        self._building_lock = threading.Lock()
 
     # -- who may read -------------------------------------------------------------------
 
@@ -373,10 +377,27 @@ class Oci:
 
     def module_zip(self, archive_sha256: str) -> ModuleZip:
         """The zip of a module archive, built and recorded the first time it is
-        asked for (blocking: from a worker thread or a publish)."""
+        asked for (blocking: from a worker thread). Requests in this process
+        for an archive being built wait for that build; another process may
+        build the same bytes at the same time, and the first record wins."""
         found = self._store.module_zip(archive_sha256)
         if found is not None:
             return found
+        with self._building_lock:
+            lock, waiting = self._building.get(archive_sha256, (threading.Lock(), 0))
+            self._building[archive_sha256] = (lock, waiting + 1)
+        try:
+            with lock:
+                return self._store.module_zip(archive_sha256) or self._build_zip(archive_sha256)
+        finally:
+            with self._building_lock:
+                lock, waiting = self._building[archive_sha256]
+                if waiting == 1:
+                    del self._building[archive_sha256]
+                else:
+                    self._building[archive_sha256] = (lock, waiting - 1)
+
+    def _build_zip(self, archive_sha256: str) -> ModuleZip:
         with self._blobs.scratch_file("oci-zip") as path:
             try:
                 with self._blobs.open(archive_sha256) as source, path.open("w+b") as out:

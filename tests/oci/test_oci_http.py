@@ -241,3 +241,38 @@ def test_a_hosted_provider_is_also_named_with_the_registry_host(
     assert own.status_code == 200
     assert own.content == client.get(f"{PROVIDER}/manifests/2.0.0").content
     assert client.get("/v2/providers/elsewhere.example/open/null/tags/list").status_code == 404
+
+
+def test_concurrent_first_requests_build_the_zip_once(
+    registry: tuple[TestClient, Services], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    from gitreg.oci import service, zips
+
+    _, svc = registry
+    module = svc.index.find_module("open", "vpc", "aws")
+    assert module is not None
+    version = svc.index.version_by_key(module.id, "1.1.0-rc.1")
+    assert version is not None
+    builds: list[str] = []
+    real = zips.tar_to_zip
+
+    def slow(source: object, out: object) -> None:
+        builds.append("build")
+        time.sleep(0.2)
+        real(source, out)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service, "tar_to_zip", slow)
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(svc.oci.module_zip(version.archive_sha256)))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert builds == ["build"]
+    assert len({r.zip_sha256 for r in results}) == 1 and len(results) == 4
