@@ -39,7 +39,7 @@ from gitreg.errors import (
     Unauthorized,
     UnknownReference,
 )
-from gitreg.oci.manifests import Document
+from gitreg.oci.manifests import Document, tags_document
 
 API_VERSION = {"Docker-Distribution-API-Version": "registry/2.0"}
 READ = ("GET", "HEAD")
@@ -145,8 +145,8 @@ async def tags_list(request: Request) -> Response:
         after = quote(page.tags[-1], safe="")
         size = f"n={len(page.tags)}&" if n is not None else ""
         headers["Link"] = f'</v2/{page.name}/tags/list?{size}last={after}>; rel="next"'
-    body = json.dumps({"name": page.name, "tags": page.tags}, separators=(",", ":"))
-    return Response(body.encode(), media_type="application/json", headers=headers)
+    body = page.body or tags_document(page.name, page.tags)
+    return Response(body, media_type="application/json", headers=headers)
 
 
 @_oci(unknown="MANIFEST_UNKNOWN")

@@ -172,3 +172,8 @@ def referrers_index(referrers: list[Document]) -> Document:
         for d in referrers
     ]
     return Document(INDEX, encode({"schemaVersion": 2, "mediaType": INDEX, "manifests": manifests}))
+
+
+def tags_document(name: str, tags: list[str]) -> bytes:
+    """A `tags/list` answer (distribution-spec v1.1, "Listing Tags")."""
+    return encode({"name": name, "tags": tags})

@@ -62,6 +62,7 @@ from gitreg.oci.manifests import (
     provider_index,
     provider_manifest,
     referrers_index,
+    tags_document,
 )
 from gitreg.oci.names import (
     DIGEST_RE,
@@ -104,6 +105,14 @@ class RepoView:
     pending: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     proxied: bool = False  # tags and unbuilt versions come from the module proxy
     subdir: str = ""  # a module's directory in its package (a monorepo)
+    _made: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
+
+    def tags_body(self, name: str) -> bytes:
+        """The `tags/list` answer listing every tag, made on first use."""
+        made = self._made.get("tags")
+        if made is None:
+            made = self._made["tags"] = tags_document(name, list(self.tags))
+        return made
 
     @property
     def cache_bytes(self) -> int:
@@ -117,6 +126,7 @@ class TagPage:
     name: str
     tags: list[str]
     more: bool  # a next page exists: the answer carries a `Link` to it
+    body: bytes = b""  # the whole list's answer, made once per view, when that was asked
 
 
 @dataclass(frozen=True)
@@ -237,6 +247,8 @@ class Oci:
     async def _allow(self, who: Credentials, repo: RepoName) -> bool:
         """Allow reading `repo` or raise as the registry protocol would for its
         namespace; whether the namespace is private."""
+        if self._access.known_public(repo.namespace):
+            return False
         return await self._access.check_read(
             repo.namespace,
             f"repository {repo.name} not found",
@@ -297,6 +309,8 @@ class Oci:
         repo = self.repository(name)
         await self._allow(who, repo)
         view = await self._view(repo)
+        if n is None and not last and not view.proxied and len(view.tags) <= MAX_TAGS_PAGE:
+            return TagPage(repo.name, list(view.tags), False, view.tags_body(repo.name))
         tags = list(view.tags)
         if view.proxied:
             tags = sorted(tag_of(v) for v in await self._proxy.versions(self._module(repo)))
