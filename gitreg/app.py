@@ -156,11 +156,11 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
         # Before login's: Starlette tries routes in order, and each miss costs a
         # download answer time (docs/performance.md); the paths are disjoint.
         *modules.routes(),
+        *oci.routes(),  # one Mount: the other routes pay one prefix test
         *login.routes(),
         *providers.routes(),
         *mirror.routes(),
         *blobs.routes(),
-        *oci.routes(),
         *health.routes(),
         *webhooks.routes(),
         *admin.routes(),

@@ -17,13 +17,14 @@ sends a client to `/v2/token`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from gitreg.api.blobs import stored_blob
 from gitreg.api.credentials import credentials
@@ -139,7 +140,7 @@ async def tags_list(request: Request) -> Response:
         raise BadRequest("n must be a non-negative integer")
     last = request.query_params.get("last", "")
     n = int(raw_n) if raw_n is not None else None
-    page = await services(request).oci.tags(credentials(request), name, n, last)
+    page = await services(request).oci.tags(functools.partial(credentials, request), name, n, last)
     headers = dict(API_VERSION)
     if page.more and page.tags:
         after = quote(page.tags[-1], safe="")
@@ -152,7 +153,9 @@ async def tags_list(request: Request) -> Response:
 @_oci(unknown="MANIFEST_UNKNOWN")
 async def manifest(request: Request) -> Response:
     name, reference = request.path_params["name"], request.path_params["reference"]
-    found = await services(request).oci.manifest(credentials(request), name, reference)
+    found = await services(request).oci.manifest(
+        functools.partial(credentials, request), name, reference
+    )
     # By digest the bytes never change; by tag they may (a mirrored provider's
     # index grows as platforms are fetched), so a tag is revalidated.
     cache = IMMUTABLE if reference.startswith("sha256:") else "no-cache"
@@ -164,7 +167,7 @@ async def manifest(request: Request) -> Response:
 @_oci(unknown="BLOB_UNKNOWN", invalid="DIGEST_INVALID")
 async def blob(request: Request) -> Response:
     name, digest = request.path_params["name"], request.path_params["digest"]
-    found = await services(request).oci.blob(credentials(request), name, digest)
+    found = await services(request).oci.blob(functools.partial(credentials, request), name, digest)
     cache = PRIVATE if found.private else IMMUTABLE
     if found.document is not None:
         return _document(request, found.document, {"Cache-Control": cache})
@@ -179,7 +182,9 @@ async def blob(request: Request) -> Response:
 async def referrers(request: Request) -> Response:
     name, digest = request.path_params["name"], request.path_params["digest"]
     wanted = request.query_params.get("artifactType", "")
-    found = await services(request).oci.referrers(credentials(request), name, digest, wanted)
+    found = await services(request).oci.referrers(
+        functools.partial(credentials, request), name, digest, wanted
+    )
     headers = {"Cache-Control": "no-cache"}
     if wanted:
         headers["OCI-Filters-Applied"] = "artifactType"
@@ -237,13 +242,19 @@ async def _form(request: Request) -> dict[str, list[str]]:
         raise BadRequest("the token request is not a URL-encoded form") from exc
 
 
-def routes() -> list[Route]:
-    return [
-        Route("/v2/", base, methods=ALL),
-        Route("/v2/token", token, methods=ALL),
-        Route("/v2/{name:path}/tags/list", tags_list, methods=ALL),
-        Route("/v2/{name:path}/manifests/{reference}", manifest, methods=ALL),
-        Route("/v2/{name:path}/blobs/{digest}", blob, methods=ALL),
-        Route("/v2/{name:path}/referrers/{digest}", referrers, methods=ALL),
-        Route("/v2/{rest:path}", unknown_route, methods=ALL),
+def routes() -> list[BaseRoute]:
+    """One mount: a path outside `/v2/` costs the other routes one prefix test."""
+    inner: list[Route] = [
+        Route("/", base, methods=ALL),
+        Route("/token", token, methods=ALL),
+        Route("/{name:path}/tags/list", tags_list, methods=ALL),
+        Route("/{name:path}/manifests/{reference}", manifest, methods=ALL),
+        Route("/{name:path}/blobs/{digest}", blob, methods=ALL),
+        Route("/{name:path}/referrers/{digest}", referrers, methods=ALL),
+        Route("/{rest:path}", unknown_route, methods=ALL),
     ]
+    for route in inner:
+        # Matching was compiled from the path relative to the mount; the access
+        # line and the metrics name a route by `path`, which is made whole here.
+        route.path = "/v2" + route.path
+    return [Mount("/v2", routes=inner)]

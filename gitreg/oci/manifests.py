@@ -10,6 +10,7 @@ always has the same digest and a client may pin it.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ class Document:
     body: bytes
     artifact_type: str = ""
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         return sha256_digest(self.body)
 

@@ -88,6 +88,10 @@ log = logging.getLogger("gitreg.oci")
 PREFERRED_HOSTS = ("registry.opentofu.org", "registry.terraform.io")
 MAX_TAGS_PAGE = 1000
 
+# Who is asking, built only when an access decision needs it: a public
+# repository's answer never looks at the request's credentials.
+Who = Callable[[], Credentials]
+
 # Manifests whose `subject` is a digest in a repository: (repository, digest) ->
 # the referring manifests. The attestations feature adds its source here.
 ReferrerSource = Callable[[RepoName, str], list[Document]]
@@ -244,7 +248,7 @@ class Oci:
             return Principal(grant.token_id, Scope.read, frozenset(), None, grants=allowed)
         return await self._access.principal(who)
 
-    async def _allow(self, who: Credentials, repo: RepoName) -> bool:
+    async def _allow(self, who: Who, repo: RepoName) -> bool:
         """Allow reading `repo` or raise as the registry protocol would for its
         namespace; whether the namespace is private."""
         if self._access.known_public(repo.namespace):
@@ -252,7 +256,7 @@ class Oci:
         return await self._access.check_read(
             repo.namespace,
             f"repository {repo.name} not found",
-            lambda: self._principal(who, repo),
+            lambda: self._principal(who(), repo),
         )
 
     async def check_base(self, who: Credentials) -> None:
@@ -304,7 +308,7 @@ class Oci:
 
     # -- the read side --------------------------------------------------------------------
 
-    async def tags(self, who: Credentials, name: str, n: int | None, last: str) -> TagPage:
+    async def tags(self, who: Who, name: str, n: int | None, last: str) -> TagPage:
         """`tags/list`: at most `n` tags after `last`, in lexical order."""
         repo = self.repository(name)
         await self._allow(who, repo)
@@ -319,7 +323,7 @@ class Oci:
         limit = MAX_TAGS_PAGE if n is None else min(n, MAX_TAGS_PAGE)
         return TagPage(repo.name, tags[:limit], len(tags) > limit)
 
-    async def manifest(self, who: Credentials, name: str, reference: str) -> Manifest:
+    async def manifest(self, who: Who, name: str, reference: str) -> Manifest:
         """A manifest or index by tag or digest; UnknownReference (MANIFEST_UNKNOWN)
         when the repository has none by that reference."""
         repo = self.repository(name)
@@ -346,7 +350,7 @@ class Oci:
             return await self._proxied_manifest(repo, reference, unknown)
         raise unknown
 
-    async def blob(self, who: Credentials, name: str, digest: str) -> Blob:
+    async def blob(self, who: Who, name: str, digest: str) -> Blob:
         """A config blob or a layer of the repository. BadRequest
         (DIGEST_INVALID) for a malformed digest, UnknownReference (BLOB_UNKNOWN)
         for one the repository does not hold."""
@@ -364,7 +368,7 @@ class Oci:
         raise UnknownReference(f"blob {digest} not found in {repo.name}")
 
     async def referrers(
-        self, who: Credentials, name: str, digest: str, artifact_type: str = ""
+        self, who: Who, name: str, digest: str, artifact_type: str = ""
     ) -> Document:
         """The referrers API: an image index of the manifests whose subject is
         `digest`, filtered by `artifact_type` when given. Empty when nothing
