@@ -30,6 +30,7 @@ from gitreg.api.blobs import stored_blob
 from gitreg.api.credentials import credentials
 from gitreg.api.services import services
 from gitreg.api.urls import base_url
+from gitreg.auth.service import AUTH_REQUIRED
 from gitreg.errors import (
     BadRequest,
     Forbidden,
@@ -48,6 +49,10 @@ ALL = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 IMMUTABLE = "public, max-age=31536000, immutable"
 PRIVATE = "private, no-store"
 MAX_FORM = 16 * 1024
+OCI_AUTH_REQUIRED = (
+    "authentication required: this namespace is private; log in to this registry with a"
+    " gitreg read token as the password (docs/oci.md)"
+)
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -100,6 +105,8 @@ def _oci(
 def _translate(request: Request, exc: GitregError, unknown: str, invalid: str) -> Response:
     message = exc.public_message()
     if isinstance(exc, Unauthorized):
+        if message == AUTH_REQUIRED:  # worded for Terraform's credentials block
+            message = OCI_AUTH_REQUIRED
         return _error(401, "UNAUTHORIZED", message, _challenge(request))
     if isinstance(exc, Forbidden):
         return _error(403, "DENIED", message)
