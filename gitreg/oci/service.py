@@ -151,6 +151,13 @@ class Blob:
 
 
 @dataclass(frozen=True)
+class ZipsReport:
+    built: int
+    present: int  # already built before
+    failed: int
+
+
+@dataclass(frozen=True)
 class PullToken:
     token: str
     expires_in: int
@@ -435,6 +442,26 @@ class Oci:
         # process at once; the others notice the commit as they notice a publish.
         self._cache.invalidate()
         return kept
+
+    def build_module_zips(self) -> ZipsReport:
+        """Build the zip of every hosted and cached proxied module version that
+        has none yet (blocking): what the first pull of each would otherwise
+        do. Idempotent; an archive that cannot be read is counted, not fatal."""
+        archives = {
+            v.archive_sha256 for m in self._modules.modules() for v in self._modules.versions(m.id)
+        }
+        archives |= {v.archive_sha256 for v in self._proxied.versions()}
+        have = self._store.module_zips(sorted(archives))
+        built = failed = 0
+        for archive in sorted(archives - set(have)):
+            try:
+                self.module_zip(archive)
+            except (GitregError, OSError) as exc:
+                log.warning("cannot build the OCI zip of archive %s: %s", archive, exc)
+                failed += 1
+            else:
+                built += 1
+        return ZipsReport(built=built, present=len(have), failed=failed)
 
     async def _built_module_manifest(self, archive: str, title: str, version: str) -> Document:
         made = await anyio.to_thread.run_sync(self.module_zip, archive)
