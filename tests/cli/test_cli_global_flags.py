@@ -32,6 +32,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("backup",): ["/tmp/backup"],
     ("migrate-storage",): ["--to-database-url", "postgresql://u@h/db"],
     ("reindex",): [],
+    ("oci", "zips"): [],
     ("modules", "list"): [],
     ("modules", "prefetch"): ["/tmp/config"],
     ("modules", "proxied"): ["--check"],
