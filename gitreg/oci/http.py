@@ -84,6 +84,7 @@ def _oci(
     code of an UnknownReference on this route, `invalid` of a BadRequest."""
 
     def wrap(handler: Handler) -> Handler:
+        @functools.wraps(handler)
         async def endpoint(request: Request) -> Response:
             if request.method not in READ:
                 return _error(
