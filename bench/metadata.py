@@ -1,7 +1,8 @@
 """Metadata answers: gitreg vs a bare Starlette handler vs nginx, over HTTP and HTTPS.
 
 Target: `gitreg serve` as installed, default logging on, answers
-discovery, module `versions` and module `download` at >= 0.9x a bare Starlette handler
+discovery, module `versions` and module `download` (and the module's OCI tag list and
+manifest) at >= 0.9x a bare Starlette handler
 returning the same bytes from memory on uvicorn with httptools + uvloop
 (bench/bare_server.py, one worker), with p99 <= 5 ms at 32 connections, measured in the
 same run. nginx (one worker) serving the same bytes as static files is the physical limit
@@ -37,6 +38,9 @@ def endpoints(version: str) -> dict[str, str]:
         "discovery": "/.well-known/terraform.json",
         "versions": f"/v1/modules/{MODULE}/versions",
         "download": f"/v1/modules/{MODULE}/{version}/download",
+        # The same module over OCI (docs/oci.md): from the same metadata cache.
+        "oci-tags": f"/v2/modules/{MODULE}/tags/list",
+        "oci-manifest": f"/v2/modules/{MODULE}/manifests/{version}",
     }
 
 
@@ -324,7 +328,7 @@ def main() -> None:
     parser.add_argument(
         "--endpoints",
         type=lambda text: text.split(","),
-        default=["discovery", "versions", "download"],
+        default=["discovery", "versions", "download", "oci-tags", "oci-manifest"],
         help="which to measure (a noisy cell rerun alone)",
     )
     parser.add_argument(

@@ -37,6 +37,7 @@ from gitreg.metrics import http as metrics_api
 from gitreg.metrics import service as metrics
 from gitreg.mirror import http as mirror
 from gitreg.modules import http as modules
+from gitreg.oci import http as oci
 from gitreg.providers import http as providers
 from gitreg.server import http as health
 from gitreg.server.access_log import AccessLog
@@ -170,6 +171,7 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
         # Before login's: Starlette tries routes in order, and each miss costs a
         # download answer time (docs/performance.md); the paths are disjoint.
         *modules.routes(),
+        *oci.routes(),  # one Mount: the other routes pay one prefix test
         *login.routes(),
         *providers.routes(),
         *mirror.routes(),

@@ -67,6 +67,9 @@ def entry_bytes(value: object) -> int:
     (browse records) by their length, anything else as one small entry."""
     if isinstance(value, bytes | str):
         return ENTRY_BYTES + len(value)
+    held = getattr(value, "cache_bytes", None)
+    if isinstance(held, int):  # a value that knows what it holds (gitreg/oci/service.py)
+        return ENTRY_BYTES + held
     body = getattr(value, "body", None)
     if isinstance(body, bytes):  # CachedJson: the body, its ETag, its response
         return 3 * ENTRY_BYTES + len(body)

@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gitreg.mirror import cli as mirror
     from gitreg.module_proxy import cli as module_proxy
     from gitreg.modules import cli as modules
+    from gitreg.oci import cli as oci
     from gitreg.providers import cli as providers
     from gitreg.repositories import cli as repos
     from gitreg.server import cli as serve
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.register(sub, common)
     modules.register(sub, common)
     reindex.register(sub, common)
+    oci.register(sub, common)
     access.register_grants(sub, common)
     audit.register(sub, common)
     return parser

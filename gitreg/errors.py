@@ -23,7 +23,8 @@ become the storage errors below inside gitreg/storage/, and nowhere else.
     ├── StorageUnavailable (503)    the blob store (S3) failed or could not be reached
     ├── IssuerUnavailable (503)     a workload identity issuer's keys cannot be fetched
     ├── NotFound (404)              unknown module, version, blob or route
-    │   └── UpstreamNotFound (404)  the upstream registry has no such thing (mirror)
+    │   ├── UpstreamNotFound (404)  the upstream registry has no such thing (mirror)
+    │   └── UnknownReference (404)  an OCI repository without that manifest or blob
     ├── Conflict (409)              an immutable thing would change
     ├── ConfigError (500)           settings that cannot work; raised at start-up
     │                               (400: an unknown setting, or a Terraform
@@ -237,6 +238,12 @@ class NotFound(GitregError):
 
 class UpstreamNotFound(NotFound):
     """The upstream registry answered 404: it has no such provider, version or platform."""
+
+
+class UnknownReference(NotFound):
+    """An OCI repository that exists (and may be read) has no manifest or blob
+    by that tag or digest: the distribution spec's MANIFEST_UNKNOWN or
+    BLOB_UNKNOWN, where a plain NotFound is NAME_UNKNOWN."""
 
 
 class Conflict(GitregError):

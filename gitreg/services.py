@@ -45,6 +45,9 @@ from gitreg.module_proxy.store import ModuleProxyIndex
 from gitreg.module_proxy.store_sql import ModuleProxyStore
 from gitreg.modules.publisher import Publisher
 from gitreg.modules.service import Modules
+from gitreg.oci.service import Oci
+from gitreg.oci.store import OciIndex
+from gitreg.oci.store_sql import OciStore
 from gitreg.providers.ingest import ProviderPublisher
 from gitreg.providers.keys import KeyManager
 from gitreg.providers.service import ProviderService
@@ -94,6 +97,7 @@ class Services:
     provider_service: ProviderService  # hosted providers: protocol, uploads, keys, publishing
     mirror: MirrorService  # the provider network mirror
     module_proxy: ModuleProxyService  # the pull-through cache of public modules
+    oci: Oci  # every release over the OCI Distribution API, under /v2/
     catalog_service: Catalog  # listing, search, records and documentation
     usage: DownloadUsage  # who uses which version
     workload_identity: WorkloadIdentity  # CI jobs' ID tokens, by [[workload_identity]] rules
@@ -225,6 +229,11 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     counts: DownloadCountIndex = DownloadCountStore(shared)
     proxy_store: ModuleProxyIndex = ModuleProxyStore(shared)
     access.add_blob_owners(proxy_store.blob_owners)
+    oci_store: OciIndex = OciStore(shared)
+    access.add_blob_owners(oci_store.blob_owners)
+    module_proxy = ModuleProxyService(
+        proxy_options(settings), proxy_store, blobs, cache, settings.data_dir / "proxy-tmp"
+    )
     searches = SearchCache(cache)
     reindexer = Reindexer(
         index=index,
@@ -268,8 +277,18 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync, audit=audit),
         provider_service=provider_service,
         mirror=build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),
-        module_proxy=ModuleProxyService(
-            proxy_options(settings), proxy_store, blobs, cache, settings.data_dir / "proxy-tmp"
+        module_proxy=module_proxy,
+        oci=Oci(
+            settings=settings,
+            store=oci_store,
+            modules=index,
+            proxy=module_proxy,
+            proxied=proxy_store,
+            providers=provider_store,
+            mirror=mirror_store,
+            blobs=blobs,
+            cache=cache,
+            access=access,
         ),
         catalog_service=catalog_service,
         usage=DownloadUsage(counts=counts, modules=index),

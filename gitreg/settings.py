@@ -228,6 +228,13 @@ class Settings:
     # process), and at most `sign_in_pending_max` unexpired rows in all.
     sign_in_per_client: int = 20
     sign_in_pending_max: int = 10_000
+    # OCI (docs/oci.md): every module is served under `/v2/<oci_module_prefix>/`
+    # and every provider under `/v2/<oci_provider_prefix>/`. With
+    # `oci_module_downloads`, a module `download` answers OpenTofu 1.10 and
+    # later with an `oci://` source pinned by digest instead of an archive URL.
+    oci_module_prefix: str = "modules"
+    oci_provider_prefix: str = "providers"
+    oci_module_downloads: bool = False
 
     @property
     def scheme(self) -> str:
@@ -387,6 +394,7 @@ def _validate(settings: Settings) -> None:
             raise ConfigError(f"public_url must be an http(s) URL, got {settings.public_url!r}")
     if bool(settings.tls_cert) != bool(settings.tls_key):
         raise ConfigError("--tls-cert and --tls-key go together")
+    _validate_oci(settings)
     if settings.read_default not in ("public", "token"):
         raise ConfigError(f"read_default must be public or token, got {settings.read_default!r}")
     if not 0 < settings.signed_url_ttl <= 900:
@@ -465,6 +473,22 @@ def s3_location(blob_store: str) -> tuple[str, str]:
             f"blob_store {blob_store!r}: {parts.netloc!r} is not a valid S3 bucket name"
         )
     return parts.netloc, parts.path.strip("/")
+
+
+_OCI_PREFIX = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$")
+
+
+def _validate_oci(settings: Settings) -> None:
+    prefixes = (settings.oci_module_prefix, settings.oci_provider_prefix)
+    for name, prefix in zip(("oci_module_prefix", "oci_provider_prefix"), prefixes, strict=True):
+        if not _OCI_PREFIX.match(prefix):
+            raise ConfigError(
+                f"{name} must be lower-case OCI path components such as {name.split('_')[1]}s,"
+                f" got {prefix!r}"
+            )
+    first, second = sorted(prefixes)
+    if first == second or second.startswith(first + "/"):
+        raise ConfigError("oci_module_prefix and oci_provider_prefix must not contain each other")
 
 
 def _validate_blob_store(settings: Settings) -> None:

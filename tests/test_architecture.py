@@ -26,6 +26,7 @@ FEATURES = (
     "mirror",
     "module_proxy",
     "modules",
+    "oci",
     "providers",
     "repositories",
     "usage",

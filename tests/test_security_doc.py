@@ -17,7 +17,7 @@ ITEMS = [
     *(f"P{n}" for n in range(1, 5)),
     *(f"M{n}" for n in range(1, 5)),
     *(f"S{n}" for n in range(1, 6)),
-    *(f"U{n}" for n in range(1, 5)),
+    *(f"U{n}" for n in range(1, 6)),
     *(f"H{n}" for n in range(1, 4)),
     # Reliability under abuse.
     *(f"R{n}" for n in range(1, 14)),

@@ -55,8 +55,23 @@ async def blob_response(request: Request, sha256: str, media_type: str) -> Respo
         raise NotFound("no such archive")
     svc = services(request)
     private = await svc.access.check_blob(credentials(request), sha256)
+    return await stored_blob(request, sha256, media_type, private)
+
+
+async def stored_blob(
+    request: Request,
+    sha256: str,
+    media_type: str,
+    private: bool,
+    extra: dict[str, str] | None = None,
+) -> Response:
+    """The stored bytes of a blob whose access the caller has decided (a route
+    that advertises blobs by another rule, such as an OCI repository's), with
+    `extra` headers on every answer but a redirect."""
+    svc = services(request)
     path = svc.blobs.local_file(sha256)
     headers = {"ETag": f'"{sha256}"', "Cache-Control": PRIVATE if private else IMMUTABLE}
+    headers.update(extra or {})
     if path is None:
         return await _remote_blob(request, svc, sha256, media_type, headers)
     blob = OpenBlob(os.fspath(path))

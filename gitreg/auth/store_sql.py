@@ -150,7 +150,8 @@ class AuthStore(SessionStoreMixin, IndexBackedStore):
             " (SELECT coalesce(max(id), 0) FROM module_versions),"
             " (SELECT count(*) || ':' || coalesce(max(fetched_at), 0) FROM mirror_packages),"
             " (SELECT coalesce(max(id), 0) FROM provider_versions),"
-            " (SELECT coalesce(max(version_id), 0) FROM provider_packages)"
+            " (SELECT coalesce(max(version_id), 0) FROM provider_packages),"
+            " (SELECT count(*) FROM oci_module_zips)"
         )
         visibility = ";".join(
             f"{r[0]}={r[1]}"

@@ -63,10 +63,16 @@ async def download(request: Request) -> Response:
         proxied = await svc.module_proxy.location(
             _address(request), p["version"], base, svc.access, who
         )
+        if svc.settings.oci_module_downloads:
+            agent = header(request.scope, b"user-agent")
+            proxied = await svc.oci.module_download(agent, proxied, asked, base)
         return _download_response(request, proxied)
     location = svc.modules.cached_location(*asked, base)
     if location is None:
         location = await svc.modules.location(functools.partial(credentials, request), *asked, base)
+    if svc.settings.oci_module_downloads:
+        agent = header(request.scope, b"user-agent")
+        location = await svc.oci.module_download(agent, location, asked, base)
     count_module_download(request, svc)
     return _download_response(request, location)
 

@@ -22,7 +22,7 @@ from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound
 from gitreg.metrics import service as metrics
 from gitreg.providers.names import check_version
-from gitreg.providers.store import ProviderIndex
+from gitreg.providers.store import PackageRecord, ProviderIndex
 from gitreg.versions import sort_key
 
 # The `providers.v1` base path (discovery announces it); files are served below it.
@@ -86,7 +86,8 @@ def _download(
     found = store.provider_version(provider.id, version)
     if found is None:
         return f"provider {address} has no version {version}"
-    package = next((p for p in store.packages(found.id) if (p.os, p.arch) == (os_, arch)), None)
+    packages = store.packages(found.id)
+    package = next((p for p in packages if (p.os, p.arch) == (os_, arch)), None)
     if package is None:
         return f"provider {address} {version} has no package for {os_}_{arch}"
     key = store.key(found.key_row)
@@ -107,6 +108,7 @@ def _download(
                 }
             ]
         },
+        "packages": _packages(packages),
     }
     paths = {
         "download_url": files_path(address, version, package.filename),
@@ -114,6 +116,17 @@ def _download(
         "shasums_signature_url": files_path(address, version, found.shasums_filename + ".sig"),
     }
     return _Download(data, paths)
+
+
+def _packages(packages: list[PackageRecord]) -> dict[str, Any]:
+    """Every platform's `zh:` and `h1:` hashes and size, whichever platform was
+    asked for: OpenTofu 1.12 copies them into the lock file, which is then
+    valid on every platform (OpenTofu's provider-registry-protocol, v1.12,
+    `packages`). Other clients ignore the field."""
+    return {
+        f"{p.os}_{p.arch}": {"hashes": [f"zh:{p.sha256}", p.h1], "package_size": p.size}
+        for p in sorted(packages, key=lambda p: (p.os, p.arch))
+    }
 
 
 class ProviderDownloads:

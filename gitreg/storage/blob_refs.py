@@ -18,6 +18,7 @@ BLOB_COLUMNS: tuple[tuple[str, str], ...] = (
     ("provider_packages", "sha256"),
     ("mirror_packages", "sha256"),
     ("module_proxy_versions", "archive_sha256"),
+    ("oci_module_zips", "zip_sha256"),
 )
 
 # A row if any column names the blob; the sha256 is bound once per column. The

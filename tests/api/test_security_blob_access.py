@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from gitreg.app import all_routes
 from gitreg.auth.signed_urls import UrlSigner
@@ -64,6 +64,17 @@ BLOB_ROUTES: dict[str, Callable[[Blob], list[str]]] = {
     "/mirror/{hostname}/{namespace}/{type}/{file}": lambda b: [
         f"/mirror/{HOSTED}/team/null/{b.filename}",
         f"/mirror/{UPSTREAM}/hashicorp/null/{b.filename}",
+    ],
+    # OCI repositories (docs/oci.md): gitreg's own, and the mirrored provider.
+    "/v2/{name:path}/blobs/{digest}": lambda b: [
+        f"/v2/{repository}/blobs/sha256:{b.sha256}"
+        for repository in (
+            "modules/team/vpc/aws",
+            "providers/team/null",
+            f"providers/{HOSTED}/team/null",
+            "providers/hashicorp/null",
+            f"providers/{UPSTREAM}/hashicorp/null",
+        )
     ],
 }
 
@@ -178,13 +189,25 @@ def registry(
         yield Registry(server, client, token, other_token, signer, blobs)
 
 
+def _routes() -> list[Route]:
+    """Every route of the app, those inside a mount (`/v2/`) included; their
+    `path` is the whole path (gitreg/oci/http.py)."""
+    found: list[Route] = []
+    for route in all_routes():
+        if isinstance(route, Mount):
+            found += [r for r in route.routes if isinstance(r, Route)]
+            continue
+        assert isinstance(route, Route), f"walk the routes inside {route!r} too"
+        found.append(route)
+    return found
+
+
 def _blob_route_paths() -> set[str]:
     """Paths of the app's routes whose handler can answer with blob bytes."""
     found = set()
-    for route in all_routes():
-        assert isinstance(route, Route), f"walk the routes inside {route!r} too"
+    for route in _routes():
         source = inspect.getsource(route.endpoint)
-        if "blob_response" in source or "FileResponse" in source:
+        if any(word in source for word in ("blob_response", "stored_blob", "FileResponse")):
             found.add(route.path)
     return found
 
@@ -207,8 +230,7 @@ def _every_get_url(blob: Blob) -> list[str]:
         "version": "1.0.0" if blob.kind == "module archive" else "1.2.0",
     }
     urls = []
-    for route in all_routes():
-        assert isinstance(route, Route)
+    for route in _routes():
         if route.methods is None or "GET" in route.methods:
             urls.append(re.sub(r"\{(\w+)(?::\w+)?\}", lambda m: values.get(m[1], "x"), route.path))
     return urls

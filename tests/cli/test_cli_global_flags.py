@@ -34,6 +34,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("reindex",): [],
     ("audit", "list"): ["--since", "24h", "--action", "token.*"],
     ("audit", "prune"): [],
+    ("oci", "zips"): [],
     ("modules", "list"): [],
     ("modules", "prefetch"): ["/tmp/config"],
     ("modules", "proxied"): ["--check"],

@@ -3,6 +3,7 @@ provider-registry-protocol.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -217,3 +218,17 @@ def test_an_upload_with_more_zip_entries_than_the_limit_is_refused(
     assert len(read) <= 5  # the other platform's zip only
     assert not [r for r in caplog.records if "d1/" in r.getMessage()]
     assert svc.providers.store.provider_version(1, "1.2.0") is None
+
+
+def test_download_lists_every_platforms_hashes(client: TestClient, published: Dist) -> None:
+    """OpenTofu 1.12's `packages`: all platforms, whichever was asked for, each
+    with its `zh:` (the zip's sha256) and `h1:` hashes and its size."""
+    body = client.get("/v1/providers/acme/null/1.2.0/download/linux/amd64").json()
+    assert sorted(body["packages"]) == sorted(PLATFORMS)
+    for platform, entry in body["packages"].items():
+        data = published.files[published.zip_name(platform)]
+        zh, h1 = entry["hashes"]
+        assert zh == "zh:" + hashlib.sha256(data).hexdigest()
+        assert h1.startswith("h1:") and len(h1) == 47
+        assert entry["package_size"] == len(data)
+    assert body["packages"]["linux_amd64"]["hashes"][0] == "zh:" + body["shasum"]

@@ -1,0 +1,72 @@
+"""Pull tokens of the `/v2/token` endpoint (the Docker registry token flow).
+
+A client refused with `401` and a `Bearer realm=...,scope="repository:NAME:pull"`
+challenge asks the realm for a token, with Basic credentials (any user name, a
+gitreg token as the password: what `docker login`-style credential files
+hold) or a gitreg Bearer token. What it gets back names the repositories it may
+pull, and nothing else, until it expires: `oci1.<payload>.<expires>.<mac>`,
+where the payload lists the repositories and the token's id, and the MAC is
+the URL signer's, so every replica checks it and a key rotation applies to it
+as to signed download URLs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gitreg.auth.signed_urls import UrlSigner
+from gitreg.errors import Forbidden
+
+PREFIX = "oci1."
+# The path the MAC is computed over: no route serves it.
+_SIGNED_PATH = "/v2/token/grant/"
+MAX_SCOPES = 32
+
+
+@dataclass(frozen=True)
+class Grant:
+    repositories: frozenset[str]
+    # Asked for by a client whose credentials may not read them: answered as
+    # a token for another namespace is (404), not with another challenge.
+    denied: frozenset[str]
+    token_id: int  # 0 for an anonymous grant
+    expires: int
+
+
+def issue(
+    signer: UrlSigner, repositories: list[str], denied: list[str], token_id: int
+) -> tuple[str, int]:
+    """A token for `repositories` and its lifetime in seconds."""
+    document = json.dumps(
+        {"r": sorted(set(repositories)), "d": sorted(set(denied)), "t": token_id},
+        separators=(",", ":"),
+    )
+    payload = base64.urlsafe_b64encode(document.encode()).decode().rstrip("=")
+    query = dict(part.split("=", 1) for part in signer.sign(_SIGNED_PATH + payload).split("&"))
+    return f"{PREFIX}{payload}.{query['expires']}.{query['signature']}", int(signer.ttl)
+
+
+def read(signer: UrlSigner, token: str) -> Grant:
+    """The grant a token carries; Forbidden when it is malformed, forged or
+    expired (the caller answers that as a bad credential)."""
+    body = token[len(PREFIX) :] if token.startswith(PREFIX) else ""
+    payload, _, rest = body.partition(".")
+    expires, _, signature = rest.partition(".")
+    query: Mapping[str, str] = {"expires": expires, "signature": signature}
+    signer.verify(_SIGNED_PATH + payload, query)
+    try:
+        document = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        repositories = frozenset(str(r) for r in document["r"])
+        denied = frozenset(str(r) for r in document["d"])
+        token_id = int(document["t"])
+    except (binascii.Error, ValueError, KeyError, TypeError) as exc:
+        raise Forbidden("malformed registry token") from exc
+    return Grant(repositories, denied, token_id, int(expires))
+
+
+def is_grant(token: str) -> bool:
+    return token.startswith(PREFIX)

@@ -1,0 +1,231 @@
+"""A private namespace through `/v2/`: every route, every kind of content,
+invisible without a read token and answered as the Docker token flow expects."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from starlette.testclient import TestClient
+
+from gitreg.oci import grants
+from gitreg.services import Services
+from tests.oci.conftest import BASE, make_token, serve
+from tests.support.gitrepo import GitRepo
+
+SECRET_MODULE = "modules/secret/vpc/aws"
+SECRET_PROVIDER = "providers/secret/null"
+MISSING = ("modules/secret/nope/aws", "providers/secret/nope")
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+def _basic(password: str, user: str = "anyone") -> dict[str, str]:
+    raw = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return {"authorization": f"Basic {raw}"}
+
+
+def _paths(client: TestClient, headers: dict[str, str]) -> list[str]:
+    """Every read route of the private module and provider, with real digests."""
+    paths: list[str] = []
+    module = f"/v2/{SECRET_MODULE}"
+    manifest = client.get(f"{module}/manifests/1.0.0", headers=headers)
+    assert manifest.status_code == 200, manifest.text
+    digest = manifest.headers["docker-content-digest"]
+    body = manifest.json()
+    paths += [
+        f"{module}/tags/list",
+        f"{module}/manifests/1.0.0",
+        f"{module}/manifests/{digest}",
+        f"{module}/blobs/{body['layers'][0]['digest']}",
+        f"{module}/blobs/{body['config']['digest']}",
+        f"{module}/referrers/{digest}",
+    ]
+    provider = f"/v2/{SECRET_PROVIDER}"
+    index = client.get(f"{provider}/manifests/2.0.0", headers=headers)
+    index_digest = index.headers["docker-content-digest"]
+    platform_digest = index.json()["manifests"][0]["digest"]
+    platform = client.get(f"{provider}/manifests/{platform_digest}", headers=headers).json()
+    paths += [
+        f"{provider}/tags/list",
+        f"{provider}/manifests/2.0.0",
+        f"{provider}/manifests/{index_digest}",
+        f"{provider}/manifests/{platform_digest}",
+        f"{provider}/blobs/{platform['layers'][0]['digest']}",
+        f"{provider}/blobs/{platform['config']['digest']}",
+        f"{provider}/referrers/{index_digest}",
+    ]
+    return paths
+
+
+@pytest.fixture
+def secret_paths(registry: tuple[TestClient, Services]) -> list[str]:
+    client, svc = registry
+    return _paths(client, _bearer(make_token(svc, "read", ["secret"])))
+
+
+def test_every_route_needs_credentials(
+    registry: tuple[TestClient, Services], secret_paths: list[str]
+) -> None:
+    client, _ = registry
+    missing = [f"/v2/{name}/tags/list" for name in MISSING]
+    missing += [f"/v2/{name}/manifests/1.0.0" for name in MISSING]
+    for path in [*secret_paths, *missing]:
+        for method in ("GET", "HEAD"):
+            answer = client.request(method, path)
+            assert answer.status_code == 401, (method, path)
+            name = path[len("/v2/") :].rsplit("/", 2)[0]
+            assert answer.headers["www-authenticate"] == (
+                f'Bearer realm="{BASE}/v2/token",service="registry.example.com",'
+                f'scope="repository:{name}:pull"'
+            )
+            if method == "GET":
+                assert [e["code"] for e in answer.json()["errors"]] == ["UNAUTHORIZED"]
+
+
+def test_a_token_for_another_namespace_sees_nothing(
+    registry: tuple[TestClient, Services], secret_paths: list[str]
+) -> None:
+    client, svc = registry
+    other = _bearer(make_token(svc, "read", ["open"]))
+    missing = [f"/v2/{name}/manifests/1.0.0" for name in MISSING]
+    for path in [*secret_paths, *missing]:
+        answer = client.get(path, headers=other)
+        assert answer.status_code == 404, path
+        assert [e["code"] for e in answer.json()["errors"]] == ["NAME_UNKNOWN"]
+
+
+@pytest.mark.parametrize("form", ["bearer", "basic"])
+def test_a_read_token_reads_every_route(
+    registry: tuple[TestClient, Services], secret_paths: list[str], form: str
+) -> None:
+    client, svc = registry
+    token = make_token(svc, "read", ["secret"])
+    headers = _bearer(token) if form == "bearer" else _basic(token)
+    for path in secret_paths:
+        answer = client.get(path, headers=headers)
+        assert answer.status_code == 200, path
+        if "/blobs/" in path or "/manifests/" in path:
+            assert answer.headers["cache-control"] == "private, no-store", path
+
+
+def test_token_flow_with_basic_credentials(
+    registry: tuple[TestClient, Services], secret_paths: list[str]
+) -> None:
+    client, svc = registry
+    challenge = client.get(secret_paths[1]).headers["www-authenticate"]
+    params = dict(part.split("=", 1) for part in challenge[len("Bearer ") :].split(","))
+    realm = urlsplit(params["realm"].strip('"'))
+    query = {"service": params["service"].strip('"'), "scope": params["scope"].strip('"')}
+    user_token = make_token(svc, "read", ["secret"])
+    issued = client.get(realm.path, params=query, headers=_basic(user_token))
+    assert issued.status_code == 200
+    body = issued.json()
+    assert body["token"] == body["access_token"] and body["expires_in"] > 0
+    assert body["token"] != user_token
+    pull = _bearer(body["token"])
+    module_paths = [p for p in secret_paths if SECRET_MODULE in p]
+    for path in module_paths:
+        assert client.get(path, headers=pull).status_code == 200, path
+    # Not covered by this token: a fresh challenge for that repository.
+    provider = client.get(f"/v2/{SECRET_PROVIDER}/tags/list", headers=pull)
+    assert provider.status_code == 401
+    assert f'scope="repository:{SECRET_PROVIDER}:pull"' in provider.headers["www-authenticate"]
+
+
+def test_token_flow_for_a_namespace_the_credentials_cannot_read(
+    registry: tuple[TestClient, Services],
+) -> None:
+    client, svc = registry
+    scope = f"repository:{SECRET_MODULE}:pull"
+    issued = client.get(
+        "/v2/token", params={"scope": scope}, headers=_basic(make_token(svc, "read", ["open"]))
+    )
+    answer = client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=_bearer(issued.json()["token"]))
+    assert answer.status_code == 404
+    assert [e["code"] for e in answer.json()["errors"]] == ["NAME_UNKNOWN"]
+
+
+def test_anonymous_token_opens_public_repositories_only(
+    registry: tuple[TestClient, Services],
+) -> None:
+    client, _ = registry
+    scopes = [f"repository:{SECRET_MODULE}:pull", "repository:modules/open/vpc/aws:pull"]
+    token = client.get("/v2/token", params={"scope": scopes}).json()["token"]
+    assert client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=_bearer(token)).status_code == 401
+    opened = client.get("/v2/modules/open/vpc/aws/tags/list", headers=_bearer(token))
+    assert opened.status_code == 200
+
+
+def test_oauth2_form_post_takes_a_refresh_token(registry: tuple[TestClient, Services]) -> None:
+    client, svc = registry
+    form = {
+        "grant_type": "refresh_token",
+        "refresh_token": make_token(svc, "read", ["secret"]),
+        "service": "registry.example.com",
+        "scope": f"repository:{SECRET_MODULE}:pull",
+    }
+    issued = client.post("/v2/token", data=form)
+    assert issued.status_code == 200
+    answer = client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=_bearer(issued.json()["token"]))
+    assert answer.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    ["Bearer gitreg_not-a-token", "Basic bm90OmF0b2tlbg==", "Basic !!!", "Bearer oci1.x.1.y"],
+)
+def test_bad_credentials_are_refused_with_401(
+    registry: tuple[TestClient, Services], authorization: str
+) -> None:
+    client, _ = registry
+    headers = {"authorization": authorization}
+    assert client.get("/v2/token", headers=headers).status_code == 401
+    answer = client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=headers)
+    assert answer.status_code == 401
+    assert "www-authenticate" in answer.headers
+    assert client.get("/v2/", headers=headers).status_code == 401
+
+
+def test_an_expired_pull_token_is_refused(registry: tuple[TestClient, Services]) -> None:
+    client, svc = registry
+    signer = svc.access.signer
+    token, _ = grants.issue(signer, [SECRET_MODULE], [], 1)
+    payload, _expires, signature = token[len(grants.PREFIX) :].split(".")
+    forged = f"{grants.PREFIX}{payload}.{int(time.time()) - 1}.{signature}"
+    answer = client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=_bearer(forged))
+    assert answer.status_code == 401
+    assert client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=_bearer(token)).status_code == 200
+    other = grants.issue(signer, ["modules/open/vpc/aws"], [], 1)[0]
+    swapped = f"{grants.PREFIX}{token.split('.')[1]}.{other.split('.', 2)[2]}"
+    assert client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=_bearer(swapped)).status_code == 401
+
+
+def test_private_zip_is_not_served_by_hash_elsewhere(
+    registry: tuple[TestClient, Services], secret_paths: list[str]
+) -> None:
+    client, _ = registry
+    layer = next(p for p in secret_paths if "/blobs/" in p and SECRET_MODULE in p)
+    sha256 = layer.rsplit(":", 1)[1]
+    assert client.get(f"/archives/{sha256}.tar.gz").status_code in (401, 403)
+
+
+def test_failed_credentials_count_towards_the_limit(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    served = serve(tmp_path, make_repo, auth_fail_limit=3)
+    client, _ = next(served)
+    bad = [_bearer("oci1.forged.1.x"), {"authorization": "Basic !!!"}, _basic("gitreg_nope")]
+    for headers in bad:
+        assert client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=headers).status_code == 401
+    answer = client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=bad[0])
+    assert answer.status_code == 429
+    assert [e["code"] for e in answer.json()["errors"]] == ["TOOMANYREQUESTS"]
+    assert "retry-after" in answer.headers
+    next(served, None)
