@@ -19,6 +19,7 @@ from gitreg import logs
 from gitreg.api import blobs, discovery, startup
 from gitreg.api.body_deadline import BodyDeadline
 from gitreg.api.responses import error_body, json_response
+from gitreg.attestations import http as attestations
 from gitreg.auth import http as login
 from gitreg.auth.signed_urls import RECHECK_EVERY
 from gitreg.catalog import http as browse
@@ -147,6 +148,17 @@ async def _reload_signing_keys_forever(svc: Services, stop: asyncio.Event) -> No
             log.exception("cannot reload the URL-signing keys")
 
 
+def _attest_published(svc: Services) -> None:
+    try:
+        svc.attestations.ensure_key()
+        made = svc.attestations.backfill()
+    except Exception:  # the server serves on; `gitreg reindex` retries
+        log.exception("cannot sign the statements of versions published before them")
+        return
+    if made:
+        log.info("signed the statements of %d versions published before them", made)
+
+
 def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
     # login.v1 is advertised only when sign-in is configured (gitreg/auth/http.py).
     services = {**discovery.SERVICES, **(login.login_service(settings) if settings else {})}
@@ -155,6 +167,7 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
         # Before login's: Starlette tries routes in order, and each miss costs a
         # download answer time (docs/performance.md); the paths are disjoint.
         *modules.routes(),
+        *attestations.routes(),
         *login.routes(),
         *providers.routes(),
         *mirror.routes(),
@@ -180,6 +193,8 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         cleaner = asyncio.create_task(_clean_staging_forever(services, stop))
         keys = asyncio.create_task(_reload_signing_keys_forever(services, stop))
         counts = asyncio.create_task(services.downloads.run(FLUSH_SECONDS))
+        # The attestation key is made now, and versions older than statements get theirs.
+        statements = asyncio.create_task(run_in_threadpool(_attest_published, services))
         # Webhook jobs run on threads of this process (gitreg.jobs).
         runner = services.job_service.runner()
         if settings.job_workers > 0:
@@ -191,7 +206,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             # whatever else fails on the way out.
             stop.set()
             try:
-                await asyncio.gather(cleaner, keys, return_exceptions=True)
+                await asyncio.gather(cleaner, keys, statements, return_exceptions=True)
                 for task in (watcher, counts):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):

@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     command that may run without Services (see `_dispatch`). The order of the
     groups is the order `gitreg --help` lists them in.
     """
+    from gitreg.attestations import cli as attestations
     from gitreg.auth import cli as access
     from gitreg.catalog import cli as reindex
     from gitreg.doctor import cli as doctor
@@ -90,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     storage.register(sub, common)
     access.register(sub, common)
     jobs.register(sub, common)
-    providers.register(sub, common)
+    providers.register(sub, common, attestations.register_key_commands)
     mirror.register(sub, common)
     repos.register_modules(sub, common)
     module_proxy.register(sub, common)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gitreg.attestations.keys import KeyRing
+from gitreg.attestations.service import Attestations
+from gitreg.attestations.store_sql import AttestationStore
 from gitreg.auth.grants import parse_grants
 from gitreg.auth.login import LoginFlow
 from gitreg.auth.oidc import OidcClient
@@ -92,6 +95,7 @@ class Services:
     mirror: MirrorService  # the provider network mirror
     module_proxy: ModuleProxyService  # the pull-through cache of public modules
     catalog_service: Catalog  # listing, search, records and documentation
+    attestations: Attestations  # signed statements, their keys and the transparency log
     usage: DownloadUsage  # who uses which version
     downloads: DownloadCounter  # download counts, flushed in batches
     health: Health  # readiness, for /readyz
@@ -173,10 +177,20 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     git = DulwichBackend(settings.git_timeout, settings.max_fetch_bytes)
     catalog: CatalogIndex = CatalogStore(shared)
     docs = Documenter(index, catalog, git, on_change=cache.invalidate)
-    publisher = Publisher(settings, index, blobs, git, on_change=cache.invalidate, docs=docs)
-    jobs = JobQueue(job_store, settings)
     signer = UrlSigner(secrets, settings.signed_url_ttl)
     access = Access(settings, auth, cache, signer)
+    attestations = Attestations(
+        settings=settings,
+        store=AttestationStore(shared),
+        keys=KeyRing(secrets),
+        blobs=blobs,
+        index=index,
+        access=access,
+    )
+    publisher = Publisher(
+        settings, index, blobs, git, on_change=cache.invalidate, docs=docs, attest=attestations
+    )
+    jobs = JobQueue(job_store, settings)
     provider_docs: ProviderDocsIndex = ProviderDocsStore(shared)
     provider_documenter = ProviderDocumenter(
         provider_store, provider_docs, git, publisher.fetch_mirror, cache.invalidate
@@ -244,7 +258,8 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         login=LoginFlow(settings, auth, oidc, cache.invalidate, limits, failures=access.limiter),
         sign_in=WebSignIn(settings, auth, oidc, limits),
         repositories=repositories,
-        modules=Modules(index=index, cache=cache, access=access, docs=docs),
+        modules=Modules(index=index, cache=cache, access=access, docs=docs, attest=attestations),
+        attestations=attestations,
         job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync),
         provider_service=provider_service,
         mirror=build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),

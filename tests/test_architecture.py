@@ -18,6 +18,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "gitreg"
 
 FEATURES = (
+    "attestations",
     "auth",
     "catalog",
     "doctor",
@@ -28,6 +29,7 @@ FEATURES = (
     "providers",
     "repositories",
     "usage",
+    "verify",
     "webhooks",
 )
 # Shared machinery the features build on; never a feature's own code.
@@ -48,6 +50,7 @@ CONCRETE_STORAGE = (
     "ProviderStore",
     "MirrorStore",
     "AuthStore",
+    "AttestationStore",
     "FileBlobStore",
     "FileSecretStore",
     "DatabaseSecretStore",

@@ -16,11 +16,13 @@ from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from gitreg.addresses import ModuleAddress, module_address
+from gitreg.attestations.service import Attestations
 from gitreg.auth.service import Access, Credentials
 from gitreg.cache import MISSING, MetadataCache
 from gitreg.catalog.documenter import Documenter
 from gitreg.errors import BadRequest, NotFound
 from gitreg.modules.downloads import ModuleDownloads
+from gitreg.storage.database import InTransaction
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ConflictRecord, ModuleRecord, VersionRecord
 from gitreg.versions import parse_tag_version, sort_key
@@ -110,7 +112,9 @@ class Modules:
         cache: MetadataCache[object],
         access: Access,
         docs: Documenter,
+        attest: Attestations | None = None,
     ) -> None:
+        self._attest = attest  # each change is logged in its own transaction
         self._index = index
         self._cache = cache
         self._access = access
@@ -180,7 +184,8 @@ class Modules:
         module, key, found = self._version(address, version)
         changed = found.yanked != yanked
         if changed:
-            self._index.set_yanked(module.id, key, yanked)
+            event = "yank" if yanked else "unyank"
+            self._index.set_yanked(module.id, key, yanked, self._logged(module, key, event))
             self._docs.refresh_search(module)
             self._cache.invalidate()
         return VersionChange(module.address, found.version, changed)
@@ -197,7 +202,8 @@ class Modules:
         module, key, found = self._version(address, version)
         if (found.deprecation_reason, found.deprecation_link) == (reason, link):
             return VersionChange(module.address, found.version, changed=False)
-        self._index.set_deprecation(module.id, key, reason, link)
+        logged = self._logged(module, key, "deprecate")
+        self._index.set_deprecation(module.id, key, reason, link, logged)
         self._cache.invalidate()
         return VersionChange(module.address, found.version, True, updated=found.deprecated)
 
@@ -206,9 +212,14 @@ class Modules:
         module, key, found = self._version(address, version)
         if not found.deprecated:
             return VersionChange(module.address, found.version, changed=False)
-        self._index.set_deprecation(module.id, key, None)
+        self._index.set_deprecation(
+            module.id, key, None, then=self._logged(module, key, "undeprecate")
+        )
         self._cache.invalidate()
         return VersionChange(module.address, found.version, changed=True)
+
+    def _logged(self, module: ModuleRecord, key: str, event: str) -> InTransaction | None:
+        return self._attest.for_change(module, key, event) if self._attest else None
 
     def conflicts(self) -> list[Conflict]:
         """Every recorded tag that disagrees with its published version."""

@@ -24,6 +24,8 @@ from tests.support.server import RunningServer, cli
 # tested here too.
 COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("serve",): [],
+    ("key", "attestation", "rotate"): [],
+    ("key", "attestation", "list"): ["--json"],
     ("repo", "add"): ["/tmp/repo", "--module", "a/b/c"],
     ("repo", "list"): [],
     ("repo", "remove"): ["a/b/c", "--keep-versions"],

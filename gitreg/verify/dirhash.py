@@ -1,0 +1,113 @@
+"""The `h1:` directory hash: Go's dirhash Hash1, the hash Terraform records for
+providers in `.terraform.lock.hcl`.
+
+Hash1 lists every file as `<hex sha256 of its content>  <slash path>\n`, in
+byte order of the path, and is `h1:` and the base64 of the SHA-256 of that
+list. The files are those Terraform leaves when it extracts a module archive:
+regular files, and symlinks that lead to a regular file, hashed as the content
+they lead to (as Go's dirhash reads through them). A symlink to a directory,
+or one that leads nowhere, is not a file and is left out. The same rule read
+from the archive (`archive_dirhash`) and from an installed directory
+(`tree_dirhash`) gives the same hash.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import posixpath
+import tarfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import BinaryIO
+
+_CHUNK = 1 << 16
+_MAX_LINKS = 40  # symlink hops followed inside an archive, as an OS allows
+
+
+def hash1(files: Iterable[tuple[str, str]]) -> str:
+    """`h1:` over (slash path, hex sha256) pairs; a path with a newline cannot
+    be listed unambiguously and is refused, as Go refuses it."""
+    summary = hashlib.sha256()
+    for name, digest in sorted(files, key=lambda item: item[0].encode()):
+        if "\n" in name:
+            raise ValueError(f"file name with a newline: {name!r}")
+        summary.update(f"{digest}  {name}\n".encode())
+    return "h1:" + base64.b64encode(summary.digest()).decode()
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def tree_files(root: Path) -> dict[str, str]:
+    """Slash path -> hex sha256 of every file under `root`, by the rule above."""
+    found: dict[str, str] = {}
+    top = str(root)
+    for folder, _dirs, names in os.walk(top):
+        for name in names:
+            path = os.path.join(folder, name)
+            if not os.path.isfile(path):  # follows symlinks: a broken one is no file
+                continue
+            rel = os.path.relpath(path, top).replace(os.sep, "/")
+            found[rel] = _file_sha256(path)
+    return found
+
+
+def tree_dirhash(root: Path) -> str:
+    return hash1(tree_files(root).items())
+
+
+def archive_files(archive: BinaryIO) -> dict[str, str]:
+    """Slash path -> hex sha256 of every file a tar.gz module archive extracts to."""
+    contents: dict[str, str] = {}
+    links: dict[str, str] = {}
+    dirs: set[str] = set()
+    with tarfile.open(fileobj=archive, mode="r:gz") as tar:
+        for member in tar:
+            name = posixpath.normpath(member.name.lstrip("/"))
+            if name in (".", "") or name.startswith("../"):
+                continue
+            if member.isreg():
+                handle = tar.extractfile(member)
+                assert handle is not None
+                digest = hashlib.sha256()
+                while chunk := handle.read(_CHUNK):
+                    digest.update(chunk)
+                contents[name] = digest.hexdigest()
+            elif member.issym():
+                links[name] = member.linkname
+            elif member.isdir():
+                dirs.add(name)
+    files = dict(contents)
+    for name in links:
+        target = _resolve(name, links, contents)
+        if target is not None:
+            files[name] = contents[target]
+    return files
+
+
+def _resolve(name: str, links: dict[str, str], contents: dict[str, str]) -> str | None:
+    """The regular file a symlink leads to within the archive, or None."""
+    current = name
+    for _ in range(_MAX_LINKS):
+        if current in contents:
+            return current
+        if current not in links:
+            return None
+        target = links[current]
+        if target.startswith("/"):
+            return None
+        current = posixpath.normpath(posixpath.join(posixpath.dirname(current), target))
+        if current.startswith("../") or current == "..":
+            return None
+    return None
+
+
+def archive_dirhash(archive: BinaryIO) -> str:
+    return hash1(archive_files(archive).items())
