@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gitreg.repositories import cli as repos
     from gitreg.server import cli as serve
     from gitreg.storage import cli as storage
+    from gitreg.verify import cli as verify
 
     common = _common(default=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     modules.register(sub, common)
     reindex.register(sub, common)
     access.register_grants(sub, common)
+    verify.register(sub, common)
     return parser
 
 

@@ -6,7 +6,9 @@
     GET /v1/attestations/log/tile/<L>/<N>[.p/<W>]
     GET /v1/attestations/log/tile/entries/<N>[.p/<W>]
 
-A statement follows its version's access rules. The keys and the log are
+A statement follows its version's access rules; its answer names the index of
+its publish entry in the log (`Gitreg-Log-Index`), where `gitreg verify`
+proves its inclusion. The keys and the log are
 public: log entries name no module (gitreg/attestations/service.py). Tiles
 never change once served, so they are cacheable for good; the checkpoint
 moves with every event.
@@ -34,15 +36,17 @@ BASE = "/v1/attestations/"
 IN_TOTO = "application/vnd.in-toto+json"
 _FOREVER = {"Cache-Control": "public, max-age=31536000, immutable"}
 _MAX_LEVEL = 63
+LOG_INDEX = "Gitreg-Log-Index"  # where the statement's publish entry is in the log
 
 
 async def attestation(request: Request) -> Response:
     p = request.path_params
     address = module_address(p["namespace"], p["name"], p["system"])
-    body = await services(request).attestations.envelope(
+    body, log_index = await services(request).attestations.envelope(
         functools.partial(credentials, request), address, p["version"]
     )
-    return Response(body, media_type=IN_TOTO, headers={"Cache-Control": "no-cache"})
+    headers = {"Cache-Control": "no-cache", LOG_INDEX: str(log_index)}
+    return Response(body, media_type=IN_TOTO, headers=headers)
 
 
 async def keys(request: Request) -> Response:

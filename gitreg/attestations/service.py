@@ -201,13 +201,14 @@ class Attestations:
 
     # -- reading ----------------------------------------------------------------------
 
-    async def envelope(self, who: Who, address: ModuleAddress, version: str) -> bytes:
-        """The DSSE envelope of a version, with the version's own access rules."""
+    async def envelope(self, who: Who, address: ModuleAddress, version: str) -> tuple[bytes, int]:
+        """The DSSE envelope of a version and the index of its log entry, with
+        the version's own access rules."""
         not_found = f"module {address} not found"
         await self._access.require_read(who(), address.namespace, not_found)
         return await asyncio.to_thread(self._envelope, address, version)
 
-    def _envelope(self, address: ModuleAddress, version: str) -> bytes:
+    def _envelope(self, address: ModuleAddress, version: str) -> tuple[bytes, int]:
         key = str(parse_tag_version(version).without_build())
         module = self._index.find_module(address.namespace, address.name, address.system)
         if module is None:
@@ -215,7 +216,7 @@ class Attestations:
         found = self._store.attestation(module.id, key)
         if found is None:
             raise NotFound(f"module {module.address} has no statement for version {version}")
-        return found.envelope.encode()
+        return found.envelope.encode(), found.log_index
 
     def proof(self, module_id: int, version_key: str) -> VersionProof | None:
         """For the browse API and the UI (their callers check access)."""
