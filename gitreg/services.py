@@ -248,6 +248,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         cache=cache,
         searches=searches,
         reindexer=reindexer,
+        provenance=attestations.provenance,
     )
     return Services(
         settings=settings,

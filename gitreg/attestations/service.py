@@ -48,6 +48,7 @@ log = logging.getLogger("gitreg.attestations")
 Step = InTransaction  # runs inside the event's write transaction
 Who = Callable[[], Credentials]
 LOG_PATH = "/v1/attestations/log"
+VERIFY_COMMAND = "gitreg verify --readonly ."  # after `terraform init`, docs/verify.md
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,20 @@ class Attestations:
         return VersionProof(
             version.archive_sha256, found.dir_hash, version.commit_sha, found.log_index, found.keyid
         )
+
+    def provenance(self, module_id: int, version_key: str) -> dict[str, Any] | None:
+        """`proof` as the browse API's version record carries it."""
+        found = self.proof(module_id, version_key)
+        if found is None:
+            return None
+        return {
+            "archive_sha256": found.archive_sha256,
+            "dir_hash": found.dir_hash,
+            "commit": found.commit,
+            "log_index": found.log_index,
+            "keyid": found.keyid,
+            "verify_command": VERIFY_COMMAND,
+        }
 
     def keys_document(self) -> dict[str, Any]:
         return {"keys": [k.listing() for k in self._keys.public_keys()]}

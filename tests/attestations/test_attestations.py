@@ -203,3 +203,21 @@ def test_versions_published_before_get_statements_on_reindex(
     with TestClient(app, base_url="https://testserver") as client:
         envelope = client.get("/v1/modules/old/vpc/aws/1.0.0/attestation").json()
         spec_check.dsse_payload(envelope, _keys(client))
+
+
+def test_browse_api_and_page_show_the_provenance(app_client: tuple[TestClient, Services]) -> None:
+    client, _ = app_client
+    record = client.get("/v1/modules/open/vpc/aws/1.0.0").json()
+    provenance = record["provenance"]
+    envelope = client.get("/v1/modules/open/vpc/aws/1.0.0/attestation")
+    statement = spec_check.dsse_payload(envelope.json(), _keys(client))
+    assert provenance["archive_sha256"] == statement["subject"][0]["digest"]["sha256"]
+    assert provenance["dir_hash"] == statement["subject"][1]["digest"]["dirHash"]
+    assert provenance["commit"] == record["commit"]
+    assert provenance["log_index"] == int(envelope.headers["gitreg-log-index"])
+    assert provenance["verify_command"] == "gitreg verify --readonly ."
+    page = client.get("/modules/open/vpc/aws/1.0.0")
+    assert page.status_code == 200
+    assert provenance["dir_hash"] in page.text
+    assert provenance["archive_sha256"] in page.text
+    assert "gitreg verify --readonly" in page.text
