@@ -48,6 +48,7 @@ log = logging.getLogger("gitreg.attestations")
 Step = InTransaction  # runs inside the event's write transaction
 Who = Callable[[], Credentials]
 LOG_PATH = "/v1/attestations/log"
+MAX_TILE_INDEX = 1 << 48  # far beyond any log, well inside the engines' 64-bit integers
 VERIFY_COMMAND = "gitreg verify --readonly ."  # after `terraform init`, docs/verify.md
 
 
@@ -257,12 +258,16 @@ class Attestations:
 
     def tile(self, level: int, index: int, width: int) -> bytes:
         """A hash tile's bytes; NotFound for one the log does not have yet."""
+        if index >= MAX_TILE_INDEX:
+            raise NotFound("no such tile")
         data = self._store.hashes(level, index * TILE_WIDTH, width)
         if len(data) != width * 32:
             raise NotFound("no such tile")
         return data
 
     def entry_bundle(self, index: int, width: int) -> bytes:
+        if index >= MAX_TILE_INDEX:
+            raise NotFound("no such tile")
         entries = self._store.entries(index * TILE_WIDTH, width)
         if len(entries) != width:
             raise NotFound("no such tile")

@@ -162,6 +162,9 @@ def test_log_entries_bind_statements_and_tiles_prove_the_root(
     assert tile.content == b"".join(leaves)
     assert client.get("/v1/attestations/log/tile/0/000.p/9").status_code == 404
     assert client.get("/v1/attestations/log/tile/0/0").status_code == 404
+    huge = "/".join(["x999"] * 7 + ["999"])
+    for path in (f"tile/0/{huge}", f"tile/entries/{huge}", "tile/entries/000.p/0", "tile/-1/000"):
+        assert client.get("/v1/attestations/log/" + path).status_code == 404
 
 
 def test_yank_deprecate_and_rotation_are_logged(app_client: tuple[TestClient, Services]) -> None:
