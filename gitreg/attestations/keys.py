@@ -87,15 +87,16 @@ class PublicKey:
         }
 
 
-@dataclass(frozen=True)
 class SigningKey:
-    public: PublicKey
-    seed: bytes
-
-    def sign(self, message: bytes) -> bytes:
+    def __init__(self, public: PublicKey, seed: bytes) -> None:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-        return Ed25519PrivateKey.from_private_bytes(self.seed).sign(message)
+        self.public = public
+        self.seed = seed
+        self._private = Ed25519PrivateKey.from_private_bytes(seed)
+
+    def sign(self, message: bytes) -> bytes:
+        return self._private.sign(message)
 
 
 def _stamp(when: float) -> str:
@@ -112,14 +113,21 @@ class KeyRing:
 
     def __init__(self, secrets_store: SecretStore) -> None:
         self._secrets = secrets_store
+        # The keys as last read, by the stored bytes they were read from: a
+        # publish signs without deriving the key again unless it was rotated.
+        self._loaded: tuple[bytes, list[PublicKey], SigningKey | None] | None = None
 
-    def _entries(self) -> list[dict[str, Any]]:
+    def _stored(self) -> bytes:
         stored = self._secrets.get(KEYS_NAME)
         if stored is None:
             # `add`, not `put`: replicas starting together agree on one first key.
             self._secrets.add(KEYS_NAME, json.dumps([_new_entry(time.time())]).encode())
             stored = self._secrets.get(KEYS_NAME)
             assert stored is not None
+        return stored
+
+    def _entries(self, stored: bytes | None = None) -> list[dict[str, Any]]:
+        stored = self._stored() if stored is None else stored
         try:
             entries = json.loads(stored)
             if not isinstance(entries, list) or not entries:
@@ -130,24 +138,35 @@ class KeyRing:
 
     def ensure(self) -> None:
         """Make the first key if there is none (no cryptography needed)."""
-        self._entries()
+        self._stored()
 
     def public_keys(self) -> list[PublicKey]:
         """Every key, the current one first."""
+        return self._load()[1]
+
+    def _load(self) -> tuple[bytes, list[PublicKey], SigningKey | None]:
+        stored = self._stored()
+        loaded = self._loaded
+        if loaded is not None and loaded[0] == stored:
+            return loaded
+        entries = self._entries(stored)
         found = []
-        for entry in self._entries():
+        for entry in entries:
             raw = bytes.fromhex(entry["public"]) if entry.get("public") else b""
             if not raw:
                 raw = _public_of(bytes.fromhex(entry["seed"]))
             retired = entry.get("retired")
             found.append(PublicKey(raw, float(entry["created"]), retired))
-        return found
+        seed = entries[0].get("seed")
+        signing = SigningKey(found[0], bytes.fromhex(seed)) if seed else None
+        self._loaded = (stored, found, signing)
+        return self._loaded
 
     def current(self) -> SigningKey:
-        entry = self._entries()[0]
-        if not entry.get("seed"):
+        signing = self._load()[2]
+        if signing is None:
             raise ConfigError("the current attestation key has no private half")
-        return SigningKey(self.public_keys()[0], bytes.fromhex(entry["seed"]))
+        return signing
 
     def rotate(self, now: float | None = None) -> PublicKey:
         """Make a new current key; the others are retired and keep their public half."""

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gitreg.addresses import ModuleAddress
+from gitreg.archives.dirhash import archive_dirhash
 from gitreg.attestations import dsse, note
 from gitreg.attestations.keys import KeyRing, PublicKey
 from gitreg.attestations.statement import LOCAL_BUILDER, Provenance, statement_bytes
@@ -40,7 +41,6 @@ from gitreg.storage.database import Connection, InTransaction
 from gitreg.storage.index import utcnow
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, NewVersion, RepoRecord, VersionRecord
-from gitreg.verify.dirhash import archive_dirhash
 from gitreg.versions import parse_tag_version
 
 log = logging.getLogger("gitreg.attestations")
@@ -90,11 +90,16 @@ class Attestations:
         version: VersionRecord | NewVersion,
         version_key: str,
         published_at: str = "",
+        dir_hash: str = "",
     ) -> Step:
         """Sign the statement of a version about to be recorded; the step stores
-        it and logs the publish inside the recording transaction."""
-        with self._blobs.open(version.archive_sha256) as archive:
-            dir_hash = archive_dirhash(archive)
+        it and logs the publish inside the recording transaction. `dir_hash` is
+        the build's, when the archive was built now; otherwise that of another
+        version with the same archive, or read from the archive."""
+        dir_hash = dir_hash or self._store.dir_hash_of(version.archive_sha256)
+        if not dir_hash:
+            with self._blobs.open(version.archive_sha256) as archive:
+                dir_hash = archive_dirhash(archive)
         provenance = Provenance(
             address=module.address,
             version=version.version,
@@ -126,6 +131,7 @@ class Attestations:
         record = AttestationRecord(
             module_id=module.id,
             version_key=version_key,
+            archive_sha256=version.archive_sha256,
             envelope=envelope,
             statement_sha256=digest,
             dir_hash=dir_hash,

@@ -13,6 +13,7 @@ from gitreg.storage.database import Connection
 class AttestationRecord:
     module_id: int
     version_key: str
+    archive_sha256: str
     envelope: str  # DSSE JSON, as served
     statement_sha256: str  # of the envelope's payload
     dir_hash: str
@@ -52,6 +53,11 @@ class AttestationIndex(Protocol):
     def attestation(self, module_id: int, version_key: str) -> AttestationRecord | None: ...
 
     def unattested(self) -> list[Unattested]: ...
+
+    def dir_hash_of(self, archive_sha256: str) -> str:
+        """The dirHash already recorded for an archive, or "" (the same bytes
+        always have the same dirHash)."""
+        ...
 
     def size(self) -> int:
         """How many entries the log holds (committed)."""

@@ -69,12 +69,13 @@ class AttestationStore(IndexBackedStore):
             return False
         index = self.append(conn, entry)
         conn.execute(
-            "INSERT INTO module_attestations (module_id, version_key, envelope,"
-            " statement_sha256, dir_hash, keyid, log_index, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO module_attestations (module_id, version_key, archive_sha256,"
+            " envelope, statement_sha256, dir_hash, keyid, log_index, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.module_id,
                 record.version_key,
+                record.archive_sha256,
                 record.envelope,
                 record.statement_sha256,
                 record.dir_hash,
@@ -100,6 +101,13 @@ class AttestationStore(IndexBackedStore):
             " WHERE a.module_id IS NULL ORDER BY v.id"
         )
         return [Unattested(int(r[0]), str(r[1])) for r in rows]
+
+    def dir_hash_of(self, archive_sha256: str) -> str:
+        rows = self._rows(
+            "SELECT dir_hash FROM module_attestations WHERE archive_sha256 = ? LIMIT 1",
+            (archive_sha256,),
+        )
+        return str(rows[0][0]) if rows else ""
 
     def size(self) -> int:
         rows = self._rows("SELECT COALESCE(MAX(idx) + 1, 0) FROM tlog_entries")

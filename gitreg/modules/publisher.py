@@ -333,7 +333,11 @@ class Publisher:
             archive_subtree=key.tree_sha if key.subdir else "",
             archive_subdir=key.subdir,
         )
-        attest = self._attest.for_publish(module, repo, new, tv.key) if self._attest else None
+        attest = (
+            self._attest.for_publish(module, repo, new, tv.key, dir_hash=built.dir_hash)
+            if self._attest
+            else None
+        )
         inserted = self._index.publish_version(new, attest)
         if not inserted:
             # Another process published this version between our check and insert.

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gitreg.archives.dirhash import archive_files, hash1, tree_files
 from gitreg.attestations import dsse
 from gitreg.attestations.keys import verify_ed25519
 from gitreg.attestations.note import Checkpoint
@@ -45,7 +46,6 @@ from gitreg.attestations.tlog import (
     verify_inclusion,
 )
 from gitreg.errors import BadRequest
-from gitreg.verify.dirhash import archive_files, hash1, tree_files
 from gitreg.verify.lockfile import Locked, LockedCheckpoint, LockFile
 from gitreg.verify.manifest import Installed, RegistryModule, read_manifest, registry_module
 from gitreg.verify.registry import NoAttestations, Registry, RegistryError

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from gitreg.archives.dirhash import archive_dirhash, tree_dirhash
 from gitreg.errors import BadRequest
 from gitreg.verify.credentials import token_for
-from gitreg.verify.dirhash import archive_dirhash, tree_dirhash
 from gitreg.verify.lockfile import Locked, LockedCheckpoint, LockFile, read_lock, write_lock
 from gitreg.verify.manifest import Installed, registry_module
 from tests.attestations import spec_check

@@ -4,6 +4,7 @@
 CREATE TABLE module_attestations (
     module_id INTEGER NOT NULL,
     version_key TEXT NOT NULL,
+    archive_sha256 TEXT NOT NULL,
     envelope TEXT NOT NULL,
     statement_sha256 TEXT NOT NULL,
     dir_hash TEXT NOT NULL,
@@ -12,3 +13,6 @@ CREATE TABLE module_attestations (
     created_at TEXT NOT NULL,
     PRIMARY KEY (module_id, version_key)
 );
+
+-- Another version with the same archive bytes takes its dirHash from here.
+CREATE INDEX module_attestations_archive ON module_attestations (archive_sha256);

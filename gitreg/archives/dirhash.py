@@ -1,14 +1,16 @@
-"""The `h1:` directory hash: Go's dirhash Hash1, the hash Terraform records for
-providers in `.terraform.lock.hcl`.
+"""The `h1:` directory hash of a module archive: Go's dirhash Hash1, the hash
+Terraform records for providers in `.terraform.lock.hcl` (docs/verify.md).
 
 Hash1 lists every file as `<hex sha256 of its content>  <slash path>\n`, in
 byte order of the path, and is `h1:` and the base64 of the SHA-256 of that
 list. The files are those Terraform leaves when it extracts a module archive:
 regular files, and symlinks that lead to a regular file, hashed as the content
 they lead to (as Go's dirhash reads through them). A symlink to a directory,
-or one that leads nowhere, is not a file and is left out. The same rule read
-from the archive (`archive_dirhash`) and from an installed directory
-(`tree_dirhash`) gives the same hash.
+or one that leads nowhere, is not a file and is left out. The same rule gives
+the same hash from the entries an archive build writes (`EntryHasher`, fed by
+gitreg/archives/build.py, so publishing reads nothing twice), from an archive's
+bytes (`archive_dirhash`) and from the directory Terraform extracted it to
+(`tree_dirhash`, what `gitreg verify` computes).
 """
 
 from __future__ import annotations
@@ -63,11 +65,39 @@ def tree_dirhash(root: Path) -> str:
     return hash1(tree_files(root).items())
 
 
+class EntryHasher:
+    """The `h1:` of an archive from its entries as they are written."""
+
+    def __init__(self) -> None:
+        self._contents: dict[str, str] = {}
+        self._links: dict[str, str] = {}
+
+    def file(self, name: str, digest: str) -> None:
+        self._contents[name] = digest
+
+    def link(self, name: str, target: str) -> None:
+        self._links[name] = target
+
+    def files(self) -> dict[str, str]:
+        return _with_links(self._contents, self._links)
+
+    def result(self) -> str:
+        return hash1(self.files().items())
+
+
+def _with_links(contents: dict[str, str], links: dict[str, str]) -> dict[str, str]:
+    files = dict(contents)
+    for name in links:
+        target = _resolve(name, links, contents)
+        if target is not None:
+            files[name] = contents[target]
+    return files
+
+
 def archive_files(archive: BinaryIO) -> dict[str, str]:
     """Slash path -> hex sha256 of every file a tar.gz module archive extracts to."""
     contents: dict[str, str] = {}
     links: dict[str, str] = {}
-    dirs: set[str] = set()
     with tarfile.open(fileobj=archive, mode="r:gz") as tar:
         for member in tar:
             name = posixpath.normpath(member.name.lstrip("/"))
@@ -82,14 +112,7 @@ def archive_files(archive: BinaryIO) -> dict[str, str]:
                 contents[name] = digest.hexdigest()
             elif member.issym():
                 links[name] = member.linkname
-            elif member.isdir():
-                dirs.add(name)
-    files = dict(contents)
-    for name in links:
-        target = _resolve(name, links, contents)
-        if target is not None:
-            files[name] = contents[target]
-    return files
+    return _with_links(contents, links)
 
 
 def _resolve(name: str, links: dict[str, str], contents: dict[str, str]) -> str | None:
