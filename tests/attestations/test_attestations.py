@@ -20,6 +20,7 @@ from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
+from gitreg.storage.sealing import generate_key_file
 from tests.attestations import spec_check
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.server import cli
@@ -28,12 +29,19 @@ BASE = "https://registry.example.com"
 ORIGIN = "registry.example.com/v1/attestations/log"
 
 
-@pytest.fixture
+@pytest.fixture(params=["sqlite", "postgresql"])
 def app_client(
-    tmp_path: Path, make_repo: Callable[[str], GitRepo]
+    request: pytest.FixtureRequest, tmp_path: Path, make_repo: Callable[[str], GitRepo]
 ) -> Iterator[tuple[TestClient, Services]]:
-    settings = load_settings({"data_dir": tmp_path / "data", "public_url": BASE}, environ={})
-    app = create_app(settings)
+    values: dict[str, object] = {"data_dir": tmp_path / "data", "public_url": BASE}
+    if request.param == "postgresql":
+        key = tmp_path / "secret.key"
+        generate_key_file(key)
+        values |= {
+            "database_url": request.getfixturevalue("postgres_database").url,
+            "secret_key_file": key,
+        }
+    app = create_app(load_settings(values, environ={}))
     svc: Services = app.state.services
     for namespace in ("open", "secret"):
         repo = make_repo(namespace)
