@@ -186,6 +186,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         blobs=blobs,
         index=index,
         access=access,
+        on_change=cache.invalidate,
     )
     publisher = Publisher(
         settings, index, blobs, git, on_change=cache.invalidate, docs=docs, attest=attestations

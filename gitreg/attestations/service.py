@@ -73,7 +73,9 @@ class Attestations:
         blobs: BlobStore,
         index: ModuleIndex,
         access: Access,
+        on_change: Callable[[], None] = lambda: None,
     ) -> None:
+        self._on_change = on_change  # the metadata cache, after a backfill
         self._settings = settings
         self._store = store
         self._keys = keys
@@ -205,6 +207,8 @@ class Attestations:
                 made += self._store.write(step)
             except (OSError, NotFound) as exc:
                 log.warning("%s %s: no statement: %s", module.address, version.version, exc)
+        if made:
+            self._on_change()
         return made
 
     # -- reading ----------------------------------------------------------------------

@@ -28,6 +28,7 @@ import base64
 import hashlib
 import io
 import json
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -76,6 +77,7 @@ class Verifier:
         self._registry = registry
         self._registries: dict[str, Registry] = {}
         self._checkpoints: dict[str, Checkpoint | Exception] = {}
+        self._checkpoint_lock = threading.Lock()  # one checkpoint per registry and run
 
     def _for(self, host: str) -> Registry:
         if host not in self._registries:
@@ -122,6 +124,8 @@ class Verifier:
     def _check(self, module: RegistryModule, lock: LockFile, readonly: bool) -> _Checked:
         installed = module.installed
         locked = lock.modules.get(installed.key)
+        registry = self._for(module.host)
+        registry.bases()  # NoAttestations first: such a module is unverifiable, not unlocked
         if readonly:
             if locked is None:
                 raise Failed(f"not in {_lock_name()} (run `gitreg verify` without --readonly)")
@@ -130,7 +134,6 @@ class Verifier:
                     f"{_lock_name()} has {locked.source} {locked.version}"
                     " (run `gitreg verify` without --readonly to accept the change)"
                 )
-        registry = self._for(module.host)
         keys = registry.keys()
         envelope, index = registry.statement(module.address, installed.version)
         verifiers = {k: _verifier(raw) for k, raw in keys.items()}
@@ -144,9 +147,12 @@ class Verifier:
         files = tree_files(root)
         if hash1(files.items()) != dir_hash:
             raise Failed(self._first_difference(registry, module, archive_sha256, files))
-        same = locked is not None and locked.version == installed.version
-        if same and locked is not None and locked.dir_hash != dir_hash:
-            raise Failed(f"dirHash {dir_hash} differs from {locked.dir_hash} in {_lock_name()}")
+        if locked is not None and locked.version == installed.version:
+            # A version's statement never changes: another hash or key is another statement.
+            if locked.dir_hash != dir_hash:
+                raise Failed(f"dirHash {dir_hash} differs from {locked.dir_hash} in {_lock_name()}")
+            if locked.keyid != keyid:
+                raise Failed(f"signed by key {keyid}, {_lock_name()} recorded {locked.keyid}")
         self._prove(registry, lock, index, payload, dir_hash)
         return _Checked(module, Locked(installed.source, installed.version, dir_hash, keyid, index))
 
@@ -166,16 +172,18 @@ class Verifier:
                 return f"{name} differs from the published version"
         return "the installed tree differs from the statement's dirHash"
 
-    def _checkpoint(self, registry: Registry, lock: LockFile) -> Checkpoint:
-        """The registry's checkpoint, once per run, consistent with the lock's."""
-        found = self._checkpoints.get(registry.host)
-        if found is None:
-            try:
-                found = registry.checkpoint()
-                self._consistent(registry, lock.checkpoints.get(registry.host), found)
-            except (RegistryError, Failed) as exc:
-                found = exc
-            self._checkpoints[registry.host] = found
+    def _checkpoint(self, registry: Registry, lock: LockFile, covering: int = 0) -> Checkpoint:
+        """The registry's checkpoint, consistent with the lock's: read once per
+        run, and again when an entry published since (`covering`) is not in it."""
+        with self._checkpoint_lock:
+            found = self._checkpoints.get(registry.host)
+            if found is None or (isinstance(found, Checkpoint) and found.size <= covering):
+                try:
+                    found = registry.checkpoint()
+                    self._consistent(registry, lock.checkpoints.get(registry.host), found)
+                except (RegistryError, Failed) as exc:
+                    found = exc
+                self._checkpoints[registry.host] = found
         if isinstance(found, Exception):
             raise found
         return found
@@ -207,7 +215,7 @@ class Verifier:
     def _prove(
         self, registry: Registry, lock: LockFile, index: int, payload: bytes, dir_hash: str
     ) -> None:
-        point = self._checkpoint(registry, lock)
+        point = self._checkpoint(registry, lock, covering=index)
         if not 0 <= index < point.size:
             raise Failed(f"log entry {index} is not in the log's {point.size} entries")
         tile, offset = divmod(index, TILE_WIDTH)

@@ -118,3 +118,43 @@ def test_a_statement_changed_by_one_byte_is_refused() -> None:
         holder[field] = base64.b64encode(bytes(decoded)).decode()
         with pytest.raises(BadRequest, match="no signature"):
             dsse.open_envelope(json.dumps(forged).encode(), verifiers)
+
+
+def test_a_registry_without_attestations_is_unverifiable_even_readonly(tmp_path: Path) -> None:
+    import httpx
+
+    from gitreg.verify.lockfile import LockFile
+    from gitreg.verify.registry import Registry
+    from gitreg.verify.service import Verifier
+
+    manifest = tmp_path / ".terraform" / "modules"
+    manifest.mkdir(parents=True)
+    (manifest / "net").mkdir()
+    (manifest / "modules.json").write_text(
+        json.dumps(
+            {
+                "Modules": [
+                    {"Key": "", "Source": "", "Dir": "."},
+                    {
+                        "Key": "net",
+                        "Source": "public.example.com/acme/net/aws",
+                        "Version": "1.0.0",
+                        "Dir": ".terraform/modules/net",
+                    },
+                    {"Key": "git", "Source": "git::https://example.com/x.git", "Dir": "x"},
+                ]
+            }
+        )
+    )
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/.well-known/terraform.json"
+        return httpx.Response(200, json={"modules.v1": "/v1/modules/"})
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        verifier = Verifier(lambda host: Registry(client, host))
+        report = verifier.verify(tmp_path, LockFile(), readonly=True)
+    assert report.failed == []
+    assert report.verified == []
+    assert len(report.unverifiable) == 2
+    assert "serves no attestations" in " ".join(report.unverifiable)
