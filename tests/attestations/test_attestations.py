@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import tarfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from gitreg.addresses import module_address
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.services import Services, build_services
-from gitreg.settings import load_settings
+from gitreg.settings import Settings, load_settings
 from gitreg.storage.sealing import generate_key_file
 from tests.attestations import spec_check
 from tests.support.gitrepo import GitRepo, simple_module
@@ -192,9 +193,8 @@ def test_yank_deprecate_and_rotation_are_logged(app_client: tuple[TestClient, Se
     assert spec_check.mth(entries) == root
 
 
-def test_versions_published_before_get_statements_on_reindex(
-    tmp_path: Path, make_repo: Callable[[str], GitRepo]
-) -> None:
+def _old_registry(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Settings:
+    """A registry whose one version has no statement, as one published before them."""
     repo = make_repo("old")
     simple_module(repo)
     repo.commit()
@@ -208,6 +208,14 @@ def test_versions_published_before_get_statements_on_reindex(
             conn.execute("DELETE FROM module_attestations")
     finally:
         svc.close()
+    return settings
+
+
+def test_versions_published_before_get_statements_on_reindex(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    settings = _old_registry(tmp_path, make_repo)
+    data_dir = settings.data_dir
     assert "signed the statements of 1 versions" in cli(data_dir, "reindex").stdout
     assert "signed" not in cli(data_dir, "reindex").stdout
     app = create_app(settings)
@@ -232,3 +240,16 @@ def test_browse_api_and_page_show_the_provenance(app_client: tuple[TestClient, S
     assert provenance["dir_hash"] in page.text
     assert provenance["archive_sha256"] in page.text
     assert "gitreg verify --readonly" in page.text
+
+
+def test_versions_published_before_get_statements_at_start(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
+    settings = _old_registry(tmp_path, make_repo)
+    with TestClient(create_app(settings), base_url="https://testserver") as client:
+        path = "/v1/modules/old/vpc/aws/1.0.0/attestation"
+        deadline = time.monotonic() + 20
+        while client.get(path).status_code == 404 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        spec_check.dsse_payload(client.get(path).json(), _keys(client))
+        assert client.get("/v1/modules/old/vpc/aws/1.0.0").json()["provenance"] is not None
