@@ -143,7 +143,8 @@ class Verifier:
             raise Failed(f"statement: {exc}") from None
         statement = json.loads(payload)
         archive_sha256, dir_hash, subdir = _subjects(statement, module)
-        root = _install_root(installed.dir, subdir)
+        # Above the version's own `//subdir` and one the caller's source adds.
+        root = _install_root(installed.dir, f"{subdir}/{module.subdir}")
         files = tree_files(root)
         if hash1(files.items()) != dir_hash:
             raise Failed(self._first_difference(registry, module, archive_sha256, files))
