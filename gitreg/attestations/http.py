@@ -8,7 +8,9 @@
 
 A statement follows its version's access rules; its answer names the index of
 its publish entry in the log (`Gitreg-Log-Index`), where `gitreg verify`
-proves its inclusion. The keys and the log are
+proves its inclusion. A module of a proxied namespace (docs/module-proxy.md)
+has none: 404 with `Gitreg-Not-Attested: proxied`, which `gitreg verify`
+lists as unverifiable. The keys and the log are
 public: log entries name no module (gitreg/attestations/service.py). Tiles
 never change once served, so they are cacheable for good; the checkpoint
 moves with every event.
@@ -25,7 +27,7 @@ from starlette.routing import Route
 
 from gitreg.addresses import module_address
 from gitreg.api.credentials import credentials
-from gitreg.api.responses import json_response
+from gitreg.api.responses import error_body, json_response
 from gitreg.api.services import services
 from gitreg.api.urls import base_url
 from gitreg.attestations.tlog import TILE_WIDTH, parse_tile_index
@@ -37,12 +39,20 @@ IN_TOTO = "application/vnd.in-toto+json"
 _FOREVER = {"Cache-Control": "public, max-age=31536000, immutable"}
 _MAX_LEVEL = 63
 LOG_INDEX = "Gitreg-Log-Index"  # where the statement's publish entry is in the log
+NOT_ATTESTED = "Gitreg-Not-Attested"  # "proxied": a namespace of the module proxy
 
 
 async def attestation(request: Request) -> Response:
     p = request.path_params
     address = module_address(p["namespace"], p["name"], p["system"])
-    body, log_index = await services(request).attestations.envelope(
+    svc = services(request)
+    if svc.module_proxy.handles(address.namespace):
+        # Built by another registry: there is nothing gitreg could sign for it.
+        not_found = f"module {address} not found"
+        await svc.access.require_read(credentials(request), address.namespace, not_found)
+        body = error_body(f"module {address} is proxied from another registry; it has no statement")
+        return json_response(body, status=404, headers={NOT_ATTESTED: "proxied"})
+    body, log_index = await svc.attestations.envelope(
         functools.partial(credentials, request), address, p["version"]
     )
     headers = {"Cache-Control": "no-cache", LOG_INDEX: str(log_index)}

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import httpx
 
 LOG_INDEX = "gitreg-log-index"
+NOT_ATTESTED = "gitreg-not-attested"  # why a registry has no statement to give
 
 
 class RegistryError(Exception):
@@ -100,6 +101,8 @@ class Registry:
         answer = self._get(url, auth=True)
         if answer.status_code in (401, 403):
             raise RegistryError(f"no access to the statement (token for {self.host}?)")
+        if answer.status_code == 404 and answer.headers.get(NOT_ATTESTED) == "proxied":
+            raise NoAttestations(f"{self.host} proxies this module from another registry")
         if answer.status_code == 404:
             raise RegistryError("the registry has no statement for this version")
         if answer.status_code != 200:

@@ -101,7 +101,10 @@ class Verifier:
         fresh = LockFile(checkpoints=dict(lock.checkpoints))
         for module, result in zip(modules, results, strict=True):
             label = f"{module.installed.key} ({module.installed.source} {module.installed.version})"
-            if isinstance(result, NoAttestations):
+            if isinstance(result, NoAttestations) and module.installed.key in lock.modules:
+                # Verified before: a registry that stops signing must not pass a locked module.
+                report.failed.append(f"{label}: {result}, but {_lock_name()} has it verified")
+            elif isinstance(result, NoAttestations):
                 report.unverifiable.append(f"{label}: {result}")
             elif isinstance(result, Exception):
                 report.failed.append(f"{label}: {result}")
@@ -125,7 +128,7 @@ class Verifier:
         installed = module.installed
         locked = lock.modules.get(installed.key)
         registry = self._for(module.host)
-        registry.bases()  # NoAttestations first: such a module is unverifiable, not unlocked
+        envelope, index = registry.statement(module.address, installed.version)
         if readonly:
             if locked is None:
                 raise Failed(f"not in {_lock_name()} (run `gitreg verify` without --readonly)")
@@ -134,9 +137,7 @@ class Verifier:
                     f"{_lock_name()} has {locked.source} {locked.version}"
                     " (run `gitreg verify` without --readonly to accept the change)"
                 )
-        keys = registry.keys()
-        envelope, index = registry.statement(module.address, installed.version)
-        verifiers = {k: _verifier(raw) for k, raw in keys.items()}
+        verifiers = {k: _verifier(raw) for k, raw in registry.keys().items()}
         try:
             payload, keyid = dsse.open_envelope(envelope, verifiers)
         except BadRequest as exc:

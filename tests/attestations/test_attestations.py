@@ -4,6 +4,7 @@ each checked with tests/attestations/spec_check.py, never with gitreg's code."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import io
 import json
@@ -253,3 +254,14 @@ def test_versions_published_before_get_statements_at_start(
             time.sleep(0.05)
         spec_check.dsse_payload(client.get(path).json(), _keys(client))
         assert client.get("/v1/modules/old/vpc/aws/1.0.0").json()["provenance"] is not None
+
+
+def test_a_proxied_module_has_no_statement(tmp_path: Path) -> None:
+    table = {"host": "registry.terraform.io", "url": "https://up.example.com", "namespaces": ["hc"]}
+    settings = load_settings({"data_dir": tmp_path / "data"}, environ={})
+    settings = dataclasses.replace(settings, extra={"module_proxy": [table]})
+    with TestClient(create_app(settings), base_url="https://testserver") as client:
+        answer = client.get("/v1/modules/hc/net/aws/1.0.0/attestation")
+        assert answer.status_code == 404
+        assert answer.headers["gitreg-not-attested"] == "proxied"
+        assert "proxied" in answer.json()["errors"][0]

@@ -8,8 +8,10 @@ import base64
 import io
 import json
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from gitreg.archives.dirhash import archive_dirhash, tree_dirhash
@@ -17,6 +19,8 @@ from gitreg.errors import BadRequest
 from gitreg.verify.credentials import token_for
 from gitreg.verify.lockfile import Locked, LockedCheckpoint, LockFile, read_lock, write_lock
 from gitreg.verify.manifest import Installed, registry_module
+from gitreg.verify.registry import Registry
+from gitreg.verify.service import Report, Verifier
 from tests.attestations import spec_check
 
 
@@ -120,13 +124,7 @@ def test_a_statement_changed_by_one_byte_is_refused() -> None:
             dsse.open_envelope(json.dumps(forged).encode(), verifiers)
 
 
-def test_a_registry_without_attestations_is_unverifiable_even_readonly(tmp_path: Path) -> None:
-    import httpx
-
-    from gitreg.verify.lockfile import LockFile
-    from gitreg.verify.registry import Registry
-    from gitreg.verify.service import Verifier
-
+def _installed(tmp_path: Path) -> None:
     manifest = tmp_path / ".terraform" / "modules"
     manifest.mkdir(parents=True)
     (manifest / "net").mkdir()
@@ -147,14 +145,40 @@ def test_a_registry_without_attestations_is_unverifiable_even_readonly(tmp_path:
         )
     )
 
-    def answer(request: httpx.Request) -> httpx.Response:
-        assert request.url.path == "/.well-known/terraform.json"
-        return httpx.Response(200, json={"modules.v1": "/v1/modules/"})
 
+def _verify_against(
+    tmp_path: Path, answer: Callable[[httpx.Request], httpx.Response], lock: LockFile
+) -> Report:
     with httpx.Client(transport=httpx.MockTransport(answer)) as client:
-        verifier = Verifier(lambda host: Registry(client, host))
-        report = verifier.verify(tmp_path, LockFile(), readonly=True)
+        return Verifier(lambda host: Registry(client, host)).verify(tmp_path, lock, readonly=True)
+
+
+def _no_attestations(request: httpx.Request) -> httpx.Response:
+    assert request.url.path == "/.well-known/terraform.json"
+    return httpx.Response(200, json={"modules.v1": "/v1/modules/"})
+
+
+def _proxied(request: httpx.Request) -> httpx.Response:
+    if request.url.path == "/.well-known/terraform.json":
+        return httpx.Response(200, json={"modules.v1": "/m/", "attestations.v1": "/a/"})
+    assert request.url.path == "/m/acme/net/aws/1.0.0/attestation"
+    return httpx.Response(404, headers={"Gitreg-Not-Attested": "proxied"}, json={"errors": []})
+
+
+@pytest.mark.parametrize("answer", [_no_attestations, _proxied])
+def test_modules_without_statements_are_unverifiable_not_failed(
+    tmp_path: Path, answer: Callable[[httpx.Request], httpx.Response]
+) -> None:
+    _installed(tmp_path)
+    report = _verify_against(tmp_path, answer, LockFile())
     assert report.failed == []
     assert report.verified == []
     assert len(report.unverifiable) == 2
-    assert "serves no attestations" in " ".join(report.unverifiable)
+
+
+def test_a_locked_module_whose_registry_stopped_signing_fails(tmp_path: Path) -> None:
+    _installed(tmp_path)
+    locked = Locked("public.example.com/acme/net/aws", "1.0.0", "h1:x", "k", 0)
+    report = _verify_against(tmp_path, _no_attestations, LockFile({"net": locked}))
+    assert len(report.failed) == 1
+    assert "modules.lock.json has it verified" in report.failed[0]
