@@ -39,26 +39,35 @@ def hash1(files: Iterable[tuple[str, str]]) -> str:
     return "h1:" + base64.b64encode(summary.digest()).decode()
 
 
-def _file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def tree_files(root: Path) -> dict[str, str]:
     """Slash path -> hex sha256 of every file under `root`, by the rule above."""
     found: dict[str, str] = {}
-    top = str(root)
-    for folder, _dirs, names in os.walk(top):
-        for name in names:
-            path = os.path.join(folder, name)
-            if not os.path.isfile(path):  # follows symlinks: a broken one is no file
-                continue
-            rel = os.path.relpath(path, top).replace(os.sep, "/")
-            found[rel] = _file_sha256(path)
+    pending = [("", str(root))]
+    while pending:
+        prefix, folder = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                name = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((name + "/", entry.path))
+                elif entry.is_file(follow_symlinks=False) or (
+                    entry.is_symlink() and os.path.isfile(entry.path)
+                ):
+                    found[name] = _file_sha256(entry.path)
     return found
+
+
+def _file_sha256(path: str) -> str:
+    """Plain reads: `hashlib.file_digest` zeroes a 256 KiB buffer for every
+    file, more than hashing a small .tf file costs."""
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        while chunk := os.read(fd, _CHUNK):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
 
 
 def tree_dirhash(root: Path) -> str:

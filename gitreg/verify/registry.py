@@ -41,6 +41,7 @@ class Registry:
         self._bases: tuple[str, str] | None = None
         self._keys: dict[str, bytes] | None = None
         self._tiles: dict[tuple[int, int], bytes] = {}
+        self._bundles: dict[tuple[int, int], bytes] = {}
 
     def _get(self, url: str, auth: bool = False) -> httpx.Response:
         import httpx
@@ -135,7 +136,13 @@ class Registry:
         return data
 
     def entries(self, index: int, width: int) -> list[bytes]:
-        data = self._fetch(tile_path("entries", index, width))
+        """An entry bundle, read once per run (every module of a registry
+        usually finds its entry in the same one)."""
+        key = (index, width)
+        cached = self._bundles.get(key)
+        if cached is None:
+            cached = self._bundles[key] = self._fetch(tile_path("entries", index, width))
+        data = cached
         found, at = [], 0
         while at + 2 <= len(data):
             size = int.from_bytes(data[at : at + 2], "big")
