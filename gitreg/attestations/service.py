@@ -1,10 +1,10 @@
 """`Attestations`: what publishing, curation, the HTTP routes and the commands
 ask of the attestations feature (docs/verify.md).
 
-Publishing a version asks `for_publish` before its transaction: the archive's
-`dirHash` is computed and the statement signed then, and the returned step
-runs inside the transaction that records the version, storing the envelope
-and appending the log entry that binds it. A yank or a deprecation asks
+Publishing a version asks `for_publish` before its transaction, with the
+`dirHash` its archive build computed: the statement is signed then, and the
+returned step runs inside the transaction that records the version, storing
+the envelope and appending the log entry that binds it. A yank or a deprecation asks
 `for_change` the same way. So an event and its log entry commit together or
 not at all.
 
@@ -260,7 +260,7 @@ class Attestations:
     def checkpoint(self, base: str) -> bytes:
         """The signed checkpoint of the log as committed now."""
         size = self._store.size()
-        reader = TreeReader(size, self._tile_reader(size))
+        reader = TreeReader(size, self._read_tile)
         origin = log_origin(base)
         key = self._keys.current()
         point = note.Checkpoint(origin, size, reader.root())
@@ -283,11 +283,8 @@ class Attestations:
             raise NotFound("no such tile")
         return b"".join(len(e).to_bytes(2, "big") + e for e in entries)
 
-    def _tile_reader(self, size: int) -> Callable[[int, int, int], bytes]:
-        def read(level: int, index: int, width: int) -> bytes:
-            return self._store.hashes(level, index * TILE_WIDTH, width)
-
-        return read
+    def _read_tile(self, level: int, index: int, width: int) -> bytes:
+        return self._store.hashes(level, index * TILE_WIDTH, width)
 
 
 def log_origin(base: str) -> str:
