@@ -123,6 +123,11 @@ class Verifier:
             return self._check(module, lock, readonly)
         except (Failed, RegistryError, NoAttestations) as exc:
             return exc
+        except OSError as exc:  # the installed tree cannot be read
+            return Failed(f"cannot read the installed module: {exc}")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            # What a registry answered is not what the protocol says (JSON, tiles).
+            return Failed(f"the registry's answer is malformed: {exc!r}")
 
     def _check(self, module: RegistryModule, lock: LockFile, readonly: bool) -> _Checked:
         installed = module.installed
