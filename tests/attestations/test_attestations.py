@@ -20,6 +20,7 @@ from starlette.testclient import TestClient
 from gitreg.addresses import module_address
 from gitreg.app import create_app
 from gitreg.auth.tokens import new_token, token_hash
+from gitreg.module_proxy.config import parse_module_proxy
 from gitreg.services import Services, build_services
 from gitreg.settings import Settings, load_settings
 from gitreg.storage.sealing import generate_key_file
@@ -259,7 +260,7 @@ def test_versions_published_before_get_statements_at_start(
 def test_a_proxied_module_has_no_statement(tmp_path: Path) -> None:
     table = {"host": "registry.terraform.io", "url": "https://up.example.com", "namespaces": ["hc"]}
     settings = load_settings({"data_dir": tmp_path / "data"}, environ={})
-    settings = dataclasses.replace(settings, extra={"module_proxy": [table]})
+    settings = dataclasses.replace(settings, module_proxy=parse_module_proxy([table]))
     with TestClient(create_app(settings), base_url="https://testserver") as client:
         answer = client.get("/v1/modules/hc/net/aws/1.0.0/attestation")
         assert answer.status_code == 404
