@@ -19,6 +19,7 @@ from gitreg import logs
 from gitreg.api import blobs, discovery, startup
 from gitreg.api.body_deadline import BodyDeadline
 from gitreg.api.responses import error_body, json_response
+from gitreg.attestations import http as attestations
 from gitreg.audit import http as audit
 from gitreg.auth import http as login
 from gitreg.auth.signed_urls import RECHECK_EVERY
@@ -163,6 +164,17 @@ async def _reload_signing_keys_forever(svc: Services, stop: asyncio.Event) -> No
             log.exception("cannot reload the URL-signing keys")
 
 
+def _attest_published(svc: Services) -> None:
+    try:
+        svc.attestations.ensure_key()
+        made = svc.attestations.backfill()
+    except Exception:  # the server serves on; `gitreg reindex` retries
+        log.exception("cannot sign the statements of versions published before them")
+        return
+    if made:
+        log.info("signed the statements of %d versions published before them", made)
+
+
 def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
     # login.v1 is advertised only when sign-in is configured (gitreg/auth/http.py).
     services = {**discovery.SERVICES, **(login.login_service(settings) if settings else {})}
@@ -172,6 +184,7 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
         # download answer time (docs/performance.md); the paths are disjoint.
         *modules.routes(),
         *oci.routes(),  # one Mount: the other routes pay one prefix test
+        *attestations.routes(),
         *login.routes(),
         *providers.routes(),
         *mirror.routes(),
@@ -199,6 +212,8 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         keys = asyncio.create_task(_reload_signing_keys_forever(services, stop))
         counts = asyncio.create_task(services.downloads.run(FLUSH_SECONDS))
         await _note_access_tables(services)
+        # The attestation key is made now, and versions older than statements get theirs.
+        statements = asyncio.create_task(run_in_threadpool(_attest_published, services))
         # Webhook jobs run on threads of this process (gitreg.jobs).
         runner = services.job_service.runner()
         if settings.job_workers > 0:
@@ -211,7 +226,9 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             stop.set()
             services.downloads.stop()
             try:
-                await asyncio.gather(cleaner, keys, watcher, counts, return_exceptions=True)
+                await asyncio.gather(
+                    cleaner, keys, watcher, counts, statements, return_exceptions=True
+                )
                 await run_in_threadpool(runner.stop)
                 await services.mirror.aclose()
                 await run_in_threadpool(services.downloads.flush)  # the last seconds' counts

@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     command that may run without Services (see `_dispatch`). The order of the
     groups is the order `gitreg --help` lists them in.
     """
+    from gitreg.attestations import cli as attestations
     from gitreg.audit import cli as audit
     from gitreg.auth import cli as access
     from gitreg.catalog import cli as reindex
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gitreg.repositories import cli as repos
     from gitreg.server import cli as serve
     from gitreg.storage import cli as storage
+    from gitreg.verify import cli as verify
 
     common = _common(default=argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
@@ -93,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     storage.register(sub, common)
     access.register(sub, common)
     jobs.register(sub, common)
-    providers.register(sub, common)
+    providers.register(sub, common, attestations.register_key_commands)
     mirror.register(sub, common)
     repos.register_modules(sub, common)
     module_proxy.register(sub, common)
@@ -103,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     oci.register(sub, common)
     access.register_grants(sub, common)
     audit.register(sub, common)
+    verify.register(sub, common)
     return parser
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gitreg.attestations.keys import KeyRing
+from gitreg.attestations.service import Attestations
+from gitreg.attestations.store_sql import AttestationStore
 from gitreg.audit.service import AuditLog
 from gitreg.audit.store import AuditIndex
 from gitreg.audit.store_sql import AuditStore
@@ -99,6 +102,7 @@ class Services:
     module_proxy: ModuleProxyService  # the pull-through cache of public modules
     oci: Oci  # every release over the OCI Distribution API, under /v2/
     catalog_service: Catalog  # listing, search, records and documentation
+    attestations: Attestations  # signed statements, their keys and the transparency log
     usage: DownloadUsage  # who uses which version
     workload_identity: WorkloadIdentity  # CI jobs' ID tokens, by [[workload_identity]] rules
     audit: AuditLog  # who did what
@@ -183,12 +187,28 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     docs = Documenter(index, catalog, git, on_change=cache.invalidate)
     audit_store: AuditIndex = AuditStore(shared)
     audit = AuditLog(audit_store, settings.audit_retention_days)
-    publisher = Publisher(
-        settings, index, blobs, git, on_change=cache.invalidate, docs=docs, audit=audit
-    )
-    jobs = JobQueue(job_store, settings)
     signer = UrlSigner(secrets, settings.signed_url_ttl)
     access = Access(settings, auth, cache, signer, audit=audit)
+    attestations = Attestations(
+        settings=settings,
+        store=AttestationStore(shared),
+        keys=KeyRing(secrets),
+        blobs=blobs,
+        index=index,
+        access=access,
+        on_change=cache.invalidate,
+    )
+    publisher = Publisher(
+        settings,
+        index,
+        blobs,
+        git,
+        on_change=cache.invalidate,
+        docs=docs,
+        audit=audit,
+        attest=attestations,
+    )
+    jobs = JobQueue(job_store, settings)
     workload_identity = WorkloadIdentity(
         settings.workload_identity,
         store=auth,
@@ -261,6 +281,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         cache=cache,
         searches=searches,
         reindexer=reindexer,
+        provenance=attestations.provenance,
     )
     return Services(
         settings=settings,
@@ -273,7 +294,10 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         ),
         sign_in=WebSignIn(settings, auth, oidc, limits, audit=audit),
         repositories=repositories,
-        modules=Modules(index=index, cache=cache, access=access, docs=docs, audit=audit),
+        modules=Modules(
+            index=index, cache=cache, access=access, docs=docs, audit=audit, attest=attestations
+        ),
+        attestations=attestations,
         job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync, audit=audit),
         provider_service=provider_service,
         mirror=build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),

@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gitreg"
 
 FEATURES = (
     "audit",
+    "attestations",
     "auth",
     "catalog",
     "doctor",
@@ -30,6 +31,7 @@ FEATURES = (
     "providers",
     "repositories",
     "usage",
+    "verify",
     "webhooks",
     "workload_identity",
 )
@@ -51,6 +53,7 @@ CONCRETE_STORAGE = (
     "ProviderStore",
     "MirrorStore",
     "AuthStore",
+    "AttestationStore",
     "FileBlobStore",
     "FileSecretStore",
     "DatabaseSecretStore",

@@ -11,7 +11,7 @@ DOC = ROOT / "docs" / "security.md"
 ITEMS = [
     *(f"W{n}" for n in range(1, 10)),
     "W10",
-    *(f"G{n}" for n in range(1, 6)),
+    *(f"G{n}" for n in range(1, 7)),
     *(f"A{n}" for n in range(1, 7)),
     "A7",
     *(f"P{n}" for n in range(1, 5)),

@@ -18,6 +18,8 @@ from gitreg.api.responses import CachedJson
 SERVICES: Mapping[str, object] = {
     "modules.v1": "/v1/modules/",
     "providers.v1": "/v1/providers/",
+    # Signed statements, their keys and the transparency log (docs/verify.md).
+    "attestations.v1": "/v1/attestations/",
 }
 
 

@@ -17,6 +17,7 @@ Every dropped entry is reported as a `"path: reason"` line so the publisher can 
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 import tarfile
@@ -28,6 +29,7 @@ from typing import BinaryIO, Protocol, TypeVar
 from dulwich.objects import Blob, ObjectID, ShaFile, Tree, TreeEntry
 
 from gitreg.archives.cache import DirRecord, SubtreeCache
+from gitreg.archives.dirhash import EntryHasher
 from gitreg.archives.format import CLASSIC, TarEntry, TarStream, gzip_writer, tar_entry
 from gitreg.errors import ArchiveTooLarge
 
@@ -74,6 +76,7 @@ class ArchiveReport:
     files: int = 0  # regular files + symlinks written
     total_bytes: int = 0  # uncompressed content bytes
     skipped: list[str] = field(default_factory=list)  # "path: reason" for each dropped entry
+    dir_hash: str = ""  # `h1:` of the files as extracted (gitreg/archives/dirhash.py)
 
 
 class ObjectSource(Protocol):
@@ -122,6 +125,7 @@ def build_archive(
             start = prefix.encode("utf-8") + b"/" if prefix else b""
             _Walk(object_store, writer, limits, report, cache).run(tree_id, root, start)
             tar.close()
+            report.dir_hash = writer.hasher.result()
     finally:
         cache.finish(writer.written if writer is not None else [])
     return report
@@ -292,12 +296,22 @@ class _Writer:
         self._cache = cache
         self.written: list[TarEntry] = []  # while the cache records: what was written
         self.nbytes = 0  # what `written` costs in memory
+        self.hasher = EntryHasher()
+
+    def _hash(self, entry: TarEntry) -> None:
+        if entry.kind == tarfile.SYMTYPE:
+            self.hasher.link(entry.name, entry.link)
+        elif entry.kind == tarfile.REGTYPE:
+            if not entry.digest:  # a cached entry keeps it for the next build
+                entry.digest = hashlib.sha256(entry.data).hexdigest()
+            self.hasher.file(entry.name, entry.digest)
 
     def replay(self, record: DirRecord) -> None:
         """Write a directory's entries as an earlier build wrote them (same calls)."""
         tar, mtime = self._tar, self._mtime
         for entry in record.entries:
             tar.entry(entry, mtime)
+            self._hash(entry)
         self._cache.count(record.nbytes)
         if self._cache.recording():
             self.written.extend(record.entries)
@@ -305,6 +319,7 @@ class _Writer:
 
     def _emit(self, entry: TarEntry) -> None:
         self._tar.entry(entry, self._mtime)
+        self._hash(entry)
         size = entry.nbytes()
         self._cache.count(size)
         if self._cache.recording():

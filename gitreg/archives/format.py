@@ -87,13 +87,14 @@ class TarEntry:
     (gitreg/archives/cache.py). `head`/`tail` are the ustar header around its mtime
     and checksum fields, or empty when `tarfile` must write the header."""
 
-    __slots__ = ("base", "data", "head", "key", "kind", "link", "name", "perm", "tail")
+    __slots__ = ("base", "data", "digest", "head", "key", "kind", "link", "name", "perm", "tail")
 
     def __init__(self, name: str, kind: bytes, perm: int, data: bytes, link: str) -> None:
         self.name, self.kind, self.perm, self.data, self.link = name, kind, perm, data, link
         self.head = self.tail = b""
         self.base = 0
         self.key: object = None  # what it was made from, for a cache to find it by
+        self.digest = ""  # hex sha256 of `data`, once the archive's dirHash needed it
         # `_ustar_header`'s fields around the mtime, without a TarInfo (cold builds
         # make one entry per file): when it would write a plain ustar header.
         if (

@@ -41,6 +41,9 @@ def reindex(svc: Services, out: TextIO | None = None, quiet: bool = False) -> in
     out = out or sys.stdout  # looked up per call: tests and callers swap sys.stdout
     done = svc.catalog_service.reindex(Bar(out, quiet))
     failed = done.failed
+    signed = svc.attestations.backfill()
+    if signed:
+        print(f"reindex: signed the statements of {signed} versions", file=out)
     print(
         f"reindex: {done.attempted - failed} documented, {failed} failed"
         + (" (run again to retry them)" if failed else ""),

@@ -13,6 +13,7 @@ exactly what the API serves. Visibility is decided by the caller
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,8 +102,18 @@ def deprecation(version: VersionRecord) -> dict[str, str] | None:
     return {"reason": version.deprecation_reason, "link": version.deprecation_link}
 
 
+# A version's provenance as the browse API shows it (gitreg/attestations), by
+# module id and version key: archive sha256, dirHash, commit, log index; None
+# for a version that has no signed statement yet.
+Provenance = Callable[[int, str], dict[str, Any] | None]
+
+
 def full_record(
-    index: ModuleIndex, catalog: CatalogIndex, module: ModuleRecord, version: VersionRecord
+    index: ModuleIndex,
+    catalog: CatalogIndex,
+    module: ModuleRecord,
+    version: VersionRecord,
+    provenance: Provenance | None = None,
 ) -> dict[str, Any]:
     doc = _document(catalog, module, version_key(version))
     record = short_record(module, version, doc)
@@ -118,13 +129,18 @@ def full_record(
             "providers": [module.system],
             "versions": [v.version for v in listed],
             "deprecated_versions": [v.version for v in listed if v.deprecated],
+            "provenance": provenance(module.id, version_key(version)) if provenance else None,
         }
     )
     return record
 
 
 def module_view(
-    index: ModuleIndex, catalog: CatalogIndex, names: tuple[str, str, str], version: str | None
+    index: ModuleIndex,
+    catalog: CatalogIndex,
+    names: tuple[str, str, str],
+    version: str | None,
+    provenance: Provenance | None = None,
 ) -> ModuleView | None:
     """`version` of the module `names` (namespace, name, system), or its latest
     (`latest_listed`) when `version` is None; None when there is no such module
@@ -146,7 +162,7 @@ def module_view(
         for c in index.conflicts(module.id)
         if c.version == chosen.version or c.tag == chosen.tag
     )
-    record = full_record(index, catalog, module, chosen)
+    record = full_record(index, catalog, module, chosen, provenance)
     return ModuleView(module.id, record, chosen.yanked, moved)
 
 

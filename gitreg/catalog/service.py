@@ -20,6 +20,7 @@ from gitreg.catalog.mirrored import Mirrored, mirrored_providers, proxied_module
 from gitreg.catalog.records import (
     Listed,
     ModuleView,
+    Provenance,
     all_listed,
     choose_release,
     hosted_providers,
@@ -60,7 +61,9 @@ class Catalog:
         cache: MetadataCache[object],
         searches: SearchCache,
         reindexer: Reindexer,
+        provenance: Provenance | None = None,
     ) -> None:
+        self._provenance = provenance  # what a version's signed statement says, for its record
         self._index = index
         self._catalog = catalog
         self._provider_docs = provider_docs
@@ -110,7 +113,7 @@ class Catalog:
         newest listed one when `version` is None, read now from the stores (for
         a caller that caches what it makes of it); None when there is no such
         module or version. Raises BadRequest when `names` is not a module address."""
-        return module_view(self._index, self._catalog, names, version)
+        return module_view(self._index, self._catalog, names, version, self._provenance)
 
     async def module(self, names: tuple[str, str, str], version: str | None) -> ModuleView | None:
         """`module_version`, kept in the metadata cache; None also when `names`

@@ -60,6 +60,7 @@ class Built:
     sha256: str
     size: int
     skipped: tuple[str, ...]  # "path: reason" for each entry left out
+    dir_hash: str = ""  # `h1:` of the files (gitreg/archives/dirhash.py); "" if not built now
 
 
 def worker_count(setting: int) -> int:
@@ -115,7 +116,7 @@ class ArchiveBuilds:
             )
         metrics.archive_built(time.monotonic() - started)
         assert sink.result is not None
-        return Built(sink.result.sha256, sink.result.size, tuple(report.skipped))
+        return Built(sink.result.sha256, sink.result.size, tuple(report.skipped), report.dir_hash)
 
     def build_many(
         self, mirror: Path, keys: Sequence[ArchiveKey]
@@ -167,7 +168,7 @@ class ArchiveBuilds:
         # spawn, not fork: a server process has threads (jobs, cache watcher).
         context = multiprocessing.get_context("spawn")
         pending = iter(enumerate(keys))
-        running: dict[futures.Future[tuple[str, ...] | str], tuple[ArchiveKey, Path, float]] = {}
+        running: dict[futures.Future[_WorkerResult], tuple[ArchiveKey, Path, float]] = {}
         pool = futures.ProcessPoolExecutor(
             workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(), scratch)
         )
@@ -208,7 +209,7 @@ class ArchiveBuilds:
         if stalled:
             yield from _timed_out([key for key, path, _ in running.values() if path.exists()])
 
-    def _store(self, result: tuple[str, ...] | str, path: Path, started: float) -> Built | str:
+    def _store(self, result: _WorkerResult, path: Path, started: float) -> Built | str:
         if isinstance(result, str):
             return result
         with path.open("rb") as built, self._blobs.writer() as sink:
@@ -216,7 +217,8 @@ class ArchiveBuilds:
         path.unlink()
         metrics.archive_built(time.monotonic() - started)
         assert sink.result is not None
-        return Built(sink.result.sha256, sink.result.size, result)
+        dir_hash, skipped = result
+        return Built(sink.result.sha256, sink.result.size, skipped, dir_hash)
 
 
 def _timed_out(keys: list[ArchiveKey]) -> Iterator[tuple[ArchiveKey, str]]:
@@ -250,6 +252,10 @@ def _kill_workers(scratch: Path) -> None:
             process.kill()
 
 
+# A worker's answer: (dirHash, what was left out), or why there is no archive.
+_WorkerResult = tuple[str, tuple[str, ...]] | str
+
+
 def _build_file(
     git: GitBackend,
     mirror: Path,
@@ -257,9 +263,9 @@ def _build_file(
     limits: ArchiveLimits,
     builder: str,
     path: Path,
-) -> tuple[str, ...] | str:
-    """In a worker process: one archive into `path`; what it left out, or why
-    there is none (a str: ArchiveTooLarge's message)."""
+) -> _WorkerResult:
+    """In a worker process: one archive into `path`; its dirHash and what it
+    left out, or why there is none (a str: ArchiveTooLarge's message)."""
     try:
         with path.open("wb") as out:
             report = git.archive(
@@ -275,7 +281,7 @@ def _build_file(
     except ArchiveTooLarge as exc:
         path.unlink(missing_ok=True)
         return str(exc)
-    return tuple(report.skipped)
+    return report.dir_hash, tuple(report.skipped)
 
 
 # In a worker process only: the directories of its previous build, for the next

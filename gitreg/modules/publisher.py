@@ -22,6 +22,7 @@ from pathlib import Path
 
 from gitreg.archives.build import ArchiveLimits
 from gitreg.archives.format import fast_builder
+from gitreg.attestations.service import Attestations
 from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.catalog.documenter import Documenter, Published
 from gitreg.errors import ArchiveTooLarge, GitError, MirrorLocked, NotAVersion, NotFound
@@ -32,6 +33,7 @@ from gitreg.modules.builds import ArchiveBuilds, ArchiveKey, Built, worker_count
 from gitreg.modules.globs import discover_modules
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
+from gitreg.storage.database import InTransaction
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, NewVersion, RepoRecord, VersionRecord
 from gitreg.versions import TagVersion, parse_version, sort_key, version_from_tag
@@ -84,9 +86,11 @@ class Publisher:
         on_change: Callable[[], None] = lambda: None,
         docs: Documenter | None = None,
         audit: AuditLog = UNRECORDED,
+        attest: Attestations | None = None,
     ) -> None:
         self._audit = audit
         self._docs = docs  # documents made and stored at the end of each module's sync
+        self._attest = attest  # signed statement and log entry, in the publish's transaction
         self._settings = settings
         self._index = index
         self._blobs = blobs
@@ -277,9 +281,12 @@ class Publisher:
             key = str(parse_version(version.version).without_build())
             if version.yanked or key in live:
                 continue
-            self._index.set_yanked(module.id, key, True)
+            self._index.set_yanked(module.id, key, True, self._log_change(module, key))
             log.info("yanked %s %s: tag %s was deleted", module.address, key, version.tag)
             result.yanked.append(f"{module.address} {version.version}")
+
+    def _log_change(self, module: ModuleRecord, key: str) -> InTransaction | None:
+        return self._attest.for_change(module, key, "yank") if self._attest else None
 
     def _publish_one(
         self,
@@ -314,25 +321,29 @@ class Publisher:
         if isinstance(built, str):
             return f"not published: {built}"
         notes.extend(f"{ref.name}: archive leaves out {line}" for line in built.skipped)
+        new = NewVersion(
+            module_id=module.id,
+            version=tv.version,
+            version_key=tv.key,
+            tag=ref.name,
+            tag_sha=ref.tag_sha,
+            commit_sha=ref.commit_sha,
+            tree_sha=ref.tree_sha,
+            archive_sha256=built.sha256,
+            archive_size=built.size,
+            archive_mtime=key.mtime,
+            archive_builder=self.builds.builder,
+            archive_subtree=key.tree_sha if key.subdir else "",
+            archive_subdir=key.subdir,
+        )
+        attest = (
+            self._attest.for_publish(module, repo, new, tv.key, dir_hash=built.dir_hash)
+            if self._attest
+            else None
+        )
         version = f"{module.address} {tv.version}"
         with self._audit.recording("module.publish", version, detail=f"tag {ref.name}"):
-            inserted = self._index.publish_version(
-                NewVersion(
-                    module_id=module.id,
-                    version=tv.version,
-                    version_key=tv.key,
-                    tag=ref.name,
-                    tag_sha=ref.tag_sha,
-                    commit_sha=ref.commit_sha,
-                    tree_sha=ref.tree_sha,
-                    archive_sha256=built.sha256,
-                    archive_size=built.size,
-                    archive_mtime=key.mtime,
-                    archive_builder=self.builds.builder,
-                    archive_subtree=key.tree_sha if key.subdir else "",
-                    archive_subdir=key.subdir,
-                )
-            )
+            inserted = self._index.publish_version(new, attest)
         if not inserted:
             # Another process published this version between our check and insert.
             return self._publish_one(repo, module, tv, ref, notes, archives)

@@ -16,12 +16,14 @@ from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from gitreg.addresses import ModuleAddress, module_address
+from gitreg.attestations.service import Attestations
 from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.auth.service import Access, Credentials
 from gitreg.cache import MISSING, MetadataCache
 from gitreg.catalog.documenter import Documenter
 from gitreg.errors import BadRequest, NotFound
 from gitreg.modules.downloads import ModuleDownloads
+from gitreg.storage.database import InTransaction
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ConflictRecord, ModuleRecord, VersionRecord
 from gitreg.versions import parse_tag_version, sort_key
@@ -112,8 +114,10 @@ class Modules:
         access: Access,
         docs: Documenter,
         audit: AuditLog = UNRECORDED,
+        attest: Attestations | None = None,
     ) -> None:
         self._audit = audit
+        self._attest = attest  # each change is logged in its own transaction
         self._index = index
         self._cache = cache
         self._access = access
@@ -184,8 +188,9 @@ class Modules:
         changed = found.yanked != yanked
         if changed:
             action = "module.yank" if yanked else "module.unyank"
+            event = "yank" if yanked else "unyank"
             with self._audit.recording(action, f"{module.address} {found.version}"):
-                self._index.set_yanked(module.id, key, yanked)
+                self._index.set_yanked(module.id, key, yanked, self._logged(module, key, event))
             self._docs.refresh_search(module)
             self._cache.invalidate()
         return VersionChange(module.address, found.version, changed)
@@ -202,10 +207,11 @@ class Modules:
         module, key, found = self._version(address, version)
         if (found.deprecation_reason, found.deprecation_link) == (reason, link):
             return VersionChange(module.address, found.version, changed=False)
+        logged = self._logged(module, key, "deprecate")
         with self._audit.recording(
             "module.deprecate", f"{module.address} {found.version}", detail=reason
         ):
-            self._index.set_deprecation(module.id, key, reason, link)
+            self._index.set_deprecation(module.id, key, reason, link, logged)
         self._cache.invalidate()
         return VersionChange(module.address, found.version, True, updated=found.deprecated)
 
@@ -215,9 +221,14 @@ class Modules:
         if not found.deprecated:
             return VersionChange(module.address, found.version, changed=False)
         with self._audit.recording("module.undeprecate", f"{module.address} {found.version}"):
-            self._index.set_deprecation(module.id, key, None)
+            self._index.set_deprecation(
+                module.id, key, None, then=self._logged(module, key, "undeprecate")
+            )
         self._cache.invalidate()
         return VersionChange(module.address, found.version, changed=True)
+
+    def _logged(self, module: ModuleRecord, key: str, event: str) -> InTransaction | None:
+        return self._attest.for_change(module, key, event) if self._attest else None
 
     def conflicts(self) -> list[Conflict]:
         """Every recorded tag that disagrees with its published version."""

@@ -8,7 +8,7 @@ import json
 import os
 import ssl
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -323,8 +323,11 @@ def add_repo_options(add: Parser) -> None:
     )
 
 
-def register(sub: Any, common: Parser) -> None:
-    """Add `provider`, `providers`, `key` and `keys`; each sets `handler(svc, args)`."""
+def register(
+    sub: Any, common: Parser, more_key_commands: Callable[[Any, Parser], None] | None = None
+) -> None:
+    """Add `provider`, `providers`, `key` and `keys`; each sets `handler(svc, args)`.
+    `more_key_commands` adds other features' subcommands under `key`."""
     provider = sub.add_parser("provider", parents=[common], help="publish providers")
     provider_sub = provider.add_subparsers(dest="provider_command", required=True)
     publish = provider_sub.add_parser(
@@ -351,8 +354,10 @@ def register(sub: Any, common: Parser) -> None:
     listing.add_argument("--verbose", "-v", action="store_true")
     listing.set_defaults(handler=ReadOnly(providers_list))
 
-    key = sub.add_parser("key", parents=[common], help="provider signing keys")
+    key = sub.add_parser("key", parents=[common], help="provider and attestation signing keys")
     key_sub = key.add_subparsers(dest="key_command", required=True)
+    if more_key_commands is not None:
+        more_key_commands(key_sub, common)
     add = key_sub.add_parser("add", parents=[common], help="register a publisher's public key")
     add.add_argument("namespace")
     add.add_argument("file", type=Path, metavar="PUBLIC_KEY.asc")

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from gitreg.archives.build import ArchiveLimits, ArchiveReport, build_archive
 from gitreg.archives.cache import SubtreeCache
+from gitreg.archives.dirhash import archive_dirhash
 from gitreg.archives.format import CLASSIC, fast_builder
 from gitreg.errors import ArchiveTooLarge
 
@@ -96,6 +97,8 @@ def _same_as_cold(repo: Repo, trees: list[bytes], cache: SubtreeCache, **kw: Any
         cold, cold_report = _build(repo, tree, mtime, None, **kw)
         assert warm == cold, f"build {n} differs with the cache"
         assert warm_report == cold_report
+        # The dirHash the build computes is the one read back from its bytes.
+        assert warm_report.dir_hash == archive_dirhash(io.BytesIO(cold))
 
 
 def test_unchanged_tree_at_another_mtime_is_written_from_the_cache(repo: Repo) -> None:
@@ -203,4 +206,6 @@ def test_any_sequence_of_trees_gives_the_cold_bytes(specs: list[Spec], mtime: in
     cache = SubtreeCache()
     for spec in specs:
         tree = _store(repo, spec)
-        assert _build(repo, tree, mtime, cache) == _build(repo, tree, mtime, None)
+        warm, warm_report = _build(repo, tree, mtime, cache)
+        assert (warm, warm_report) == _build(repo, tree, mtime, None)
+        assert warm_report.dir_hash == archive_dirhash(io.BytesIO(warm))

@@ -24,6 +24,9 @@ from tests.support.server import RunningServer, cli
 # tested here too.
 COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("serve",): [],
+    ("key", "attestation", "rotate"): [],
+    ("key", "attestation", "list"): ["--json"],
+    ("verify",): ["/tmp/x", "--readonly"],
     ("repo", "add"): ["/tmp/repo", "--module", "a/b/c"],
     ("repo", "list"): [],
     ("repo", "remove"): ["a/b/c", "--keep-versions"],

@@ -1,0 +1,16 @@
+-- The transparency log (docs/verify.md): its entries, appended one writer at a
+-- time in the transaction of the event each records, and the hashes its tiles
+-- serve: level 0 the leaf hashes, level L the hash of each complete subtree of
+-- 256^L leaves. Rows are only ever added.
+CREATE TABLE tlog_entries (
+    idx BIGINT PRIMARY KEY,
+    entry TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+
+CREATE TABLE tlog_hashes (
+    level BIGINT NOT NULL,
+    idx BIGINT NOT NULL,
+    hash TEXT NOT NULL,
+    PRIMARY KEY (level, idx)
+);

@@ -1,0 +1,121 @@
+"""`modules.lock.json`: what `gitreg verify` saw, meant to be committed like
+`.terraform.lock.hcl`.
+
+    {
+      "version": 1,
+      "modules": {
+        "<module key>": {"source": ..., "version": ..., "dirHash": "h1:...",
+                         "keyid": ..., "logIndex": N}
+      },
+      "registries": {
+        "<host>": {"checkpoint": {"origin": ..., "size": N, "root": "<base64>"}}
+      }
+    }
+
+Written with sorted keys and two-space indents, so a change shows as a small
+diff in review.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitreg.errors import BadRequest
+
+LOCK_NAME = "modules.lock.json"
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Locked:
+    source: str
+    version: str
+    dir_hash: str
+    keyid: str
+    log_index: int
+
+
+@dataclass(frozen=True)
+class LockedCheckpoint:
+    origin: str
+    size: int
+    root: str  # base64
+
+
+@dataclass
+class LockFile:
+    modules: dict[str, Locked] = field(default_factory=dict)
+    checkpoints: dict[str, LockedCheckpoint] = field(default_factory=dict)
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "version": FORMAT,
+            "modules": {
+                key: {
+                    "source": m.source,
+                    "version": m.version,
+                    "dirHash": m.dir_hash,
+                    "keyid": m.keyid,
+                    "logIndex": m.log_index,
+                }
+                for key, m in sorted(self.modules.items())
+            },
+            "registries": {
+                host: {"checkpoint": {"origin": c.origin, "size": c.size, "root": c.root}}
+                for host, c in sorted(self.checkpoints.items())
+            },
+        }
+
+
+def read_lock(path: Path) -> LockFile:
+    """The lock file, or an empty one when there is none; BadRequest for one
+    that cannot be read as a lock file."""
+    try:
+        document = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return LockFile()
+    except (OSError, ValueError) as exc:
+        raise BadRequest(f"cannot read {path}: {exc}") from None
+    try:
+        if document.get("version") != FORMAT:
+            raise ValueError(f"unknown format version {document.get('version')!r}")
+        modules = {
+            str(key): Locked(
+                str(m["source"]),
+                str(m["version"]),
+                str(m["dirHash"]),
+                str(m["keyid"]),
+                int(m["logIndex"]),
+            )
+            for key, m in document.get("modules", {}).items()
+        }
+        checkpoints = {
+            str(host): LockedCheckpoint(
+                str(r["checkpoint"]["origin"]),
+                int(r["checkpoint"]["size"]),
+                str(r["checkpoint"]["root"]),
+            )
+            for host, r in document.get("registries", {}).items()
+        }
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise BadRequest(f"{path} is not a modules lock file: {exc}") from None
+    return LockFile(modules, checkpoints)
+
+
+def write_lock(path: Path, lock: LockFile) -> None:
+    """Replace the lock file atomically."""
+    text = json.dumps(lock.document(), indent=2, sort_keys=True) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".modules.lock.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,184 @@
+"""The client's parts on their own: Terraform's credential sources in their
+order, reading modules.json sources, the dirHash of a tree with symlinks (the
+same from the archive and from the extracted directory), and the lock file."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gitreg.archives.dirhash import archive_dirhash, tree_dirhash
+from gitreg.errors import BadRequest
+from gitreg.verify.credentials import token_for
+from gitreg.verify.lockfile import Locked, LockedCheckpoint, LockFile, read_lock, write_lock
+from gitreg.verify.manifest import Installed, registry_module
+from gitreg.verify.registry import Registry
+from gitreg.verify.service import Report, Verifier
+from tests.attestations import spec_check
+
+
+def test_credentials_follow_terraforms_order(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".terraform.d").mkdir(parents=True)
+    config = tmp_path / "cli.tfrc"
+    config.write_text('credentials "reg.example.com" {\n  token = "from-config"\n}\n')
+    stored = {"credentials": {"reg.example.com": {"token": "t"}, "b.example.com": {"token": "f"}}}
+    (home / ".terraform.d" / "credentials.tfrc.json").write_text(json.dumps(stored))
+    env = {
+        "HOME": str(home),
+        "TF_CLI_CONFIG_FILE": str(config),
+        "TF_TOKEN_reg_example_com": "from-env",
+        "TF_TOKEN_my__reg_example_com": "dashed",
+    }
+    assert token_for("reg.example.com", env) == "from-config"
+    assert token_for("B.example.com", env) == "f"
+    assert token_for("my-reg.example.com", env) == "dashed"
+    assert token_for("other.example.com", env) is None
+    assert token_for("reg.example.com", {"HOME": str(home)}) == "t"
+
+
+@pytest.mark.parametrize(
+    ("source", "host", "subdir"),
+    [
+        ("127.0.0.1:8443/acme/net/aws", "127.0.0.1:8443", ""),
+        ("registry.example.com/acme/net/aws//modules/vpc", "registry.example.com", "modules/vpc"),
+        ("acme/net/aws", "registry.terraform.io", ""),
+    ],
+)
+def test_registry_sources(source: str, host: str, subdir: str) -> None:
+    found = registry_module(Installed("net", source, "1.0.0", Path("/x")))
+    assert found is not None
+    assert (found.host, found.address, found.subdir) == (host, "acme/net/aws", subdir)
+
+
+@pytest.mark.parametrize("source", ["git::https://example.com/x.git", "./local", "../up"])
+def test_other_sources_are_not_registry_modules(source: str) -> None:
+    assert registry_module(Installed("x", source, "", Path("/x"))) is None
+
+
+def test_dirhash_of_archive_and_extracted_tree_agree(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in {"main.tf": b"a\n", "sub/x.tf": b"b\n", "z/\u00e9.txt": b"c"}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in {"link.tf": "main.tf", "sub/up": "../z", "dangling": "nope"}.items():
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            tar.addfile(info)
+    buffer.seek(0)
+    from_archive = archive_dirhash(buffer)
+    buffer.seek(0)
+    with tarfile.open(fileobj=buffer, mode="r:gz") as tar:
+        tar.extractall(tmp_path / "tree", filter="tar")
+    assert tree_dirhash(tmp_path / "tree") == from_archive
+    plain = tmp_path / "plain"
+    for name, data in {"main.tf": b"a\n", "sub/x.tf": b"b\n", "z/\u00e9.txt": b"c"}.items():
+        (plain / name).parent.mkdir(parents=True, exist_ok=True)
+        (plain / name).write_bytes(data)
+    assert tree_dirhash(plain) == spec_check.dirhash_h1(plain)
+
+
+def test_lock_file_round_trip_and_refusal(tmp_path: Path) -> None:
+    path = tmp_path / "modules.lock.json"
+    assert read_lock(path).modules == {}
+    lock = LockFile(
+        {"net": Locked("h.example.com/a/b/c", "1.0.0", "h1:x", "k", 3)},
+        {"h.example.com": LockedCheckpoint("h.example.com/v1/attestations/log", 4, "cm9vdA==")},
+    )
+    write_lock(path, lock)
+    assert read_lock(path) == lock
+    assert path.read_text().endswith("}\n")
+    path.write_text('{"version": 9}')
+    with pytest.raises(BadRequest):
+        read_lock(path)
+
+
+def test_a_statement_changed_by_one_byte_is_refused() -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from gitreg.attestations import dsse
+    from gitreg.attestations.keys import verify_ed25519
+
+    private = Ed25519PrivateKey.generate()
+    raw = private.public_key().public_bytes_raw()
+    good = dsse.envelope(b'{"_type":"x"}', "k", private.sign)
+    verifiers = {"k": lambda sig, msg: verify_ed25519(raw, sig, msg)}
+    assert dsse.open_envelope(json.dumps(good).encode(), verifiers) == (b'{"_type":"x"}', "k")
+    for field, at in (("payload", 3), ("sig", 5)):
+        forged = json.loads(json.dumps(good))
+        holder = forged if field == "payload" else forged["signatures"][0]
+        decoded = bytearray(base64.b64decode(holder[field]))
+        decoded[at] ^= 1
+        holder[field] = base64.b64encode(bytes(decoded)).decode()
+        with pytest.raises(BadRequest, match="no signature"):
+            dsse.open_envelope(json.dumps(forged).encode(), verifiers)
+
+
+def _installed(tmp_path: Path) -> None:
+    manifest = tmp_path / ".terraform" / "modules"
+    manifest.mkdir(parents=True)
+    (manifest / "net").mkdir()
+    (manifest / "modules.json").write_text(
+        json.dumps(
+            {
+                "Modules": [
+                    {"Key": "", "Source": "", "Dir": "."},
+                    {
+                        "Key": "net",
+                        "Source": "public.example.com/acme/net/aws",
+                        "Version": "1.0.0",
+                        "Dir": ".terraform/modules/net",
+                    },
+                    {"Key": "git", "Source": "git::https://example.com/x.git", "Dir": "x"},
+                ]
+            }
+        )
+    )
+
+
+def _verify_against(
+    tmp_path: Path, answer: Callable[[httpx.Request], httpx.Response], lock: LockFile
+) -> Report:
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        return Verifier(lambda host: Registry(client, host)).verify(tmp_path, lock, readonly=True)
+
+
+def _no_attestations(request: httpx.Request) -> httpx.Response:
+    assert request.url.path == "/.well-known/terraform.json"
+    return httpx.Response(200, json={"modules.v1": "/v1/modules/"})
+
+
+def _proxied(request: httpx.Request) -> httpx.Response:
+    if request.url.path == "/.well-known/terraform.json":
+        return httpx.Response(200, json={"modules.v1": "/m/", "attestations.v1": "/a/"})
+    assert request.url.path == "/m/acme/net/aws/1.0.0/attestation"
+    return httpx.Response(404, headers={"Gitreg-Not-Attested": "proxied"}, json={"errors": []})
+
+
+@pytest.mark.parametrize("answer", [_no_attestations, _proxied])
+def test_modules_without_statements_are_unverifiable_not_failed(
+    tmp_path: Path, answer: Callable[[httpx.Request], httpx.Response]
+) -> None:
+    _installed(tmp_path)
+    report = _verify_against(tmp_path, answer, LockFile())
+    assert report.failed == []
+    assert report.verified == []
+    assert len(report.unverifiable) == 2
+
+
+def test_a_locked_module_whose_registry_stopped_signing_fails(tmp_path: Path) -> None:
+    _installed(tmp_path)
+    locked = Locked("public.example.com/acme/net/aws", "1.0.0", "h1:x", "k", 0)
+    report = _verify_against(tmp_path, _no_attestations, LockFile({"net": locked}))
+    assert len(report.failed) == 1
+    assert "modules.lock.json has it verified" in report.failed[0]
