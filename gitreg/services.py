@@ -234,6 +234,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         cache=cache,
         searches=searches,
         reindexer=reindexer,
+        blobs=blobs,
     )
     return Services(
         settings=settings,

@@ -6,6 +6,10 @@
     GET  /modules/:namespace/:name/:system   the latest version (`?tab=`, `?version=`)
     GET  /modules/:namespace/:name/:system/usage   who uses it (publishers only)
     GET  /modules/:namespace/:name/:system/:version
+    GET  /modules/:namespace/:name/:system/:version/modules/:sub    a submodule
+    GET  /modules/:namespace/:name/:system/:version/examples/:sub   an example
+    GET  /modules/:namespace/:name/:system/:version/files/:path     a file of the version
+    GET  /modules/:namespace/:name/:system/:version/raw/:path       its bytes (README images)
     GET  /providers/:namespace/:type         the latest version
     GET  /providers/:namespace/:type/:version
     GET  /mirror                             what the mirror and the module proxy hold
@@ -32,7 +36,9 @@ from starlette.routing import Route
 from gitreg.auth import pages as sign_in
 from gitreg.auth import pages_tokens as tokens_page
 from gitreg.catalog import pages as browse_pages
+from gitreg.catalog.pages_files import file_page, raw_file
 from gitreg.catalog.pages_module import module_page
+from gitreg.catalog.pages_nested import example_page, submodule_page
 from gitreg.catalog.pages_provider import provider_doc_page, provider_page
 from gitreg.ui.pages import not_found_page, ui_state
 from gitreg.ui.viewer import current_viewer
@@ -85,6 +91,10 @@ def routes() -> list[Route]:
         Route(module, module_page, methods=["GET"]),
         Route(module + "/usage", usage_page, methods=["GET"]),  # before {version}
         Route(module + "/{version}", module_page, methods=["GET"]),
+        Route(module + "/{version}/modules/{sub}", submodule_page, methods=["GET"]),
+        Route(module + "/{version}/examples/{sub}", example_page, methods=["GET"]),
+        Route(module + "/{version}/files/{path:path}", file_page, methods=["GET"]),
+        Route(module + "/{version}/raw/{path:path}", raw_file, methods=["GET"]),
         Route(provider, provider_page, methods=["GET"]),
         Route(provider + "/{version}", provider_page, methods=["GET"]),
         Route(provider + "/{version}/docs/{doc_id}", provider_doc_page, methods=["GET"]),

@@ -6,6 +6,8 @@ front matter and the comment it puts on every page)."""
 
 from __future__ import annotations
 
+from tests.support.gitrepo import GitRepo
+
 TERRAFORM_DOCS_README = """<p align="center">
   <img src="docs/logo.png" width="120" alt="Network logo">
 </p>
@@ -51,7 +53,7 @@ Routes can be **pinned** per subnet.
 
 | Name | Description | Type | Default | Required |
 |------|-------------|------|---------|:--------:|
-| <a name="input_cidr"></a> [cidr](#input\\_cidr) | The network's CIDR block | `string` | `"10.0.0.0/16"` | no |
+| <a name="input_cidr"></a> [cidr](#input\\_cidr) | The block | `string` | `"10.0.0.0/8"` | no |
 | <a name="input_name"></a> [name](#input\\_name) | Name of the network | `string` | n/a | yes |
 
 ## Outputs
@@ -89,3 +91,48 @@ resource "ourcloud_server" "web" {
 
 - `name` (String) The server's name.
 """
+
+
+# A 1x1 PNG, and an SVG that would run a script if it were ever a document.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082"
+)
+SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10" onload="alert(1)">'
+    "<script>alert(2)</script><rect width='10' height='10'/></svg>"
+)
+
+
+def network_module(repo: GitRepo, host: str) -> None:
+    """A module with the README above, the images and files it links to, a
+    submodule, an example, a call to another module on this registry
+    (`host`) and a requirement of a provider it hosts."""
+    repo.write("README.md", TERRAFORM_DOCS_README)
+    repo.write(
+        "main.tf",
+        'variable "name" {\n  type        = string\n  description = "Name of the `network`"\n}\n'
+        'variable "cidr" {\n  type    = string\n  default = "10.0.0.0/16"\n}\n'
+        "terraform {\n  required_providers {\n"
+        f'    null = {{\n      source  = "{host}/acme/null"\n      version = ">= 1.0"\n    }}\n'
+        "  }\n}\n"
+        f'module "vpc" {{\n  source  = "{host}/acme/vpc/aws"\n  version = "~> 1.0"\n}}\n'
+        'module "subnets" {\n  source = "./modules/subnets"\n  cidr   = var.cidr\n}\n'
+        'output "cidr" {\n  value       = var.cidr\n  description = "The CIDR block"\n}\n',
+    )
+    repo.write(
+        "modules/subnets/main.tf",
+        'variable "cidr" {\n  type        = string\n  description = "The block to split"\n}\n'
+        'output "ids" {\n  value = [var.cidr]\n}\n',
+    )
+    repo.write("modules/subnets/README.md", "# Subnets\n\nSplits a block into subnets.\n")
+    repo.write(
+        "examples/complete/main.tf",
+        'module "network" {\n  source = "../../"\n  name   = "demo"\n}\n',
+    )
+    repo.write("examples/complete/README.md", "# Complete\n\nEvery option at once.\n")
+    repo.write("docs/design.md", "# Design\n\nWhy it is [this way](../README.md).\n")
+    (repo.path / "docs").mkdir(exist_ok=True)
+    (repo.path / "docs/logo.png").write_bytes(PNG)
+    (repo.path / "docs/diagram.svg").write_text(SVG)
+    repo.write("docs/page.html", "<script>alert(3)</script>")
