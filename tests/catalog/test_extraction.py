@@ -162,7 +162,7 @@ def test_readme_is_sanitised_and_links_resolved_against_the_version(
 ) -> None:
     html = _published_full(svc, make_repo("vpc"))[0]["root"]["readme_html"]
     assert_safe(html)
-    assert "<script" not in html and "alert(\"readme\")" not in html  # dropped with its text
+    assert "<script" not in html and 'alert("readme")' not in html  # dropped with its text
     # Inside the module: the version's own file view and raw image, in the registry.
     page = "/modules/acme/vpc/aws/1.1.0"
     assert f'href="{page}/files/examples/basic/main.tf"' in html

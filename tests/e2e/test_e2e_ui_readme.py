@@ -36,15 +36,19 @@ def _large_readme() -> str:
     rows = "\n".join(
         f'| <a name="input_setting_{i}"></a> [setting\\_{i}](#input\\_setting\\_{i}) '
         f"| Setting number {i} of the network, with a description of some length | "
-        f"`string` | `\"value-{i}\"` | no |"
+        f'`string` | `"value-{i}"` | no |'
         for i in range(ROWS)
     )
     extra = "\n\n## More inputs\n\n| Name | Description | Type | Default | Required |\n"
     extra += "|------|-------------|:----:|--------:|:--------:|\n" + rows + "\n"
-    return TERRAFORM_DOCS_README + extra + (
-        '\n<p align="center"><a href="#readme-usage">'
-        "<img src=x onerror=\"window.__xss='onerror'\"></a></p>\n"
-        "<script>window.__xss = 'script'</script>\n"
+    return (
+        TERRAFORM_DOCS_README
+        + extra
+        + (
+            '\n<p align="center"><a href="#readme-usage">'
+            "<img src=x onerror=\"window.__xss='onerror'\"></a></p>\n"
+            "<script>window.__xss = 'script'</script>\n"
+        )
     )
 
 
