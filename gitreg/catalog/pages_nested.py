@@ -11,14 +11,13 @@ highlighted, from the version's archive (what `terraform init` installs).
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from gitreg.api.services import services
 from gitreg.api.urls import base_url
+from gitreg.catalog.archive_files import ArchiveFile
 from gitreg.catalog.dependencies import dependency_links
 from gitreg.catalog.pages_module import module_path, served
 from gitreg.catalog.readme import first_prose
@@ -57,10 +56,10 @@ async def _nested_page(request: Request, kind: str) -> Response:
         return not_found_page(request, viewer)
     record, host = found.record, host_of(base)
     page_path = module_path(record, record["version"])
-    files: list[Any] = []
+    files: list[ArchiveFile] | None = []
     if kind == "examples":
         read = svc.catalog_service.module_directory_files
-        files = await run_in_threadpool(read, names, record["version"], path, ".tf") or []
+        files = await run_in_threadpool(read, names, record["version"], path, ".tf")
     context = {
         "title": f"{'/'.join(names)}//{path}",
         "m": record,
@@ -70,7 +69,7 @@ async def _nested_page(request: Request, kind: str) -> Response:
         "module_url": page_path,
         "summary": first_prose(str(nested.get("readme_html", ""))),
         "snippet": module_snippet(host, record, nested, found.yanked) if kind == "modules" else "",
-        "files": files,
+        "files": files or [],
         "dep_links": dependency_links(nested, path, page_path, host, *await served(request)),
         "yanked": found.yanked,
     }
