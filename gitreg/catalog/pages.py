@@ -29,7 +29,7 @@ async def home(request: Request) -> Response:
     state, generation = ui_state(request), svc.cache.generation
     key = ("home", viewer.key)
     if (cached := state.pages.get(key, generation)) is not None:
-        return cached.response()
+        return cached.response(request)
     modules = await svc.catalog_service.modules(viewer.may_read)
     recent = sorted(modules, key=lambda m: m.record["published_at"], reverse=True)[:RECENT]
     counts = Counter(m.namespace for m in modules)
@@ -43,7 +43,7 @@ async def home(request: Request) -> Response:
     }
     page = Page(render(request, viewer, "home.html", context))
     state.pages.put(key, page, generation)
-    return page.response()
+    return page.response(request)
 
 
 def _page_number(request: Request) -> int:
@@ -72,7 +72,7 @@ async def search(request: Request) -> Response:
         found = await svc.catalog_service.search(query, viewer.may_read)
     context = {"title": f"Search: {query}" if query else "Search", "q": query}
     context |= _paged(found, _page_number(request))
-    return Page(render(request, viewer, "search.html", context)).response()
+    return Page(render(request, viewer, "search.html", context)).response(request)
 
 
 async def namespace(request: Request) -> Response:
@@ -87,7 +87,7 @@ async def namespace(request: Request) -> Response:
         return not_found_page(request, viewer)
     context = {"title": name, "namespace": name, "providers": providers}
     context |= _paged(found, _page_number(request))
-    return Page(render(request, viewer, "namespace.html", context)).response()
+    return Page(render(request, viewer, "namespace.html", context)).response(request)
 
 
 async def mirror(request: Request) -> Response:
@@ -95,4 +95,4 @@ async def mirror(request: Request) -> Response:
     viewer = await current_viewer(request)
     providers, modules = await svc.catalog_service.mirrored(viewer.may_read)
     context = {"title": "Mirror", "providers": providers, "modules": modules}
-    return Page(render(request, viewer, "mirror.html", context)).response()
+    return Page(render(request, viewer, "mirror.html", context)).response(request)

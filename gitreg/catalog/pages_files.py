@@ -96,7 +96,7 @@ async def file_page(request: Request) -> Response:
         "raw_url": f"{page}/raw/{request.path_params['path']}",
         "max_bytes": MAX_FILE_BYTES,
     } | _shown(found, page)
-    return Page(render(request, viewer, "file.html", context)).response()
+    return Page(render(request, viewer, "file.html", context)).response(request)
 
 
 def _shown(found: ArchiveFile, page: str) -> dict[str, object]:

@@ -72,7 +72,7 @@ async def module_page(request: Request) -> Response:
     key = ("module", *(n.lower() for n in names), version, tab, viewer.key, usage, base)
     state, generation = ui_state(request), svc.cache.generation
     if not picked and (cached := state.pages.get(key, generation)) is not None:
-        return cached.response()
+        return cached.response(request)
     found = await svc.catalog_service.module(names, version)
     if found is None:
         return not_found_page(request, viewer)
@@ -91,7 +91,7 @@ async def module_page(request: Request) -> Response:
     context["version_usage"] = usage_path(*names, found.record["version"]) if usage else ""
     page = Page(render(request, viewer, "module.html", context))
     state.pages.put(key, page, generation)
-    return page.response()
+    return page.response(request)
 
 
 def _context(found: ModuleView, tab: str, host: str) -> dict[str, Any]:

@@ -47,7 +47,7 @@ async def _nested_page(request: Request, kind: str) -> Response:
     key = ("nested", *(n.lower() for n in names), p["version"], kind, p["sub"], viewer.key, base)
     state, generation = ui_state(request), svc.cache.generation
     if (cached := state.pages.get(key, generation)) is not None:
-        return cached.response()
+        return cached.response(request)
     found = await svc.catalog_service.module(names, p["version"])
     path = f"{kind}/{p['sub']}"
     items = found.record[KINDS[kind]] if found is not None else []
@@ -75,4 +75,4 @@ async def _nested_page(request: Request, kind: str) -> Response:
     }
     page = Page(render(request, viewer, "nested.html", context))
     state.pages.put(key, page, generation)
-    return page.response()
+    return page.response(request)

@@ -38,14 +38,14 @@ async def provider_page(request: Request) -> Response:
     key = ("provider", p["namespace"].lower(), p["type"].lower(), version, viewer.key, base)
     state, generation = ui_state(request), svc.cache.generation
     if (cached := state.pages.get(key, generation)) is not None:
-        return cached.response()
+        return cached.response(request)
     found = await svc.catalog_service.provider(p["namespace"], p["type"])
     chosen = choose_release(found, version) if found is not None else None
     if found is None or chosen is None:
         return not_found_page(request, viewer)
     page = Page(render(request, viewer, "provider.html", _context(found, chosen, host_of(base))))
     state.pages.put(key, page, generation)
-    return page.response()
+    return page.response(request)
 
 
 async def provider_doc_page(request: Request) -> Response:
@@ -60,7 +60,7 @@ async def provider_doc_page(request: Request) -> Response:
     key = ("provider-doc", *(n.lower() for n in names[:2]), *names[2:], viewer.key)
     state, generation = ui_state(request), svc.cache.generation
     if (cached := state.pages.get(key, generation)) is not None:
-        return cached.response()
+        return cached.response(request)
     found = await svc.catalog_service.provider(p["namespace"], p["type"])
     # Read per page, not kept in the metadata cache (a page may be megabytes):
     # the rendered page is cached instead, like every other page.
@@ -77,7 +77,7 @@ async def provider_doc_page(request: Request) -> Response:
     }
     page = Page(render(request, viewer, "provider_doc.html", context))
     state.pages.put(key, page, generation)
-    return page.response()
+    return page.response(request)
 
 
 def _context(found: dict[str, Any], chosen: dict[str, Any], host: str) -> dict[str, Any]:

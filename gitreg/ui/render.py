@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 STATIC_DIR = HERE / "static"
 TEMPLATE_DIR = HERE / "templates"
-STATIC_FILES = ("style.css", "ui.js")
+STATIC_FILES = ("style.css", "ui.js", "favicon.svg")
 STATIC_PREFIX = "/ui/static"
 
 

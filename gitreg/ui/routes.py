@@ -18,7 +18,8 @@
     POST /ui/sign-out                        ends the session, forgets the token
     GET  /ui/tokens, POST /ui/tokens, POST /ui/tokens/revoke   a person's own tokens
     GET  /ui/admin/tokens, POST /ui/admin/tokens/revoke       every token (admins)
-    GET  /ui/static/:hash/:file              CSS and JS, cached for a year
+    GET  /ui/static/:hash/:file              CSS, JS and the icon, cached for a year
+    GET  /favicon.ico                        a redirect to the icon
 
 None of these paths is a prefix of an API path (`/v1/`, `/.well-known/`,
 `/archives/`, `/mirror/...`, `/webhooks/`, `/admin/`, `/healthz`): `/mirror`
@@ -29,8 +30,11 @@ segments below it. Browsers asking for anything else get an HTML 404 page
 
 from __future__ import annotations
 
+import functools
+import gzip
+
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from gitreg.auth import pages as sign_in
@@ -40,7 +44,7 @@ from gitreg.catalog.pages_files import file_page, raw_file
 from gitreg.catalog.pages_module import module_page
 from gitreg.catalog.pages_nested import example_page, submodule_page
 from gitreg.catalog.pages_provider import provider_doc_page, provider_page
-from gitreg.ui.pages import not_found_page, ui_state
+from gitreg.ui.pages import accepts_gzip, not_found_page, ui_state
 from gitreg.ui.viewer import current_viewer
 from gitreg.usage.pages import usage_page
 
@@ -57,15 +61,38 @@ API_PREFIXES = (
     "/metrics",
 )
 STATIC_CACHE = "public, max-age=31536000, immutable"
+STATIC_TYPES = {
+    "css": "text/css; charset=utf-8",
+    "js": "text/javascript; charset=utf-8",
+    "svg": "image/svg+xml",
+}
 
 
 async def static_file(request: Request) -> Response:
     found = ui_state(request).renderer.assets.get(request.path_params["file"])
     if found is None or found[0] != request.path_params["hash"]:
         return await html_not_found(request)
-    media = "text/css" if request.path_params["file"].endswith(".css") else "text/javascript"
+    media = STATIC_TYPES[request.path_params["file"].rpartition(".")[2]]
     headers = {"Cache-Control": STATIC_CACHE, "X-Content-Type-Options": "nosniff"}
-    return Response(found[1], media_type=f"{media}; charset=utf-8", headers=headers)
+    if media.startswith("image/"):
+        headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    body = found[1]
+    if accepts_gzip(request):
+        body, headers["Content-Encoding"] = _gzipped(found[0], body), "gzip"
+    headers["Vary"] = "Accept-Encoding"
+    return Response(body, media_type=media, headers=headers)
+
+
+@functools.lru_cache(maxsize=16)
+def _gzipped(content_hash: str, data: bytes) -> bytes:
+    """A static file gzipped once per content (its hash names it)."""
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+async def favicon(request: Request) -> Response:
+    """Browsers ask for /favicon.ico whatever the page names: the icon."""
+    url = ui_state(request).renderer.static_url("favicon.svg")
+    return RedirectResponse(url, status_code=301, headers={"Cache-Control": "max-age=86400"})
 
 
 def wants_html(request: Request) -> bool:
@@ -110,4 +137,5 @@ def routes() -> list[Route]:
         Route("/ui/admin/tokens", tokens_page.admin_page, methods=["GET"]),
         Route("/ui/admin/tokens/revoke", tokens_page.admin_revoke, methods=["POST"]),
         Route("/ui/static/{hash}/{file}", static_file, methods=["GET"]),
+        Route("/favicon.ico", favicon, methods=["GET"]),
     ]
