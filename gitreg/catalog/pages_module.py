@@ -87,6 +87,7 @@ async def module_page(request: Request) -> Response:
     context["dep_links"] = dependency_links(
         found.record["root"], "", page_path, host, *await served(request)
     )
+    context["downloads"] = svc.downloads.total("module", found.module_id)
     context["usage_path"] = usage_path(*names) if usage else ""
     context["version_usage"] = usage_path(*names, found.record["version"]) if usage else ""
     page = Page(render(request, viewer, "module.html", context))
