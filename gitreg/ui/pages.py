@@ -150,7 +150,9 @@ def render(
     state = ui_state(request)
     # Whether to offer "Sign in": a setting, the same for every page of the process.
     sign_in = bool(services(request).settings.oidc_issuer)
-    common = {"viewer": viewer, "path": request.url.path, "sign_in": sign_in}
+    query = request.url.query
+    here = request.url.path + (f"?{query}" if query else "")  # where sign-in returns to
+    common = {"viewer": viewer, "path": request.url.path, "here": here, "sign_in": sign_in}
     return state.renderer.page(template, common | context)
 
 

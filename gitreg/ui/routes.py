@@ -15,6 +15,7 @@
     GET  /mirror                             what the mirror and the module proxy hold
     GET  /ui/token, POST /ui/token           the read-token cookie
     GET|POST /ui/sign-in, GET /ui/sign-in/callback   sign-in at the identity provider
+    GET  /ui/sign-out                        the sign-out button (the header's link)
     POST /ui/sign-out                        ends the session, forgets the token
     GET  /ui/tokens, POST /ui/tokens, POST /ui/tokens/revoke   a person's own tokens
     GET  /ui/admin/tokens, POST /ui/admin/tokens/revoke       every token (admins)
@@ -128,6 +129,7 @@ def routes() -> list[Route]:
         Route("/ui/token", sign_in.token_form, methods=["GET"]),
         Route("/ui/token", sign_in.token_submit, methods=["POST"]),
         Route("/ui/sign-out", sign_in.sign_out, methods=["POST"]),
+        Route("/ui/sign-out", sign_in.sign_out_page, methods=["GET"]),
         Route("/ui/sign-in", sign_in.sign_in_page, methods=["GET"]),
         Route("/ui/sign-in", sign_in.sign_in, methods=["POST"]),
         Route(sign_in.CALLBACK, sign_in.callback, methods=["GET"]),
