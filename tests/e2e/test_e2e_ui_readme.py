@@ -163,6 +163,29 @@ def test_a_large_terraform_docs_readme_renders_as_written(
     assert [c for c in console if "Content Security Policy" in c] == []
 
 
+def test_a_phone_sees_the_title_the_snippet_and_the_readme_first(
+    site: Site, browser: BrowserContext
+) -> None:
+    page = browser.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(site.server.url + "/modules/platform/net/aws")
+    tops = page.evaluate(
+        """() => ['.module-head h1', '#usage', '#readme-network'].map(
+            s => document.querySelector(s).getBoundingClientRect().top)"""
+    )
+    assert all(0 <= top < 844 for top in tops), tops
+    # Nothing pushes the page sideways: wide tables and the tabs scroll in place.
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    tabs = page.locator(".tabs")
+    assert tabs.evaluate("e => getComputedStyle(e).overflowX") == "auto"
+    screenshots(page, site.artifacts, "module-phone")
+    page.goto(site.server.url + "/modules/platform/net/aws?tab=inputs")
+    table = page.locator("#panel-inputs .table-wrap")
+    assert table.evaluate("e => e.scrollWidth > e.clientWidth")
+    assert table.get_attribute("tabindex") == "0"  # reachable from the keyboard
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+
+
 def test_submodule_and_example_pages(site: Site, browser: BrowserContext, tmp_path: Path) -> None:
     page = browser.new_page()
     console, dialogs = _watch(page)

@@ -10,7 +10,7 @@ from tests.ui.conftest import Ui
 
 
 def _cards(text: str) -> list[str]:
-    return re.findall(r'<h3><a href="/modules/([^"]+)">', text)
+    return re.findall(r'<h[23] class="card-title"><a href="/modules/([^"]+)">', text)
 
 
 def test_filters_narrow_and_counts_stay_with_the_words(ui: Ui) -> None:
