@@ -6,6 +6,9 @@ front matter and the comment it puts on every page)."""
 
 from __future__ import annotations
 
+import struct
+import zlib
+
 from tests.support.gitrepo import GitRepo
 
 TERRAFORM_DOCS_README = """<p align="center">
@@ -93,11 +96,29 @@ resource "ourcloud_server" "web" {
 """
 
 
-# A 1x1 PNG, and an SVG that would run a script if it were ever a document.
-PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082"
-)
+def _png(size: int = 16) -> bytes:
+    """A small opaque PNG (a blue square with a white diagonal), made here."""
+    rows = b"".join(
+        b"\0" + b"".join(b"\xff\xff\xff" if x == y else b"\x0b\x5c\xad" for x in range(size))
+        for y in range(size)
+    )
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        )
+
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+# A PNG, and an SVG that would run a script if it were ever a document.
+PNG = _png()
 SVG = (
     '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10" onload="alert(1)">'
     "<script>alert(2)</script><rect width='10' height='10'/></svg>"
