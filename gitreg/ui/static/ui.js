@@ -116,13 +116,28 @@
     });
   }
 
-  // Scrolling README blocks and tables are reachable from the keyboard.
+  // Scrolling README blocks and tables are reachable from the keyboard. Each
+  // is measured when it first comes into view, not all at load: a large
+  // README would otherwise be laid out in one long task.
   function setupScrollables() {
-    document.querySelectorAll(".readme pre, .readme table, .table-wrap").forEach(function (box) {
+    var boxes = document.querySelectorAll(".readme pre, .readme table, .table-wrap");
+    function mark(box) {
       if (box.scrollWidth > box.clientWidth && !box.hasAttribute("tabindex")) {
         box.setAttribute("tabindex", "0");
       }
+    }
+    if (!("IntersectionObserver" in window)) {
+      boxes.forEach(mark);
+      return;
+    }
+    var observer = new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        if (!entry.isIntersecting) return;
+        mark(entry.target);
+        observer.unobserve(entry.target);
+      });
     });
+    boxes.forEach(function (box) { observer.observe(box); });
   }
 
   // A link to a README heading opens the panel that holds it.
