@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import urlencode
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -22,7 +23,11 @@ from gitreg.ui.viewer import current_viewer
 PAGE_SIZE = 20
 RECENT = 10
 MAX_QUERY = 200
-SORTS = (("relevance", "Relevance"), ("recent", "Recently published"), ("downloads", "Downloads"))
+SORTS = (
+    ("relevance", "Relevance"),
+    ("recent", "Recently published"),
+    ("downloads", "Downloads (30 days)"),
+)
 _SORT_NAMES = {name for name, _ in SORTS}
 
 
@@ -54,19 +59,28 @@ def _page_number(request: Request) -> int:
     return max(1, min(number or 1, 1 << 20))
 
 
-def _with_downloads(request: Request, found: list[Listed]) -> list[dict[str, Any]]:
+def _with_downloads(
+    request: Request, found: list[Listed], recent: dict[int, int] | None = None
+) -> list[dict[str, Any]]:
     """The records with each module's download total (all versions, as of
-    the counter's last flush): aggregate counts only, never who."""
+    the counter's last flush) and, given `recent`, its last 30 days':
+    aggregate counts only, never who."""
     total = services(request).downloads.total
-    return [m.record | {"downloads": total("module", m.module_id)} for m in found]
+    records = [m.record | {"downloads": total("module", m.module_id)} for m in found]
+    if recent is not None:
+        for m, record in zip(found, records, strict=True):
+            record["recent_downloads"] = recent.get(m.module_id, 0)
+    return records
 
 
-def _paged(request: Request, found: list[Listed], number: int) -> dict[str, Any]:
+def _paged(
+    request: Request, found: list[Listed], number: int, recent: dict[int, int] | None = None
+) -> dict[str, Any]:
     pages = max(1, -(-len(found) // PAGE_SIZE))
     number = min(number, pages)
     start = (number - 1) * PAGE_SIZE
     return {
-        "results": _with_downloads(request, found[start : start + PAGE_SIZE]),
+        "results": _with_downloads(request, found[start : start + PAGE_SIZE], recent),
         "total": len(found),
         "page": number,
         "pages": pages,
@@ -102,9 +116,13 @@ async def search(request: Request) -> Response:
     ]
     if sort == "recent":
         found.sort(key=lambda m: m.record["published_at"], reverse=True)
-    elif sort == "downloads":
+    recent: dict[int, int] | None = None
+    if sort == "downloads":
+        recent = await run_in_threadpool(svc.usage.recent_module_downloads)
         total = svc.downloads.total
-        found.sort(key=lambda m: total("module", m.module_id), reverse=True)
+        found.sort(
+            key=lambda m: (recent.get(m.module_id, 0), total("module", m.module_id)), reverse=True
+        )
     providers: list[tuple[str, str]] = []
     if query:
         words = query.lower().split()
@@ -131,7 +149,7 @@ async def search(request: Request) -> Response:
         "providers": providers,
         "base": "/search?" + urlencode({k: v for k, v in kept.items() if v}) + "&",
     }
-    context |= _paged(request, found, _page_number(request))
+    context |= _paged(request, found, _page_number(request), recent)
     return Page(render(request, viewer, "search.html", context)).response(request)
 
 

@@ -38,7 +38,8 @@ def test_sort_by_downloads_and_recency(ui: Ui) -> None:
     ui.svc.downloads.refresh()
     by_downloads = ui.client.get("/search?sort=downloads").text
     assert _cards(by_downloads) == ["acme/network/aws", "acme/vpc/aws"]
-    assert "7 downloads" in by_downloads and "2 downloads" in by_downloads
+    assert "7 downloads (7 in 30 days)" in by_downloads
+    assert "2 downloads (2 in 30 days)" in by_downloads
     recent = ui.client.get("/search?sort=recent").text
     stamps = re.findall(r'<time datetime="([^"]+)"', recent)
     assert stamps == sorted(stamps, reverse=True) and len(stamps) == 2
