@@ -19,9 +19,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import BrowserContext
 
+from tests.catalog.test_provider_docs import _ingest
+from tests.providers.test_providers_forges import API, TOKEN
 from tests.support.browser import chromium_context, require_chromium
 from tests.support.gitrepo import GitRepo
-from tests.support.provider_dist import make_dist
+from tests.support.provider_dist import make_dist, make_services, public_armor, publisher_key
 from tests.support.readmes import network_module
 from tests.support.server import RunningServer, cli, free_port, start_server
 
@@ -42,6 +44,8 @@ PAGES = (
     "/modules/platform/net/aws/1.0.0/files/main.tf",
     "/modules/platform/net/aws/1.0.0/files/docs/design.md",
     "/providers/platform/dns",
+    "/providers/acme/null",
+    "/providers/acme/null/1.0.0/docs/resources-resource",
     "/mirror",
     "/ui/token",
     "/no/such/page",
@@ -66,6 +70,14 @@ def site(tmp_path: Path) -> Iterator[Site]:
     require_chromium()
     _require_axe()
     data = tmp_path / "data"
+    data.mkdir()
+    (data / "gitreg.toml").write_text(
+        f'[forges.ghe]\nkind = "github"\napi_url = "{API}"\ntoken = "{TOKEN}"\n'
+    )
+    svc = make_services(data)
+    svc.providers.keys.add("acme", public_armor(publisher_key()))
+    _ingest(svc, tmp_path)  # acme/null with its documentation pages
+    svc.close()
     port = free_port()
     repo = GitRepo(tmp_path / "terraform-aws-net")
     network_module(repo, f"127.0.0.1:{port}")
