@@ -281,6 +281,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         cache=cache,
         searches=searches,
         reindexer=reindexer,
+        blobs=blobs,
         provenance=attestations.provenance,
     )
     return Services(

@@ -174,6 +174,16 @@ async def token_submit(request: Request) -> Response:
     return response
 
 
+async def sign_out_page(request: Request) -> Response:
+    """The header's "Sign out": a page with the button, as pages are cached
+    per person, not per session, and the form carries the session's token."""
+    viewer = await current_viewer(request)
+    if viewer.session is None:
+        return RedirectResponse("/", status_code=303)
+    context = {"title": "Sign out", "csrf": viewer.session.csrf}
+    return html_response(render(request, viewer, "sign_out.html", context), headers=NO_STORE)
+
+
 async def sign_out(request: Request) -> Response:
     """Ends the session in the index (so on every replica) and forgets both cookies."""
     checked = await checked_form(request)

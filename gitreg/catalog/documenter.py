@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gitreg.catalog.extract import DOCS_FORMAT, Origin, description, search_text
+from gitreg.catalog.paths import module_path
 from gitreg.catalog.records import latest_listed, version_key
 from gitreg.catalog.reuse import Documents
 from gitreg.catalog.store import CatalogIndex, SearchEntry
@@ -125,7 +126,8 @@ class Documenter:
             if found is None:
                 raise ValueError(f"subdirectory {module.subdir!r} is missing at this commit")
             tree = found
-        origin = Origin(repo.url, version.commit_sha, module.subdir, version.version)
+        page = module_path(module.namespace, module.name, module.system, version.version)
+        origin = Origin(repo.url, version.commit_sha, module.subdir, version.version, page)
         with self._git.objects(mirror) as store:
             return self._documents.document(store, tree, origin)
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitreg.catalog.hcl import add_file, empty_module, parse_file
-from gitreg.catalog.readme import changelog_section, plain_text, render, web_url
+from gitreg.catalog.readme import Links, changelog_section, first_prose, plain_text, render, web_url
 from gitreg.catalog.tree import NESTED
 
-DOCS_FORMAT = 1
+DOCS_FORMAT = 2  # 2: README HTML kept (sanitised), links into the version's pages
 _READMES = ("README.md", "README.markdown", "README")
 
 
@@ -34,6 +34,7 @@ class Origin:
     commit: str
     subdir: str
     version: str
+    page: str = ""  # the version's UI path (gitreg/catalog/paths.py): "" links to the forge only
 
 
 def extract(files: dict[str, bytes], origin: Origin, notes: list[str]) -> dict[str, Any]:
@@ -75,12 +76,8 @@ def search_text(document: dict[str, Any]) -> str:
 
 
 def description(document: dict[str, Any]) -> str:
-    """A one-line description: the README's first paragraph, as text."""
-    html = str(document["root"].get("readme_html", ""))
-    start = html.find("<p>")
-    if start < 0:
-        return ""
-    return plain_text(html[start : html.find("</p>", start)])[:300]
+    """A one-line description: the README's first paragraph of prose, as text."""
+    return first_prose(str(document["root"].get("readme_html", "")))[:300]
 
 
 def _add_tf(module: dict[str, Any], path: str, raw: bytes, problems: list[str]) -> None:
@@ -103,12 +100,17 @@ def _add_readme(
     )
     module["readme"] = text  # the Markdown as written, as the public v1 API gives it
     in_repo = posixpath.join(origin.subdir, directory) if origin.subdir else directory
-    module["readme_html"] = render(text, web, origin.commit, in_repo) if text else ""
+    module["readme_html"] = render(text, _links(origin, web, in_repo)) if text else ""
 
 
 def _changelog(files: dict[str, bytes], origin: Origin, web: str) -> str:
     section = changelog_text(files, origin.version)
-    return render(section, web, origin.commit, origin.subdir) if section else ""
+    links = _links(origin, web, origin.subdir)
+    return render(section, links, "changelog-") if section else ""
+
+
+def _links(origin: Origin, web: str, directory: str) -> Links:
+    return Links(directory, web, origin.commit, origin.page, origin.subdir)
 
 
 def is_changelog(path: str) -> bool:

@@ -9,13 +9,15 @@ that `?version=` answers with a redirect to that version's page.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from gitreg.api.services import services
 from gitreg.api.urls import base_url
+from gitreg.catalog import paths
+from gitreg.catalog.dependencies import dependency_links
+from gitreg.catalog.readme import first_prose
 from gitreg.catalog.records import ModuleView
 from gitreg.catalog.snippets import host_of, module_snippet
 from gitreg.ui.pages import Page, not_found_page, render, ui_state
@@ -42,10 +44,16 @@ def _names(request: Request) -> tuple[str, str, str]:
 
 
 def module_path(record: dict[str, Any], version: str | None = None) -> str:
-    parts = [record["namespace"], record["name"], record["provider"]]
-    if version is not None:
-        parts.append(version)
-    return "/modules/" + "/".join(quote(p, safe="") for p in parts)
+    return paths.module_path(record["namespace"], record["name"], record["provider"], version)
+
+
+async def served(request: Request) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+    """The modules and providers this reader may see: where dependencies link."""
+    viewer = await current_viewer(request)
+    catalog = services(request).catalog_service
+    modules = await catalog.modules(viewer.may_read)
+    providers = await catalog.providers(viewer.may_read)
+    return [(m.namespace, m.record["name"], m.record["provider"]) for m in modules], providers
 
 
 async def module_page(request: Request) -> Response:
@@ -64,7 +72,7 @@ async def module_page(request: Request) -> Response:
     key = ("module", *(n.lower() for n in names), version, tab, viewer.key, usage, base)
     state, generation = ui_state(request), svc.cache.generation
     if not picked and (cached := state.pages.get(key, generation)) is not None:
-        return cached.response()
+        return cached.response(request)
     found = await svc.catalog_service.module(names, version)
     if found is None:
         return not_found_page(request, viewer)
@@ -74,11 +82,17 @@ async def module_page(request: Request) -> Response:
         keep = f"?tab={tab}" if tab != "readme" else ""  # the reader stays on their tab
         return RedirectResponse(module_path(found.record, picked) + keep, status_code=303)
     context = _context(found, tab, host_of(base))
+    page_path = module_path(found.record, found.record["version"])
+    host = host_of(base)
+    context["dep_links"] = dependency_links(
+        found.record["root"], "", page_path, host, *await served(request)
+    )
+    context["downloads"] = svc.downloads.total("module", found.module_id)
     context["usage_path"] = usage_path(*names) if usage else ""
     context["version_usage"] = usage_path(*names, found.record["version"]) if usage else ""
     page = Page(render(request, viewer, "module.html", context))
     state.pages.put(key, page, generation)
-    return page.response()
+    return page.response(request)
 
 
 def _context(found: ModuleView, tab: str, host: str) -> dict[str, Any]:
@@ -92,7 +106,9 @@ def _context(found: ModuleView, tab: str, host: str) -> dict[str, Any]:
         "tab": tab,
         "yanked": found.yanked,
         "moved": found.moved,
-        "snippet": module_snippet(host, record),
+        "snippet": module_snippet(host, record, yanked=found.yanked),
+        "page": module_path(record, record["version"]),
+        "summary": lambda sub: first_prose(str(sub.get("readme_html", ""))),
         "latest": latest(record["versions"], str),
         "commit_url": _commit_url(record),
     }

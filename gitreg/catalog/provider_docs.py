@@ -1,7 +1,7 @@
 """A provider release's documentation pages, rendered at ingest.
 
 Each page of the release's `docs/` folder (provider_tree.py reads them) is
-rendered with the README renderer (readme.py: raw HTML escaped, unsafe link
+rendered with the README renderer (readme.py: HTML sanitised, unsafe link
 schemes refused, relative links resolved against the repository at the
 release's commit). Its YAML front matter is read for `page_title`,
 `subcategory` and `description`, never rendered. The entries follow the
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gitreg.catalog.provider_tree import read_provider_docs
-from gitreg.catalog.readme import render, web_url
+from gitreg.catalog.readme import Links, render, web_url
 from gitreg.catalog.store import DocPage, ProviderDocsIndex
 from gitreg.errors import GitError, GitregError
 from gitreg.git.backend import GitBackend
@@ -37,7 +37,7 @@ from gitreg.storage.records import RepoRecord
 
 log = logging.getLogger("gitreg.catalog")
 
-PROVIDER_DOCS_FORMAT = 1
+PROVIDER_DOCS_FORMAT = 2  # 2: the pages' HTML kept (sanitised), code highlighted
 MAX_HTML_BYTES = 2 * 1024 * 1024  # rendered HTML is bounded too (it grows from Markdown)
 MAX_RELEASE_HTML_BYTES = 32 * 1024 * 1024  # and so is a release's total
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -92,7 +92,7 @@ def build_pages(
             problems.append(f"{path}: left out, another page already has the id {doc_id}")
             continue
         fields, body = front_matter(raw.decode("utf-8", "replace"))
-        html = render(body, web, release.commit, posixpath.dirname(path))
+        html = render(body, Links(posixpath.dirname(path), web, release.commit), "doc-")
         size = len(html.encode())
         if size > MAX_HTML_BYTES:
             problems.append(f"{path}: left out, its HTML is larger than {MAX_HTML_BYTES} bytes")

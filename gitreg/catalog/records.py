@@ -31,11 +31,13 @@ from gitreg.versions import latest, parse_version, sort_key
 
 @dataclass(frozen=True)
 class Listed:
-    """One module in a list: its namespace (for visibility) and its record."""
+    """One module in a list: its namespace (for visibility), its record and
+    whether its version has examples (the UI's search filter)."""
 
     module_id: int
     namespace: str
     record: dict[str, Any]
+    has_examples: bool = False
 
 
 @dataclass(frozen=True)
@@ -174,7 +176,9 @@ def all_listed(index: ModuleIndex, catalog: CatalogIndex) -> list[Listed]:
         chosen = latest_listed(index.versions(module.id))
         if chosen is not None:
             doc = _document(catalog, module, version_key(chosen))
-            found.append(Listed(module.id, module.namespace, short_record(module, chosen, doc)))
+            record = short_record(module, chosen, doc)
+            examples = bool(doc.get("examples"))
+            found.append(Listed(module.id, module.namespace, record, examples))
     found.sort(key=lambda m: (m.namespace.lower(), m.record["name"], m.record["provider"]))
     return found
 

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gitreg.addresses import module_address
 from gitreg.cache import MetadataCache
+from gitreg.catalog.archive_files import ArchiveFile, FileCache, clean_path, read_files
 from gitreg.catalog.mirrored import Mirrored, mirrored_providers, proxied_modules
 from gitreg.catalog.records import (
     Listed,
@@ -35,6 +37,7 @@ from gitreg.errors import BadRequest
 from gitreg.mirror.store import MirrorIndex
 from gitreg.module_proxy.store import ModuleProxyIndex
 from gitreg.providers.store import ProviderIndex
+from gitreg.storage.blobs import BlobStore
 from gitreg.storage.protocols import ModuleIndex
 
 Visible = Callable[[str], bool]
@@ -61,6 +64,7 @@ class Catalog:
         cache: MetadataCache[object],
         searches: SearchCache,
         reindexer: Reindexer,
+        blobs: BlobStore,
         provenance: Provenance | None = None,
     ) -> None:
         self._provenance = provenance  # what a version's signed statement says, for its record
@@ -73,6 +77,8 @@ class Catalog:
         self._cache = cache
         self._searches = searches
         self._reindexer = reindexer
+        self._blobs = blobs
+        self._files = FileCache()
 
     async def listing(self) -> Listing:
         """Every listed module, unfiltered: one snapshot per publish."""
@@ -194,6 +200,60 @@ class Catalog:
 
     def _mirrored(self) -> tuple[list[Mirrored], list[Mirrored]]:
         return mirrored_providers(self._mirror), proxied_modules(self._proxied)
+
+    def module_file(
+        self, names: tuple[str, str, str], version: str, path: str
+    ) -> ArchiveFile | None:
+        """The file `path` (inside the module) of a version's archive, as
+        `terraform init` installs it; None when there is no such module,
+        version or regular file. Blocking: archive reads (archive_files.py)."""
+        wanted = clean_path(path)
+        if wanted is None:
+            return None
+        found = self._version_files(names, version, f"file:{wanted}", lambda p: p == wanted, 1)
+        return found[0] if found else None
+
+    def module_directory_files(
+        self, names: tuple[str, str, str], version: str, directory: str, suffix: str
+    ) -> list[ArchiveFile] | None:
+        """The files named `*suffix` directly in `directory` of a version's
+        archive (an example's `.tf` files), by name; None when there is no
+        such module or version."""
+        prefix = f"{directory}/"
+
+        def wanted(path: str) -> bool:
+            rest = path[len(prefix) :]
+            return path.startswith(prefix) and "/" not in rest and rest.endswith(suffix)
+
+        found = self._version_files(names, version, f"dir:{directory}:{suffix}", wanted)
+        return None if found is None else sorted(found, key=lambda f: f.path)
+
+    def _version_files(
+        self,
+        names: tuple[str, str, str],
+        version: str,
+        key: str,
+        wanted: Callable[[str], bool],
+        most: int = 200,
+    ) -> list[ArchiveFile] | None:
+        try:
+            addr = module_address(*names)
+        except BadRequest:
+            return None
+        module = self._index.find_module(addr.namespace, addr.name, addr.system)
+        versions = self._index.versions(module.id) if module is not None else []
+        chosen = next((v for v in versions if v.version == version), None)
+        if module is None or chosen is None:
+            return None
+        sha = chosen.archive_sha256
+        cached = self._files.get((sha, key))
+        if cached is not None:
+            return [] if cached.path == "" else [cached]
+        with self._blobs.open(sha) as raw:
+            found = read_files(raw, module.subdir, wanted, most)
+        if most == 1:  # a single file (or its absence) is what is kept
+            self._files.put((sha, key), found[0] if found else ArchiveFile("", 0, None))
+        return found
 
     def reindex(self, progress: Progress) -> Reindexed:
         """Document the module and provider versions published before

@@ -11,6 +11,7 @@ Terraform selects a prerelease only when it is named exactly.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -60,17 +61,26 @@ def _comment(text: str) -> str:
     return one_line if len(one_line) <= 60 else one_line[:57] + "..."
 
 
-def module_snippet(host: str, record: dict[str, Any]) -> str:
-    label = _LABEL.sub("_", record["name"]) or "module"
+def module_snippet(
+    host: str, record: dict[str, Any], nested: dict[str, Any] | None = None, yanked: bool = False
+) -> str:
+    """The module block for `record`'s version, or for one of its submodules
+    (`nested`, sourced with `//modules/NAME`). A yanked version is pinned
+    exactly: a constraint would never select it."""
+    name = posixpath.basename(nested["path"]) if nested else record["name"]
+    label = _LABEL.sub("_", name) or "module"
     if label[0].isdigit() or label[0] == "-":
         label = "m_" + label
     source = f"{host}/{record['namespace']}/{record['name']}/{record['provider']}"
+    if nested:
+        source += f"//{nested['path']}"
+    version = record["version"] if yanked else constraint(record["version"])
     lines = [
         f'module "{label}" {{',
         f'  source  = "{source}"',
-        f'  version = "{constraint(record["version"])}"',
+        f'  version = "{version}"',
     ]
-    required = [i for i in record["root"]["inputs"] if i.get("required")]
+    required = [i for i in (nested or record["root"])["inputs"] if i.get("required")]
     if required:
         lines.append("")
         width = max(len(i["name"]) for i in required)

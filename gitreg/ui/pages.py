@@ -18,6 +18,8 @@ first, rather than by the metadata cache's entry count.
 
 from __future__ import annotations
 
+import gzip
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -42,10 +44,17 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",  # frame-ancestors for browsers without CSP 2
     # Pages depend on the reader's token cookie: never shared, always revalidated.
     "Cache-Control": "private, no-cache",
-    "Vary": "Cookie",
+    "Vary": "Cookie, Accept-Encoding",
 }
 HTML = "text/html; charset=utf-8"
 PAGE_CACHE_BYTES = 16 * 1024 * 1024
+GZIP_MIN_BYTES = 1024  # smaller pages gain less than the header costs
+_NO_GZIP = re.compile(r"(?:^|,)\s*gzip\s*;\s*q\s*=\s*0(?:\.0*)?\s*(?:,|$)", re.IGNORECASE)
+
+
+def accepts_gzip(request: Request) -> bool:
+    accepted = request.headers.get("accept-encoding", "").lower()
+    return "gzip" in accepted and _NO_GZIP.search(accepted) is None
 
 
 def html_response(
@@ -58,11 +67,19 @@ def html_response(
 
 @dataclass(frozen=True)
 class Page:
+    """A rendered page; gzipped once, on the first request that accepts it,
+    and kept with the page (a large README's page is a tenth of its size)."""
+
     body: bytes
     status: int = 200
+    _gzipped: list[bytes] = field(default_factory=list, compare=False, repr=False)
 
-    def response(self) -> Response:
-        return html_response(self.body, self.status)
+    def response(self, request: Request | None = None) -> Response:
+        if request is None or len(self.body) < GZIP_MIN_BYTES or not accepts_gzip(request):
+            return html_response(self.body, self.status)
+        if not self._gzipped:
+            self._gzipped.append(gzip.compress(self.body, compresslevel=6, mtime=0))
+        return html_response(self._gzipped[0], self.status, {"Content-Encoding": "gzip"})
 
 
 @dataclass
@@ -133,7 +150,9 @@ def render(
     state = ui_state(request)
     # Whether to offer "Sign in": a setting, the same for every page of the process.
     sign_in = bool(services(request).settings.oidc_issuer)
-    common = {"viewer": viewer, "path": request.url.path, "sign_in": sign_in}
+    query = request.url.query
+    here = request.url.path + (f"?{query}" if query else "")  # where sign-in returns to
+    common = {"viewer": viewer, "path": request.url.path, "here": here, "sign_in": sign_in}
     return state.renderer.page(template, common | context)
 
 

@@ -12,19 +12,21 @@ escapes the code it highlights.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jinja2 import Environment
+    from markupsafe import Markup
     from pygments.formatter import Formatter
     from pygments.lexer import Lexer
 
 HERE = Path(__file__).resolve().parent
 STATIC_DIR = HERE / "static"
 TEMPLATE_DIR = HERE / "templates"
-STATIC_FILES = ("style.css", "ui.js")
+STATIC_FILES = ("style.css", "ui.js", "favicon.svg")
 STATIC_PREFIX = "/ui/static"
 
 
@@ -36,6 +38,19 @@ def static_assets() -> dict[str, tuple[str, bytes]]:
         data = (STATIC_DIR / name).read_bytes()
         found[name] = (hashlib.sha256(data).hexdigest()[:16], data)
     return found
+
+
+_BACKTICKS = re.compile(r"`([^`\n]+)`")
+
+
+def inline_code(text: str) -> Markup:
+    """A variable's or output's description with its `backticks` as code, as
+    the public registry shows them: escaped first, so only <code> is added."""
+    from markupsafe import Markup, escape
+
+    parts = _BACKTICKS.split(text)  # text, code, text, code, ..., text
+    code = Markup("<code>{}</code>")
+    return Markup("").join(code.format(p) if i % 2 else escape(p) for i, p in enumerate(parts))
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,7 @@ class Renderer:
         renderer = cls(env, TerraformLexer(), HtmlFormatter(nowrap=True), assets)
         env.globals["static"] = renderer.static_url
         env.filters["hcl"] = renderer.highlight
+        env.filters["inline_code"] = inline_code
         return renderer
 
     def static_url(self, name: str) -> str:

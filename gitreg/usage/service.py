@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import datetime
 import re
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +37,7 @@ from gitreg.usage.store import DownloadCountIndex, UsageRow
 from gitreg.versions import Constraints, parse_constraints, parse_version
 
 DEFAULT_DAYS = 30
+RECENT_TTL = 60.0  # seconds the UI's 30-day totals are kept
 MAX_DAYS = 365  # a year of daily rows per version and token is what one query sums
 _PREFIX = re.compile(r"^[0-9]{1,9}(\.[0-9]{1,9}){0,2}$")
 
@@ -146,6 +149,24 @@ class DownloadUsage:
     def __init__(self, *, counts: DownloadCountIndex, modules: ModuleIndex) -> None:
         self._counts = counts
         self._modules = modules
+        self._recent: tuple[float, str, dict[int, int]] = (0.0, "", {})
+        self._recent_lock = threading.Lock()
+
+    def recent_module_downloads(self, today: datetime.date | None = None) -> dict[int, int]:
+        """Downloads per module id over the last DEFAULT_DAYS UTC days, today
+        included, every version and reader together: what the UI's search
+        sorts by. Aggregate counts only. Read again at most once a minute
+        (one query over the window's rows, not one per search)."""
+        today = today or datetime.datetime.now(datetime.UTC).date()
+        since = (today - datetime.timedelta(days=DEFAULT_DAYS - 1)).isoformat()
+        with self._recent_lock:
+            read_at, day, found = self._recent
+            if day == since and time.monotonic() - read_at < RECENT_TTL:
+                return found
+        found = self._counts.recent_totals("module", since)
+        with self._recent_lock:
+            self._recent = (time.monotonic(), since, found)
+        return found
 
     def module_usage(
         self,

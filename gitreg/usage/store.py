@@ -77,3 +77,8 @@ class DownloadCountIndex(Protocol):
     def usage_rows(self, kind: str, object_id: int, since_day: str) -> list[UsageRow]:
         """Downloads per (version, token) since `since_day`, with each token's owner."""
         ...
+
+    def recent_totals(self, kind: str, since_day: str) -> dict[int, int]:
+        """Downloads per object of `kind` since `since_day`, every version and
+        reader together (objects without any are left out)."""
+        ...

@@ -88,3 +88,11 @@ class DownloadCountStore(IndexBackedStore):
             )
             for r in rows
         ]
+
+    def recent_totals(self, kind: str, since_day: str) -> dict[int, int]:
+        rows = self._rows(
+            "SELECT object_id, SUM(downloads) FROM download_counts"
+            " WHERE kind = ? AND day >= ? GROUP BY object_id",
+            (kind, since_day),
+        )
+        return {int(r[0]): int(r[1]) for r in rows}

@@ -59,6 +59,7 @@ See [the example](examples/basic/main.tf) and ![diagram](docs/diagram.png).
 
 <script>alert("readme")</script>
 <img src=x onerror=alert(1)>
+
 [click](javascript:alert(1)) [data](data:text/html;base64,PHNjcmlwdD4=)
 [tab](java\tscript:alert(1)) [vb](VBSCRIPT:msgbox) [web](https://example.com/x)
 """
@@ -142,7 +143,7 @@ def test_interface_readme_changelog_submodule_and_example(
     assert root["required_version"] == ">= 1.5"
     assert [m["path"] for m in doc["submodules"]] == ["modules/subnets"]
     assert doc["submodules"][0]["inputs"][0]["name"] == "vpc_id"
-    assert "<h1>Subnets</h1>" in doc["submodules"][0]["readme_html"]
+    assert '<h1 id="readme-subnets">Subnets</h1>' in doc["submodules"][0]["readme_html"]
     assert [m["path"] for m in doc["examples"]] == ["examples/basic"]
     assert doc["examples"][0]["dependencies"][0]["source"] == "../.."
     assert "IPv6 support" in doc["changelog_html"] and "first" not in doc["changelog_html"]
@@ -156,26 +157,35 @@ def assert_safe(html: str) -> None:
         assert ":" not in href or scheme in ("http", "https", "mailto"), href
 
 
-def test_readme_is_sanitised_and_links_resolved_against_the_commit(
+def test_readme_is_sanitised_and_links_resolved_against_the_version(
     svc: Services, make_repo: Callable[[str], GitRepo]
 ) -> None:
-    # A forge remote is known by its web address; a local path has none.
     html = _published_full(svc, make_repo("vpc"))[0]["root"]["readme_html"]
     assert_safe(html)
-    assert "&lt;script&gt;" in html
-    assert 'href="examples/basic/main.tf"' in html  # no web URL: left relative, still safe
+    assert "<script" not in html and 'alert("readme")' not in html  # dropped with its text
+    # Inside the module: the version's own file view and raw image, in the registry.
+    page = "/modules/acme/vpc/aws/1.1.0"
+    assert f'href="{page}/files/examples/basic/main.tf"' in html
+    assert f'src="{page}/raw/docs/diagram.png"' in html
     assert 'href="https://example.com/x"' in html
 
 
-def test_relative_links_point_at_the_forge_at_that_commit() -> None:
-    from gitreg.catalog.readme import render, web_url
+def test_relative_links_outside_the_module_point_at_the_forge_at_that_commit() -> None:
+    from gitreg.catalog.readme import Links, render, web_url
 
     base = web_url("git@git.example.com:platform/terraform-aws-vpc.git")
-    html = render("[ex](examples/a.tf) ![d](../img.png) [up](../../../x)", base, "c0ffee", "mod")
+    page = "/modules/a/vpc/aws/1.0.0"
+    links = Links("mod", base, "c0ffee", page, "mod")
+    text = "[ex](examples/a.tf) ![d](../img.png) [up](../../../x) [sub](modules/s/README.md)"
+    html = render(text, links)
     assert base == "https://git.example.com/platform/terraform-aws-vpc"
-    assert f'href="{base}/blob/c0ffee/mod/examples/a.tf"' in html
+    assert f'href="{page}/files/examples/a.tf"' in html
+    assert f'href="{page}/modules/s"' in html
     assert f'src="{base}/raw/c0ffee/img.png"' in html
-    assert 'href="../../../x"' in html
+    assert "../../../x" not in html and ">up</a>" in html  # outside the repository: no link
+    # Without a page (provider docs), everything goes to the forge.
+    html = render("[ex](examples/a.tf)", Links("mod", base, "c0ffee"))
+    assert f'href="{base}/blob/c0ffee/mod/examples/a.tf"' in html
 
 
 def test_xss_in_tag_names_and_descriptions_stays_text(

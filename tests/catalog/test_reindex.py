@@ -117,3 +117,26 @@ def test_a_version_whose_mirror_is_gone_fails_and_is_retried_later(
     mirror.with_suffix(".away").rename(mirror)
     assert main(["reindex", "--data-dir", str(data)]) == 0
     assert "reindex: 1 documented, 0 failed" in capsys.readouterr().out
+
+
+def test_reindex_renders_again_the_documents_of_an_older_format(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Versions rendered before READMEs kept their HTML (format 1: raw HTML
+    escaped, no heading ids) get their document again from `gitreg reindex`."""
+    data = tmp_path / "data"
+    svc, _, module, _ = _published_undocumented(data, make_repo("vpc"))
+    old = {"format": 1, "root": {"readme_html": "<h1>test module</h1>"}}
+    assert svc.catalog.put_docs(module.id, "1.0.0", 1, json.dumps(old))
+    assert [m.version_key for m in svc.catalog.missing_docs(DOCS_FORMAT, 0, 10)] == ["1.0.0"]
+    svc.close()
+
+    assert main(["reindex", "--data-dir", str(data)]) == 0
+    assert "reindex: 1 documented, 0 failed" in capsys.readouterr().out
+    svc = build_services(load_settings({"data_dir": data}, environ={}))
+    try:
+        doc = json.loads(svc.catalog.docs(module.id, "1.0.0") or "{}")
+        assert doc["format"] == DOCS_FORMAT
+        assert doc["root"]["readme_html"] == '<h1 id="readme-test-module">test module</h1>\n'
+    finally:
+        svc.close()

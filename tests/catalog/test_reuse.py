@@ -54,7 +54,8 @@ def _fresh(svc: Services, record: RepoRecord, version: Published) -> dict[str, A
     """What extraction made of a version before documents were reused."""
     with DulwichBackend().objects(svc.publisher.mirror_path(record)) as store:
         files, notes = read_doc_files(store, version.tree_sha)
-    return extract(files, Origin(record.url, version.commit_sha, "", version.version), notes)
+    page = f"/modules/acme/vpc/aws/{version.version}"
+    return extract(files, Origin(record.url, version.commit_sha, "", version.version, page), notes)
 
 
 def _version(svc: Services, module: ModuleRecord, key: str) -> Published:
@@ -78,18 +79,15 @@ def test_same_files_at_two_commits_get_their_own_commit_and_links(
     for doc, version in zip(docs, (first, second, first), strict=True):
         assert doc == _fresh(svc, forge, version)
         assert doc["commit"] == version.commit_sha
-        web = "https://git.example.com/platform/terraform-aws-vpc"
-        assert (
-            f'href="{web}/blob/{version.commit_sha}/examples/basic/main.tf"'
-            in (doc["root"]["readme_html"])
-        )
-        assert f'src="{web}/raw/{version.commit_sha}/docs/d.png"' in doc["root"]["readme_html"]
-        link = f'href="{web}/blob/{version.commit_sha}/README.md"'
-        assert link in doc["submodules"][0]["readme_html"]
-    # The CHANGELOG section is the version's own, its link at its own commit.
+        page = f"/modules/acme/vpc/aws/{version.version}"
+        readme = doc["root"]["readme_html"]
+        assert f'href="{page}/files/examples/basic/main.tf"' in readme
+        assert f'src="{page}/raw/docs/d.png"' in readme
+        assert f'href="{page}/files/README.md"' in doc["submodules"][0]["readme_html"]
+    # The CHANGELOG section is the version's own, its link at its own version.
     assert "second" in docs[1]["changelog_html"] and "first" not in docs[1]["changelog_html"]
-    assert f"/blob/{first.commit_sha}/docs/a.md" in docs[0]["changelog_html"]
-    assert f"/blob/{second.commit_sha}/docs/b.md" in docs[1]["changelog_html"]
+    assert "/aws/1.0.0/files/docs/a.md" in docs[0]["changelog_html"]
+    assert "/aws/1.1.0/files/docs/b.md" in docs[1]["changelog_html"]
 
 
 def test_published_versions_store_their_own_commit_and_extract_once(
@@ -135,7 +133,8 @@ def test_a_new_document_reads_the_listed_files_without_walking_the_tree_again(
     version = _version(svc, module, "1.1.0")
     fresh = reuse.Documents()  # an empty cache: the document is made anew
     with DulwichBackend().objects(svc.publisher.mirror_path(record)) as store:
-        origin = Origin(record.url, version.commit_sha, "", version.version)
+        page = f"/modules/acme/vpc/aws/{version.version}"
+        origin = Origin(record.url, version.commit_sha, "", version.version, page)
         made = json.loads(fresh.document(store, version.tree_sha, origin))
     assert made == _fresh(svc, record, version)
 

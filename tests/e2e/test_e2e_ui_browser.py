@@ -200,6 +200,7 @@ def test_browse_search_tabs_versions_copy_and_init(
     expect(page.locator("#panel-examples")).to_contain_text("examples/basic")
 
     page.get_by_label("Version", exact=True).select_option("1.0.0")
+    page.get_by_role("button", name="Go").click()  # arrow keys alone never navigate
     page.wait_for_url("**/modules/platform/network/aws/1.0.0?tab=examples")  # same tab
     expect(page.locator("#panel-examples")).to_be_visible()
     expect(page.get_by_role("status")).to_contain_text("not the latest version")

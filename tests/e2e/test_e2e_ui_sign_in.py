@@ -86,7 +86,7 @@ def _sign_in(page: Page, site: Site, login: str) -> None:
     link itself writes nothing), the provider's login and consent forms."""
     page.goto(site.server.url + "/")
     page.get_by_role("link", name="Sign in").click()
-    page.wait_for_url(site.server.url + "/ui/sign-in")
+    page.wait_for_url(site.server.url + "/ui/sign-in?next=/")
     if login == "alice":
         screenshots(page, site.artifacts, "sign-in")
     page.get_by_role("button", name="Sign in with 127.0.0.1").click()

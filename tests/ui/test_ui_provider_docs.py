@@ -49,7 +49,7 @@ def test_the_provider_page_links_every_doc_and_each_doc_page_renders(ui: Ui) -> 
         assert "null_resource" in page.text and "Utility" in page.text
         assert "docs/resources/resource.md" in page.text
         # Sanitised at ingest: the README renderer's escaping holds on this page too.
-        assert "<script>alert(1)" not in page.text and "&lt;script&gt;" in page.text
+        assert "<script>alert(1)" not in page.text and "alert(1)<" not in page.text
         assert 'href="javascript:' not in page.text
         assert ui.client.get("/providers/acme/null/1.0.0/docs/resources-nope").status_code == 404
         assert (
@@ -90,3 +90,45 @@ def test_the_ui_and_the_api_share_one_cached_provider_record(
     assert ui.client.get("/v1/providers/acme/null", headers={"accept": "*/*"}).status_code == 200
     assert ui.client.get(PAGE).status_code == 200
     assert len(built) == 1
+
+
+def test_doc_pages_have_a_side_navigation_by_category_and_subcategory(ui: Ui) -> None:
+    with ui.client:
+        page = ui.client.get(PAGE).text
+        nav = page[page.index('<nav class="doc-nav"') : page.index("</nav>", page.index("doc-nav"))]
+        # Categories in the public registry's order, full type names, subcategories.
+        assert nav.index("Overview") < nav.index("Resources") < nav.index("Data Sources")
+        assert '<p class="nav-sub">Utility</p>' in nav
+        assert f'<a href="{PAGE}" aria-current="page">null_resource</a>' in nav
+        assert ">null_data_source</a>" in nav and ">Getting started</a>" in nav
+        assert "<h1>null_resource " in page
+        listing = ui.client.get("/providers/acme/null/1.0.0").text
+        assert f'<a href="{PAGE}">null_resource</a>' in listing
+
+
+def test_a_tfplugindocs_page_is_rendered_highlighted_and_named_in_full() -> None:
+    from gitreg.catalog.pages_provider import doc_navigation
+    from gitreg.catalog.provider_docs import Release, build_pages
+    from tests.support.readmes import PROVIDER_DOC_PAGE
+
+    problems: list[str] = []
+    files = [
+        ("docs/resources/server.md", "resources", PROVIDER_DOC_PAGE.encode()),
+        ("docs/resources/volume.md", "resources", b"---\nsubcategory: Storage\n---\n# v\n"),
+        ("docs/data-sources/image.md", "data-sources", b"# image\n"),
+        ("docs/guides/start.md", "guides", b'---\npage_title: "Start here"\n---\nHi\n'),
+    ]
+    entries, pages = build_pages(files, Release("https://git.example.com/o/p.git", "c0"), problems)
+    html = pages[0].html
+    assert "schema generated" not in html and "<!--" not in html and "page_title" not in html
+    assert '<pre class="hl"><code><span class="kr">resource</span>' in html
+    assert 'id="doc-schema"' in html and entries[0]["subcategory"] == "Compute"
+    nav = doc_navigation([e | {"url": ""} for e in entries], "ourcloud")
+    assert [c["label"] for c in nav] == ["Guides", "Resources", "Data Sources"]
+    resources = nav[1]["groups"]
+    assert [(g["subcategory"], [d["name"] for d in g["docs"]]) for g in resources] == [
+        ("Compute", ["ourcloud_server"]),
+        ("Storage", ["ourcloud_volume"]),
+    ]
+    assert nav[0]["groups"][0]["docs"][0]["name"] == "Start here"
+    assert nav[2]["groups"][0]["docs"][0]["name"] == "ourcloud_image"

@@ -165,7 +165,7 @@ def test_pages_need_a_session(make_site: Make) -> None:
         assert answer.status_code == 303
         assert answer.headers["location"] == f"/ui/sign-in?next={path}"
     assert SESSION_COOKIE not in anonymous.cookies
-    assert 'href="/ui/sign-in"' in anonymous.get("/").text
+    assert 'href="/ui/sign-in?next=/"' in anonymous.get("/").text
 
 
 def test_non_ascii_digits_are_refused_not_a_server_error(make_site: Make) -> None:

@@ -43,3 +43,19 @@ def test_usage_rows_sum_the_window_and_name_each_tokens_owner(implementation: Ba
         UsageRow("1.0.0", alice, 1, "gitreg_alice", "login", "sub-alice", who.email, groups)
     ]
     assert counts.usage_rows("module", 3, "2026-01-01") == []
+
+
+def test_recent_totals_sum_every_version_and_reader_since_a_day(implementation: Backend) -> None:
+    counts: DownloadCountIndex = DownloadCountStore(cast(Index, implementation.index))
+    counts.add_downloads(
+        [
+            DownloadRow("module", 1, "1.0.0", "2026-01-01", 0, 50),  # before the window
+            DownloadRow("module", 1, "1.0.0", "2026-02-01", 0, 2),
+            DownloadRow("module", 1, "1.1.0", "2026-02-03", 7, 3),
+            DownloadRow("module", 2, "1.0.0", "2026-02-02", 7, 9),
+            DownloadRow("provider", 1, "1.0.0", "2026-02-02", 0, 4),
+        ]
+    )
+    assert counts.recent_totals("module", "2026-02-01") == {1: 5, 2: 9}
+    assert counts.recent_totals("provider", "2026-02-01") == {1: 4}
+    assert counts.recent_totals("module", "2026-03-01") == {}

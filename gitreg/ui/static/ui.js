@@ -43,14 +43,30 @@
   function setupPicker() {
     document.querySelectorAll("select[data-navigate]").forEach(function (select) {
       var form = select.form;
-      if (form) form.classList.add("js");
-      select.addEventListener("change", function () {
+      function go() {
         var option = select.options[select.selectedIndex];
-        if (!option || !option.dataset.href) return;
+        if (!option || !option.dataset.href) return false;
         var tab = new URL(window.location.href).searchParams.get("tab");
         var query = tab ? "?tab=" + encodeURIComponent(tab) : "";
         window.location.assign(option.dataset.href + query);
+        return true;
+      }
+      // A pointer choice navigates at once; arrow keys only move the choice
+      // (some browsers fire `change` on each): Go, or Enter, submits it.
+      var pointer = false;
+      select.addEventListener("pointerdown", function () { pointer = true; });
+      select.addEventListener("keydown", function (event) {
+        pointer = false;
+        if (event.key === "Enter" && go()) event.preventDefault();
       });
+      select.addEventListener("change", function () {
+        if (pointer) go();
+      });
+      if (form) {
+        form.addEventListener("submit", function (event) {
+          if (go()) event.preventDefault();
+        });
+      }
     });
   }
 
@@ -100,8 +116,47 @@
     });
   }
 
+  // Scrolling README blocks and tables are reachable from the keyboard. Each
+  // is measured when it first comes into view, not all at load: a large
+  // README would otherwise be laid out in one long task.
+  function setupScrollables() {
+    var boxes = document.querySelectorAll(".readme pre, .readme table, .table-wrap");
+    function mark(box) {
+      if (box.scrollWidth > box.clientWidth && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+      }
+    }
+    if (!("IntersectionObserver" in window)) {
+      boxes.forEach(mark);
+      return;
+    }
+    var observer = new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        if (!entry.isIntersecting) return;
+        mark(entry.target);
+        observer.unobserve(entry.target);
+      });
+    });
+    boxes.forEach(function (box) { observer.observe(box); });
+  }
+
+  // A link to a README heading opens the panel that holds it.
+  function showTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    var panel = target && target.closest('[role="tabpanel"]');
+    if (panel && panel.hidden) {
+      var tab = document.getElementById(panel.getAttribute("aria-labelledby"));
+      if (tab) tab.click();
+      target.scrollIntoView();
+    }
+  }
+
   document.documentElement.classList.add("js");
   setupTabs();
+  setupScrollables();
+  showTarget();
+  window.addEventListener("hashchange", showTarget);
   setupPicker();
   setupCopy();
 })();
