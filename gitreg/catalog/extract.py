@@ -21,7 +21,7 @@ from gitreg.catalog.hcl import add_file, empty_module, parse_file
 from gitreg.catalog.readme import changelog_section, plain_text, render, web_url
 from gitreg.catalog.tree import NESTED
 
-DOCS_FORMAT = 1
+DOCS_FORMAT = 2
 _READMES = ("README.md", "README.markdown", "README")
 
 

@@ -1,0 +1,120 @@
+"""The interface of a module version: what its callers depend on.
+
+Read from the version's document (gitreg/catalog/extract.py, made by the
+catalog's HCL readers at publish and by `gitreg reindex`), for the root module
+and each submodule under `modules/`: variables (type as written, whether it
+has a default, the default, nullable, sensitive, deprecated), outputs
+(sensitive, deprecated), `required_providers` (source and constraint),
+`required_version`, managed resource and module-call addresses, data sources,
+and `moved` and `removed` blocks. Examples are not part of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    type: str  # as written; "" for no type constraint
+    has_default: bool
+    default: Any
+    nullable: bool
+    sensitive: bool
+    deprecated: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    sensitive: bool
+    deprecated: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str  # the local name in required_providers
+    source: str
+    version: str
+
+
+@dataclass(frozen=True)
+class ModuleInterface:
+    """One module directory's interface ("" for the root)."""
+
+    path: str
+    variables: dict[str, Variable] = field(default_factory=dict)
+    outputs: dict[str, Output] = field(default_factory=dict)
+    providers: dict[str, Provider] = field(default_factory=dict)
+    required_version: str = ""
+    # "aws_instance.web", "module.vpc": what lives in callers' state.
+    addresses: frozenset[str] = frozenset()
+    data_sources: frozenset[str] = frozenset()
+    moved: tuple[tuple[str, str], ...] = ()  # (from, to)
+    removed: tuple[tuple[str, bool], ...] = ()  # (from, destroy)
+
+
+@dataclass(frozen=True)
+class Interface:
+    """A version's interface: its root module and submodules by path."""
+
+    modules: dict[str, ModuleInterface]
+
+
+def interface_of(document: dict[str, Any]) -> Interface:
+    """The interface in a version's stored document. A document made before
+    gitreg read nullable, deprecated, moved and removed lacks them: variables
+    read as nullable and not deprecated, and no block moves anything
+    (`gitreg reindex` remakes such documents)."""
+    modules = [document.get("root") or {}, *document.get("submodules", [])]
+    found = {str(m.get("path", "")): _module(m) for m in modules if isinstance(m, dict)}
+    found.setdefault("", ModuleInterface(""))
+    return Interface(found)
+
+
+def _module(doc: dict[str, Any]) -> ModuleInterface:
+    variables = {
+        v["name"]: Variable(
+            name=v["name"],
+            type=str(v.get("type") or ""),
+            has_default=not v.get("required", False),
+            default=v.get("default"),
+            nullable=v.get("nullable", True) is not False,
+            sensitive=bool(v.get("sensitive")),
+            deprecated=str(v.get("deprecated") or ""),
+            description=str(v.get("description") or ""),
+        )
+        for v in doc.get("inputs", [])
+    }
+    outputs = {
+        o["name"]: Output(
+            name=o["name"],
+            sensitive=bool(o.get("sensitive")),
+            deprecated=str(o.get("deprecated") or ""),
+            description=str(o.get("description") or ""),
+        )
+        for o in doc.get("outputs", [])
+    }
+    providers = {
+        p["name"]: Provider(p["name"], str(p.get("source") or ""), str(p.get("version") or ""))
+        for p in doc.get("provider_dependencies", [])
+    }
+    resources = doc.get("resources", [])
+    managed = {f"{r['type']}.{r['name']}" for r in resources if r.get("mode") == "managed"}
+    data = {f"data.{r['type']}.{r['name']}" for r in resources if r.get("mode") == "data"}
+    calls = {f"module.{d['name']}" for d in doc.get("dependencies", [])}
+    return ModuleInterface(
+        path=str(doc.get("path", "")),
+        variables=variables,
+        outputs=outputs,
+        providers=providers,
+        required_version=str(doc.get("required_version") or ""),
+        addresses=frozenset(managed | calls),
+        data_sources=frozenset(data),
+        moved=tuple((str(m["from"]), str(m["to"])) for m in doc.get("moved", [])),
+        removed=tuple((str(r["from"]), bool(r["destroy"])) for r in doc.get("removed", [])),
+    )
