@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gitreg.modules import cli as modules
     from gitreg.providers import cli as providers
     from gitreg.repositories import cli as repos
+    from gitreg.semver_guard import cli as semver
     from gitreg.server import cli as serve
     from gitreg.storage import cli as storage
 
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     mirror.register(sub, common)
     repos.register_modules(sub, common)
     module_proxy.register(sub, common)
+    semver.register(sub, common)
     doctor.register(sub, common)
     modules.register(sub, common)
     reindex.register(sub, common)

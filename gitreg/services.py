@@ -53,11 +53,15 @@ from gitreg.repositories.service import Repositories
 from gitreg.repositories.store import RegistrationIndex
 from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.repositories.sync import SyncService
+from gitreg.semver_guard.service import SemverGuard
+from gitreg.semver_guard.store import SemverIndex
+from gitreg.semver_guard.store_sql import SemverStore
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.health import Health
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.protocols import ModuleIndex, SecretStore
+from gitreg.storage.records import RepoRecord
 from gitreg.storage.secrets import open_secret_store
 from gitreg.storage.select import open_blob_store, open_upload_store
 from gitreg.storage.service import Storage
@@ -93,6 +97,7 @@ class Services:
     module_proxy: ModuleProxyService  # the pull-through cache of public modules
     catalog_service: Catalog  # listing, search, records and documentation
     usage: DownloadUsage  # who uses which version
+    semver: SemverGuard  # breaking changes in minor/patch releases: labelled or refused
     downloads: DownloadCounter  # download counts, flushed in batches
     health: Health  # readiness, for /readyz
     storage: Storage  # backup, a move to other backends, temp file sweeps
@@ -144,6 +149,14 @@ def _repositories(
     )
 
 
+def _sync_lines(publisher: Publisher, repo: RepoRecord) -> str:
+    result = publisher.sync_repo(repo)
+    lines = [f"published {line}" for line in result.published]
+    lines += [f"breaking  {line}" for line in result.breaking]
+    lines += [f"conflict  {line}" for line in result.conflicts]
+    return "\n".join([*lines, result.summary()])
+
+
 def build_services(settings: Settings) -> Services:
     # A bad [[grants]] table stops every command and `serve` at start, before
     # anything is opened (docs/sign-in.md).
@@ -173,7 +186,19 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     git = DulwichBackend(settings.git_timeout, settings.max_fetch_bytes)
     catalog: CatalogIndex = CatalogStore(shared)
     docs = Documenter(index, catalog, git, on_change=cache.invalidate)
-    publisher = Publisher(settings, index, blobs, git, on_change=cache.invalidate, docs=docs)
+    semver_store: SemverIndex = SemverStore(shared)
+    semver = SemverGuard(
+        store=semver_store,
+        index=index,
+        catalog=catalog,
+        docs=docs,
+        default_policy=settings.semver_check,
+        # `allow-breaking` publishes at once (the publisher is bound below).
+        sync=lambda repo: _sync_lines(publisher, repo),
+    )
+    publisher = Publisher(
+        settings, index, blobs, git, on_change=cache.invalidate, docs=docs, semver=semver
+    )
     jobs = JobQueue(job_store, settings)
     signer = UrlSigner(secrets, settings.signed_url_ttl)
     access = Access(settings, auth, cache, signer)
@@ -253,6 +278,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         ),
         catalog_service=catalog_service,
         usage=DownloadUsage(counts=counts, modules=index),
+        semver=semver,
         downloads=DownloadCounter(counts, index, provider_store),
         health=Health(settings, index, blobs, repositories.repos),
         storage=Storage(settings, index, blobs),

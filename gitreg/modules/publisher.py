@@ -29,6 +29,7 @@ from gitreg.locks import file_lock
 from gitreg.metrics import service as metrics
 from gitreg.modules.builds import ArchiveBuilds, ArchiveKey, Built, worker_count
 from gitreg.modules.globs import discover_modules
+from gitreg.semver_guard.service import SemverGuard
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.protocols import ModuleIndex
@@ -48,6 +49,8 @@ class SyncResult:
     ignored: list[str] = field(default_factory=list)  # "tag: reason"
     yanked: list[str] = field(default_factory=list)  # tag deleted upstream (yank_deleted_tags)
     registered: list[str] = field(default_factory=list)  # modules found under --modules
+    # Published with a breaking change in a minor/patch release (the semver guard's line).
+    breaking: list[str] = field(default_factory=list)
     error: str = ""
 
     def summary(self) -> str:
@@ -56,6 +59,8 @@ class SyncResult:
             parts.insert(0, f"{len(self.registered)} modules registered")
         if self.conflicts:
             parts.append(f"{len(self.conflicts)} conflicts")
+        if self.breaking:
+            parts.append(f"{len(self.breaking)} with breaking changes")
         if self.error:
             parts.append(f"error: {self.error}")
         return f"{self.repo_url}: " + ", ".join(parts)
@@ -82,8 +87,10 @@ class Publisher:
         git: GitBackend,
         on_change: Callable[[], None] = lambda: None,
         docs: Documenter | None = None,
+        semver: SemverGuard | None = None,
     ) -> None:
         self._docs = docs  # documents made and stored at the end of each module's sync
+        self._semver = semver  # compares each new version with its major line's previous release
         self._settings = settings
         self._index = index
         self._blobs = blobs
@@ -243,6 +250,8 @@ class Publisher:
                 if outcome.startswith("published"):
                     published += 1
                     result.published.append(f"{module.address} {tv.version}")
+                    if outcome.startswith("published: "):  # the semver guard's label
+                        result.breaking.append(outcome.removeprefix("published: "))
                 elif outcome.startswith("conflict: "):  # listed as conflicts: said once
                     reason = outcome.removeprefix("conflict: ")
                     result.conflicts.append(f"{module.address} {tv.version}: {reason}")
@@ -311,6 +320,16 @@ class Publisher:
         if isinstance(built, str):
             return f"not published: {built}"
         notes.extend(f"{ref.name}: archive leaves out {line}" for line in built.skipped)
+        published = Published(tv.version, tv.key, ref.commit_sha, ref.tree_sha)
+        review = None
+        if self._semver is not None:
+            review = self._semver.review(mirror, repo, module, published, ref.name)
+            if review.refused:
+                if self._index.record_conflict(
+                    module.id, tv.key, ref.name, "", ref.commit_sha, review.reason
+                ):
+                    log.warning("%s: %s", module.address, review.reason)
+                return review.reason
         inserted = self._index.publish_version(
             NewVersion(
                 module_id=module.id,
@@ -334,8 +353,11 @@ class Publisher:
         log.info("published %s %s from %s (%s)", module.address, tv.version, ref.name, built.sha256)
         metrics.published("module", str(module.address))
         if self._docs is not None:
-            published = Published(tv.version, tv.key, ref.commit_sha, ref.tree_sha)
             self._docs.document(mirror, repo, module, published, search=False)
+        if review is not None and self._semver is not None:
+            self._semver.published(review)
+            if review.report:
+                return f"published: {review.report}"
         return "published"
 
 

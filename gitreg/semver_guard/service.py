@@ -1,0 +1,435 @@
+"""The semver guard: what the publisher, the browse API, the UI and the
+commands ask about breaking changes.
+
+At publish (`review`, then `published` once the version is recorded), a new
+version is compared with the previous release of its major line: the newest
+listed release below it with the same major version. A breaking change there
+is a semver violation in a minor or patch release. The repository's policy
+(`gitreg repo add/set --semver-check`, default the `semver_check` setting)
+decides: `off` compares nothing, `warn` publishes and labels the version,
+`enforce` refuses it (reported as a conflict) unless `allow-breaking` let that
+tag's commit through. Prereleases and 0.x versions are compared and labelled,
+never refused. A version whose documents cannot be made is published unchecked
+(logged): the guard never stops a publish on its own failure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitreg.addresses import parse_module_address
+from gitreg.catalog.documenter import Documenter, Published
+from gitreg.catalog.extract import DOCS_FORMAT
+from gitreg.catalog.store import CatalogIndex
+from gitreg.errors import BadRequest, Conflict, GitError, GitregError, NotAVersion, NotFound
+from gitreg.metrics import service as metrics
+from gitreg.semver_guard.diff import Change, counts, diff
+from gitreg.semver_guard.interface import interface_of
+from gitreg.semver_guard.store import POLICIES, Check, Policy, SemverIndex
+from gitreg.storage.protocols import ModuleIndex
+from gitreg.storage.records import ModuleRecord, RepoRecord, VersionRecord
+from gitreg.versions import Version, parse_tag_version, parse_version
+
+log = logging.getLogger("gitreg.semver")
+
+_SHOWN = 5  # breaking changes named in a one-line report; the rest are counted
+
+
+@dataclass(frozen=True)
+class Review:
+    """What the guard decided for one tag: `check` is None when nothing was
+    compared (policy off, or no document); `refused` with `reason` (a
+    conflict line) under `enforce`; `report` is the job report's line for a
+    labelled version ("" when there is nothing to say)."""
+
+    check: Check | None
+    refused: bool = False
+    reason: str = ""
+    report: str = ""
+
+
+@dataclass(frozen=True)
+class VersionChanges:
+    """The diff of two versions, for the API and the UI."""
+
+    module: str
+    version: str
+    base: str  # the version compared with; "" when there is none
+    changes: list[Change]
+    check: Check | None  # the stored verdict of `version` at publish, if any
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "module": self.module,
+            "version": self.version,
+            "from": self.base or None,
+            "counts": counts(self.changes),
+            "changes": [c.as_json() for c in self.changes],
+            "label": label(self.check),
+            "status": self.check.status if self.check else None,
+            "baseline": self.check.baseline if self.check else None,
+        }
+
+
+def label(check: Check | None) -> str:
+    """What a version list shows beside a version ("" for nothing)."""
+    if check is None or check.status not in ("breaking", "allowed", "refused"):
+        return ""
+    release = _release_kind(check.version, check.baseline)
+    if check.exemption == "0.x":
+        return f"breaking change in a 0.x {release} release (semver allows it before 1.0.0)"
+    if check.exemption == "prerelease":
+        return "breaking change in a prerelease"
+    text = f"breaking change in a {release} release"
+    if check.status == "allowed":
+        return f"{text} (allowed by {check.allowed_by})"
+    if check.status == "refused":
+        return f"refused: {text}"
+    return text
+
+
+def _release_kind(version: str, baseline: str) -> str:
+    try:
+        v, b = parse_version(version), parse_version(baseline)
+    except NotAVersion:
+        return "minor/patch"
+    return "patch" if (v.major, v.minor) == (b.major, b.minor) else "minor"
+
+
+class SemverGuard:
+    def __init__(
+        self,
+        *,
+        store: SemverIndex,
+        index: ModuleIndex,
+        catalog: CatalogIndex,
+        docs: Documenter,
+        default_policy: str,
+        sync: Callable[[RepoRecord], str],
+    ) -> None:
+        self._store = store
+        self._index = index
+        self._catalog = catalog
+        self._docs = docs
+        self._default = _policy(default_policy)
+        self._sync = sync  # publishes a repository's tags now; its summary
+
+    # -- policy -----------------------------------------------------------
+
+    def policy(self, repo: RepoRecord) -> Policy:
+        return self._store.policy(repo.id) or self._default
+
+    def set_policy(self, target: str, policy: str) -> str:
+        """`repo add/set --semver-check POLICY` ("default": the setting's) for
+        the repository TARGET names: its URL or a module address it feeds."""
+        chosen = None if policy == "default" else _policy(policy)
+        module = None
+        if target.count("/") == 2 and ":" not in target and not target.startswith("/"):
+            addr = parse_module_address(target)
+            module = self._index.find_module(addr.namespace, addr.name, addr.system)
+        if module is not None:
+            repo = self._index.repo(module.repo_id)
+        else:
+            repo = self._index.repo_by_url(target)  # NotFound when there is none
+        self._store.set_policy(repo.id, chosen)
+        shown = chosen or f"{self._default} (the semver_check setting)"
+        return f"semver check for {repo.url}: {shown}"
+
+    # -- publishing -------------------------------------------------------
+
+    def review(
+        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, new: Published, tag: str
+    ) -> Review:
+        """Compare the tag's version with the previous release of its major line,
+        before it is recorded. A refused version's check is stored here."""
+        policy = self.policy(repo)
+        if policy == "off":
+            return Review(None)
+        version = parse_version(new.version)
+        baseline = _baseline(self._index.versions(module.id), version)
+        check = Check(
+            module.id, new.version_key, new.version, tag, new.commit_sha, "", "first", "", 0, "[]"
+        )
+        if baseline is None:
+            return Review(check)
+        try:
+            before = self._document(mirror, repo, module, baseline)
+            after = self._docs.build(mirror, repo, module, new)
+        except (GitError, GitregError, OSError, KeyError, ValueError) as exc:
+            log.warning(
+                "%s %s: not compared with %s: %s",
+                module.address,
+                new.version,
+                baseline.version,
+                exc,
+            )
+            return Review(None)
+        changes = diff(interface_of(before), interface_of(after))
+        breaking = [c for c in changes if c.kind == "breaking"]
+        check = Check(
+            module.id,
+            new.version_key,
+            new.version,
+            tag,
+            new.commit_sha,
+            baseline.version,
+            "breaking" if breaking else "compatible",
+            "",
+            len(breaking),
+            json.dumps([c.as_json() for c in changes]),
+        )
+        if not breaking:
+            return Review(check)
+        exemption = _exemption(version, policy)
+        what = self._what(module, check, breaking)
+        if exemption:
+            labelled = Check(**{**check.__dict__, "exemption": exemption})
+            return Review(labelled, report=f"{module.address} {new.version}: {what}")
+        earlier = self._store.check(module.id, new.version_key)
+        if earlier is not None and earlier.allowed_by and earlier.commit_sha == new.commit_sha:
+            allowed = Check(
+                **{**check.__dict__, "status": "allowed", "allowed_by": earlier.allowed_by}
+            )
+            return Review(
+                allowed,
+                report=f"{module.address} {new.version}: {what} (allowed by {earlier.allowed_by})",
+            )
+        refused = Check(**{**check.__dict__, "status": "refused"})
+        self._store.put_check(refused)
+        if earlier is None or earlier.status != "refused" or earlier.commit_sha != new.commit_sha:
+            metrics.semver_breaking("refused")
+        reason = (
+            f"conflict: tag {tag} is a {what}; not published (semver_check enforce):"
+            f" tag the next major version, or `gitreg modules allow-breaking"
+            f" {module.address} {new.version}`"
+        )
+        return Review(refused, refused=True, reason=reason)
+
+    def published(self, review: Review) -> None:
+        """The reviewed version is recorded: store its check."""
+        check = review.check
+        if check is None:
+            return
+        earlier = self._store.check(check.module_id, check.version_key)
+        self._store.put_check(check)
+        if earlier is not None and earlier.status == "refused":
+            self._index.forget_refusals(check.module_id, check.version_key)
+        if check.status in ("breaking", "allowed"):
+            metrics.semver_breaking("allowed" if check.status == "allowed" else "labelled")
+            log.warning("published %s with a %s", check.version, label(check))
+
+    def _what(self, module: ModuleRecord, check: Check, breaking: list[Change]) -> str:
+        shown = "; ".join(c.detail for c in breaking[:_SHOWN])
+        more = f"; and {len(breaking) - _SHOWN} more" if len(breaking) > _SHOWN else ""
+        kind = _release_kind(check.version, check.baseline)
+        return f"breaking change in a {kind} release against {check.baseline}: {shown}{more}"
+
+    def _document(
+        self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: VersionRecord
+    ) -> dict[str, Any]:
+        """A published version's document: stored, or made again from the
+        mirror when it is missing or older than DOCS_FORMAT (and while its
+        sync has not stored it yet)."""
+        key = str(parse_version(version.version).without_build())
+        stored = self._catalog.docs(module.id, key)
+        if stored is not None:
+            found = json.loads(stored)
+            if isinstance(found, dict) and found.get("format") == DOCS_FORMAT:
+                return found
+        published = Published(version.version, key, version.commit_sha, version.tree_sha)
+        return self._docs.build(mirror, repo, module, published)
+
+    # -- reading ----------------------------------------------------------
+
+    def checks(self, module_id: int) -> dict[str, Check]:
+        """A module's checks by version key."""
+        return {c.version_key: c for c in self._store.checks(module_id)}
+
+    def labels(self, module_id: int) -> dict[str, str]:
+        """The versions of a module a version list marks, with their label."""
+        return {c.version: label(c) for c in self._store.checks(module_id) if label(c)}
+
+    def changes(
+        self, names: tuple[str, str, str], version: str, base: str | None
+    ) -> VersionChanges:
+        """The classified diff of `version` against `base` (default: the previous
+        release of any major line; a refused version's stored diff when it is
+        not published). Raises NotFound or BadRequest. Access is the caller's check."""
+        address = parse_module_address("/".join(names))
+        module = self._index.find_module(address.namespace, address.name, address.system)
+        where = f"module {'/'.join(names)}"
+        if module is None:
+            raise NotFound(f"{where} not found")
+        versions = self._index.versions(module.id)
+        target = _exact(versions, version)
+        checks = self.checks(module.id)
+        if target is None:
+            refused = checks.get(_key(version))
+            if (
+                refused is not None
+                and refused.status == "refused"
+                and base in (None, refused.baseline)
+            ):
+                changes = [Change(**c) for c in json.loads(refused.changes)]
+                return VersionChanges(
+                    module.address, refused.version, refused.baseline, changes, refused
+                )
+            raise NotFound(f"{where} {version} not found")
+        check = checks.get(_key(target.version))
+        if base is None:
+            older = [
+                v
+                for v in versions
+                if not v.yanked and parse_version(v.version) < parse_version(target.version)
+            ]
+            chosen = max(older, key=lambda v: parse_version(v.version), default=None)
+        else:
+            chosen = _exact(versions, base)
+            if chosen is None:
+                raise NotFound(f"{where} {base} not found")
+        if chosen is None:
+            return VersionChanges(module.address, target.version, "", [], check)
+        before, after = self._stored(module, chosen), self._stored(module, target)
+        return VersionChanges(
+            module.address,
+            target.version,
+            chosen.version,
+            diff(interface_of(before), interface_of(after)),
+            check,
+        )
+
+    def _stored(self, module: ModuleRecord, version: VersionRecord) -> dict[str, Any]:
+        stored = self._catalog.docs(module.id, _key(version.version))
+        if stored is None:
+            raise NotFound(
+                f"module {module.address} {version.version} has no document yet"
+                " (run `gitreg reindex`)"
+            )
+        found = json.loads(stored)
+        return found if isinstance(found, dict) else {}
+
+    def refused(self) -> list[tuple[str, Check]]:
+        """Every refused version not yet published, with its module's address."""
+        modules = {m.id: m.address for m in self._index.modules()}
+        return [(modules.get(c.module_id, str(c.module_id)), c) for c in self._store.refused()]
+
+    # -- operators --------------------------------------------------------
+
+    def allow_breaking(self, address: str, version: str, by: str) -> str:
+        """Let one refused version publish (its tag at the commit that was
+        refused), and sync its repository now; what happened, for the CLI."""
+        addr = parse_module_address(address)
+        module = self._index.find_module(addr.namespace, addr.name, addr.system)
+        if module is None:
+            raise NotFound(f"module {address} not found")
+        key = _key(version)
+        if not self._store.allow(module.id, key, by):
+            found = self._store.check(module.id, key)
+            state = f"its check says {found.status}" if found else "it was never refused"
+            raise Conflict(f"module {module.address} {version} is not a refused version ({state})")
+        log.warning("%s %s: breaking change allowed by %s", module.address, version, by)
+        repo = self._index.repo(module.repo_id)
+        return self._sync(repo)
+
+    def reindex(self, progress: Any) -> tuple[int, int]:
+        """Check published versions that have no check yet (published before the
+        guard, or with the policy off), as labels only: nothing published is
+        ever withdrawn. Returns (checked, failed)."""
+        done = self._store.checked_keys()
+        todo: list[tuple[ModuleRecord, VersionRecord]] = []
+        for module in self._index.modules():
+            for v in self._index.versions(module.id):
+                if (module.id, _key(v.version)) not in done:
+                    todo.append((module, v))
+        progress.begin(len(todo))
+        failed = 0
+        for i, (module, v) in enumerate(todo, 1):
+            ok = self._check_published(module, v)
+            failed += not ok
+            progress.step(i, f"semver {module.address} {v.version}", ok)
+        return len(todo) - failed, failed
+
+    def _check_published(self, module: ModuleRecord, v: VersionRecord) -> bool:
+        version = parse_version(v.version)
+        key = _key(v.version)
+        baseline = _baseline(self._index.versions(module.id), version)
+        if baseline is None:
+            self._store.put_check(
+                Check(module.id, key, v.version, v.tag, v.commit_sha, "", "first", "", 0, "[]")
+            )
+            return True
+        try:
+            before, after = self._stored(module, baseline), self._stored(module, v)
+        except NotFound as exc:
+            log.warning("%s", exc)
+            return False
+        if before.get("format") != DOCS_FORMAT or after.get("format") != DOCS_FORMAT:
+            return False
+        changes = diff(interface_of(before), interface_of(after))
+        breaking = sum(c.kind == "breaking" for c in changes)
+        exemption = "" if not breaking else (_exemption(version, "warn") or "warn")
+        self._store.put_check(
+            Check(
+                module.id,
+                key,
+                v.version,
+                v.tag,
+                v.commit_sha,
+                baseline.version,
+                "breaking" if breaking else "compatible",
+                exemption,
+                breaking,
+                json.dumps([c.as_json() for c in changes]),
+            )
+        )
+        return True
+
+
+def _policy(text: str) -> Policy:
+    for policy in POLICIES:
+        if text == policy:
+            return policy
+    raise BadRequest(f"semver check must be one of {', '.join(POLICIES)}, got {text[:40]!r}")
+
+
+def _exemption(version: Version, policy: Policy) -> str:
+    """Why a breaking version is published anyway ("" under enforce: it is not)."""
+    if version.is_prerelease:
+        return "prerelease"
+    if version.major == 0:
+        return "0.x"
+    return "warn" if policy == "warn" else ""
+
+
+def _baseline(versions: list[VersionRecord], version: Version) -> VersionRecord | None:
+    """The previous release of `version`'s major line: the newest listed
+    (not yanked) release below it with the same major version."""
+    below = [
+        (parsed, v)
+        for v in versions
+        if not v.yanked
+        and not (parsed := parse_version(v.version)).is_prerelease
+        and parsed.major == version.major
+        and parsed < version
+    ]
+    return max(below, key=lambda pair: pair[0])[1] if below else None
+
+
+def _exact(versions: list[VersionRecord], text: str) -> VersionRecord | None:
+    try:
+        wanted = parse_tag_version(text)
+    except NotAVersion as exc:
+        raise BadRequest(str(exc)) from exc
+    return next((v for v in versions if parse_version(v.version).same_precedence(wanted)), None)
+
+
+def _key(version: str) -> str:
+    try:
+        return str(parse_tag_version(version).without_build())
+    except NotAVersion as exc:
+        raise BadRequest(str(exc)) from exc
