@@ -37,6 +37,7 @@ from gitreg.metrics import service as metrics
 from gitreg.mirror import http as mirror
 from gitreg.modules import http as modules
 from gitreg.providers import http as providers
+from gitreg.semver_guard import http as semver_api
 from gitreg.server import http as health
 from gitreg.server.access_log import AccessLog
 from gitreg.server.limits import limit_malloc_arenas
@@ -163,6 +164,7 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
         *webhooks.routes(),
         *admin.routes(),
         *usage_api.routes(),  # before browse: `/usage` is no version
+        *semver_api.routes(),
         *browse.routes(),  # last: its {version} paths must not shadow the ones above
         *ui.routes(),  # after every API route: the web UI shadows none (gitreg/ui/routes.py)
     ]

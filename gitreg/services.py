@@ -259,6 +259,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         cache=cache,
         searches=searches,
         reindexer=reindexer,
+        semver=semver.labelled,
     )
     return Services(
         settings=settings,

@@ -27,6 +27,7 @@ FEATURES = (
     "modules",
     "providers",
     "repositories",
+    "semver_guard",
     "usage",
     "webhooks",
 )

@@ -250,6 +250,22 @@ class SemverGuard:
         """A module's checks by version key."""
         return {c.version_key: c for c in self._store.checks(module_id)}
 
+    def labelled(self, module_id: int) -> dict[str, dict[str, Any]]:
+        """For the browse API and the UI: each published version of a module
+        with a breaking change in a minor/patch release, by version: its
+        label, status, baseline and breaking changes."""
+        found: dict[str, dict[str, Any]] = {}
+        for check in self._store.checks(module_id):
+            if check.status in ("breaking", "allowed"):
+                changes = json.loads(check.changes)
+                found[check.version] = {
+                    "label": label(check),
+                    "status": check.status,
+                    "baseline": check.baseline,
+                    "breaking": [c["detail"] for c in changes if c["kind"] == "breaking"],
+                }
+        return found
+
     def labels(self, module_id: int) -> dict[str, str]:
         """The versions of a module a version list marks, with their label."""
         return {c.version: label(c) for c in self._store.checks(module_id) if label(c)}
