@@ -76,6 +76,15 @@ class VersionChanges:
         }
 
 
+@dataclass(frozen=True)
+class ChangesView:
+    """What the UI's "Changes" page shows."""
+
+    changes: VersionChanges
+    versions: list[str]  # listed versions, newest first
+    refused: list[Check]  # refused under `enforce`, not published, newest first
+
+
 def label(check: Check | None) -> str:
     """What a version list shows beside a version ("" for nothing)."""
     if check is None or check.status not in ("breaking", "allowed", "refused"):
@@ -317,6 +326,31 @@ class SemverGuard:
             chosen.version,
             diff(interface_of(before), interface_of(after)),
             check,
+        )
+
+    def changes_view(
+        self, names: tuple[str, str, str], version: str | None, base: str | None
+    ) -> ChangesView:
+        """The UI's "Changes" page: `changes` (of the latest version when
+        `version` is None), the versions to pick from, and the refused ones."""
+        address = parse_module_address("/".join(names))
+        module = self._index.find_module(address.namespace, address.name, address.system)
+        if module is None:
+            raise NotFound(f"module {'/'.join(names)} not found")
+        listed = sorted(
+            (v for v in self._index.versions(module.id) if not v.yanked),
+            key=lambda v: parse_version(v.version),
+            reverse=True,
+        )
+        if version is None:
+            if not listed:
+                raise NotFound(f"module {module.address} has no listed version")
+            version = listed[0].version
+        refused = [c for c in self._store.checks(module.id) if c.status == "refused"]
+        return ChangesView(
+            self.changes(names, version, base),
+            [v.version for v in listed],
+            sorted(refused, key=lambda c: parse_version(c.version), reverse=True),
         )
 
     def _stored(self, module: ModuleRecord, version: VersionRecord) -> dict[str, Any]:

@@ -5,6 +5,7 @@
     GET  /modules/:namespace                 a namespace's modules and providers
     GET  /modules/:namespace/:name/:system   the latest version (`?tab=`, `?version=`)
     GET  /modules/:namespace/:name/:system/usage   who uses it (publishers only)
+    GET  /modules/:namespace/:name/:system/changes the diff of two versions (`?version=&from=`)
     GET  /modules/:namespace/:name/:system/:version
     GET  /providers/:namespace/:type         the latest version
     GET  /providers/:namespace/:type/:version
@@ -34,6 +35,7 @@ from gitreg.auth import pages_tokens as tokens_page
 from gitreg.catalog import pages as browse_pages
 from gitreg.catalog.pages_module import module_page
 from gitreg.catalog.pages_provider import provider_doc_page, provider_page
+from gitreg.semver_guard.pages import changes_page
 from gitreg.ui.pages import not_found_page, ui_state
 from gitreg.ui.viewer import current_viewer
 from gitreg.usage.pages import usage_page
@@ -84,6 +86,7 @@ def routes() -> list[Route]:
         Route("/modules/{namespace}", browse_pages.namespace, methods=["GET"]),
         Route(module, module_page, methods=["GET"]),
         Route(module + "/usage", usage_page, methods=["GET"]),  # before {version}
+        Route(module + "/changes", changes_page, methods=["GET"]),  # before {version}
         Route(module + "/{version}", module_page, methods=["GET"]),
         Route(provider, provider_page, methods=["GET"]),
         Route(provider + "/{version}", provider_page, methods=["GET"]),
