@@ -388,11 +388,14 @@ class SemverGuard:
 
     def reindex(self, progress: Any) -> tuple[int, int]:
         """Check published versions that have no check yet (published before the
-        guard, or with the policy off), as labels only: nothing published is
-        ever withdrawn. Returns (checked, failed)."""
+        guard), as labels only: nothing published is ever withdrawn. Modules
+        of repositories whose policy is `off` are left alone. Returns
+        (checked, failed); a failed one is tried again by the next run."""
         done = self._store.checked_keys()
         todo: list[tuple[ModuleRecord, VersionRecord]] = []
         for module in self._index.modules():
+            if self.policy(self._index.repo(module.repo_id)) == "off":
+                continue
             for v in self._index.versions(module.id):
                 if (module.id, _key(v.version)) not in done:
                     todo.append((module, v))

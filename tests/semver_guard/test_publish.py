@@ -213,3 +213,33 @@ def test_the_setting_is_the_default(data_dir: Path, repo: GitRepo) -> None:
     assert versions(data_dir) == ["1.2.0"]
     bad = cli(data_dir, "modules", check=False, env={"GITREG_SEMVER_CHECK": "strict"})
     assert bad.returncode != 0 and "semver_check must be off, warn or enforce" in bad.stderr
+
+
+def test_reindex_checks_versions_published_before_the_guard(data_dir: Path, repo: GitRepo) -> None:
+    add(data_dir, repo)
+    release(repo, WITHOUT_SIZE, "v1.3.0")
+    cli(data_dir, "sync")
+    svc = build_services(load_settings({"data_dir": data_dir}, environ={}))
+    try:
+        module = svc.index.find_module("acme", "mod", "aws")
+        assert module is not None
+        # As before the guard existed: no checks, and documents of the older format.
+        with svc.index._write() as conn:  # type: ignore[attr-defined]
+            conn.execute("DELETE FROM semver_checks")
+            conn.execute("UPDATE module_docs SET format = 1")
+    finally:
+        svc.close()
+    assert "breaking change" not in cli(data_dir, "modules").stdout
+    out = cli(data_dir, "reindex").stdout
+    assert "reindex: 2 documented, 0 failed" in out
+    assert "reindex: 2 versions checked for breaking changes, 0 failed" in out
+    assert "1.3.0 (latest, breaking change in a minor release)" in cli(data_dir, "modules").stdout
+    assert "checked for breaking changes" not in cli(data_dir, "reindex").stdout
+
+
+def test_reindex_leaves_modules_whose_policy_is_off(data_dir: Path, repo: GitRepo) -> None:
+    add(data_dir, repo, "--semver-check", "off")
+    release(repo, WITHOUT_SIZE, "v1.3.0")
+    cli(data_dir, "sync")
+    assert "checked for breaking changes" not in cli(data_dir, "reindex").stdout
+    assert "breaking change" not in cli(data_dir, "modules").stdout
