@@ -12,11 +12,10 @@ and `moved` and `removed` blocks. Examples are not part of it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Variable:
+class Variable(NamedTuple):
     name: str
     type: str  # as written; "" for no type constraint
     has_default: bool
@@ -27,16 +26,14 @@ class Variable:
     description: str
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(NamedTuple):
     name: str
     sensitive: bool
     deprecated: str
     description: str
 
 
-@dataclass(frozen=True)
-class Provider:
+class Provider(NamedTuple):
     name: str  # the local name in required_providers
     source: str
     version: str
@@ -77,25 +74,26 @@ def interface_of(document: dict[str, Any]) -> Interface:
 
 
 def _module(doc: dict[str, Any]) -> ModuleInterface:
+    # Positional: a module of hundreds of variables is read on every diff.
     variables = {
         v["name"]: Variable(
-            name=v["name"],
-            type=str(v.get("type") or ""),
-            has_default=not v.get("required", False),
-            default=v.get("default"),
-            nullable=v.get("nullable", True) is not False,
-            sensitive=bool(v.get("sensitive")),
-            deprecated=str(v.get("deprecated") or ""),
-            description=str(v.get("description") or ""),
+            v["name"],
+            str(v.get("type") or ""),
+            not v.get("required", False),
+            v.get("default"),
+            v.get("nullable", True) is not False,
+            bool(v.get("sensitive")),
+            str(v.get("deprecated") or ""),
+            str(v.get("description") or ""),
         )
         for v in doc.get("inputs", [])
     }
     outputs = {
         o["name"]: Output(
-            name=o["name"],
-            sensitive=bool(o.get("sensitive")),
-            deprecated=str(o.get("deprecated") or ""),
-            description=str(o.get("description") or ""),
+            o["name"],
+            bool(o.get("sensitive")),
+            str(o.get("deprecated") or ""),
+            str(o.get("description") or ""),
         )
         for o in doc.get("outputs", [])
     }

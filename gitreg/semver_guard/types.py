@@ -19,6 +19,7 @@ Terraform converts a module argument to its variable's type:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -90,9 +91,11 @@ class _Unreadable(Exception):
     pass
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_type(text: str) -> TypeExpr | None:
     """The type `text` constrains to; ANY for no constraint; None when `text`
-    is not a type constraint this module reads."""
+    is not a type constraint this module reads. Kept by text: a module's types
+    repeat from version to version (and TypeExpr is immutable)."""
     text = text.strip()
     if not text:
         return ANY

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -188,7 +187,8 @@ RELEASES: list[tuple[str, list[Callable[[Files], Files]], Summary]] = [
         [
             _edit(
                 "outputs.tf",
-                'output "subnet_ids" {\n  value = { for k, s in aws_subnet.private : k => s.id }\n}\n',
+                'output "subnet_ids" {\n'
+                "  value = { for k, s in aws_subnet.private : k => s.id }\n}\n",
                 "",
             )
         ],
