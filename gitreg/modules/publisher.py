@@ -201,7 +201,7 @@ class Publisher:
         result.ignored += not_modules
         plans = [_plan(m, tags, problems) for m in self._index.modules_of_repo(repo.id)]
         archives = _Archives(self._index, self._blobs, self.builds, self._git, mirror)
-        archives.prepare(plans)
+        archives.prepare(plans, self._refused)
         for plan in plans:
             self._sync_module(repo, plan, archives, result)
 
@@ -287,6 +287,11 @@ class Publisher:
             log.info("yanked %s %s: tag %s was deleted", module.address, key, version.tag)
             result.yanked.append(f"{module.address} {version.version}")
 
+    def _refused(self, module: ModuleRecord, tv: TagVersion, ref: TagRef) -> str:
+        if self._semver is None:
+            return ""
+        return self._semver.still_refused(module, tv.key, ref.commit_sha)
+
     def _publish_one(
         self,
         repo: RepoRecord,
@@ -313,6 +318,9 @@ class Publisher:
                 log.warning("%s: %s", module.address, reason)
             return reason
         mirror = self.mirror_path(repo)
+        refused = self._refused(module, tv, ref)
+        if refused:  # refused at this commit before: reported again, nothing built
+            return refused
         key = archives.key(module, ref)
         if key is None:
             return f"subdirectory {module.subdir!r} does not exist at this tag"
@@ -420,7 +428,11 @@ class _Archives:
         self._ready: dict[tuple[str, str, int], Built | str] = {}
         self._published: dict[tuple[int, str], VersionRecord | None] = {}
 
-    def prepare(self, plans: list[ModulePlan]) -> None:
+    def prepare(
+        self, plans: list[ModulePlan], refused: Callable[[ModuleRecord, TagVersion, TagRef], str]
+    ) -> None:
+        """`refused`: why a tag is still refused by the semver guard ("" if it
+        is not); its archive is not built."""
         for plan in plans:
             for tv, _ in plan.candidates:
                 found = self._index.version_by_key(plan.module.id, tv.key)
@@ -430,6 +442,7 @@ class _Archives:
             for plan in plans
             for tv, ref in plan.candidates
             if self._published[(plan.module.id, tv.key)] is None
+            and not refused(plan.module, tv, ref)
         ]
         wanted = {(ref.tree_sha, m.subdir) for m, ref in new if m.subdir}
         self._subtrees = self._git.subtrees(self._mirror, wanted) if wanted else {}

@@ -212,12 +212,27 @@ class SemverGuard:
         self._store.put_check(refused)
         if earlier is None or earlier.status != "refused" or earlier.commit_sha != new.commit_sha:
             metrics.semver_breaking("refused")
-        reason = (
-            f"conflict: tag {tag} is a {what}; not published (semver_check enforce):"
-            f" tag the next major version, or `gitreg modules allow-breaking"
-            f" {module.address} {new.version}`"
+        return Review(refused, refused=True, reason=self._refusal(module, refused, breaking))
+
+    def still_refused(self, module: ModuleRecord, version_key: str, commit_sha: str) -> str:
+        """The conflict line of a version refused at `commit_sha` by an earlier
+        sync, when it still is (its repository's policy is still `enforce` and
+        nobody allowed it); "" otherwise, and the tag is reviewed afresh."""
+        check = self._store.check(module.id, version_key)
+        if check is None or check.status != "refused" or check.commit_sha != commit_sha:
+            return ""
+        if check.allowed_by or self.policy(self._index.repo(module.repo_id)) != "enforce":
+            return ""
+        changes = [Change(**c) for c in json.loads(check.changes)]
+        breaking = [c for c in changes if c.kind == "breaking"]
+        return self._refusal(module, check, breaking)
+
+    def _refusal(self, module: ModuleRecord, check: Check, breaking: list[Change]) -> str:
+        return (
+            f"conflict: tag {check.tag} is a {self._what(module, check, breaking)}; not"
+            " published (semver_check enforce): tag the next major version, or"
+            f" `gitreg modules allow-breaking {module.address} {check.version}`"
         )
-        return Review(refused, refused=True, reason=reason)
 
     def published(self, review: Review) -> None:
         """The reviewed version is recorded: store its check."""
