@@ -9,6 +9,14 @@ document reads), over `--runs` runs; then the same through `SemverGuard.changes`
 on a real SQLite index (the two document reads included).
 
     python bench/semver_diff.py [--variables 200] [--runs 200]
+
+With `--publish`, what the guard adds to publishing: bench/catalog.py's module
+repository (60 variables, 24 outputs, 2 submodules, 2 examples, 300 other
+files; `--tags` minor releases) published with `semver_check = off` and then
+`warn` into fresh data dirs, `--runs` times each; the process's CPU seconds
+and those spent inside the guard (`review`, `published`, `still_refused`).
+
+    python bench/semver_diff.py --publish [--tags 40] [--runs 3]
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -132,11 +141,86 @@ def through_service(old: str, new: str, runs: int) -> list[float]:
             svc.close()
 
 
+def publish_once(source: Path, data: Path, policy: str) -> tuple[float, float, float]:
+    """(wall, CPU, guard CPU) seconds of one sync of every tag into a fresh data dir."""
+    from gitreg.catalog import hcl, tree
+    from gitreg.semver_guard.service import SemverGuard
+    from gitreg.services import build_services
+    from gitreg.settings import load_settings
+
+    # Each run as a fresh process would, as bench/catalog.py's runs are made.
+
+    hcl.PARSES.clear()
+    tree._TEXTS.clear()
+    tree._TREES.clear()
+    from gitreg.semver_guard import types
+
+    types.parse_type.cache_clear()
+    spent = [0.0]
+    saved = {n: getattr(SemverGuard, n) for n in ("review", "published", "still_refused")}
+
+    def timed(method: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                spent[0] += time.thread_time() - start
+
+        return run
+
+    for name, method in saved.items():
+        setattr(SemverGuard, name, timed(method))
+    try:
+        settings = {"data_dir": data, "archive_workers": 1, "semver_check": policy}
+        svc = build_services(load_settings(settings, environ={}))
+        record = svc.index.add_repo(str(source), "")
+        svc.index.add_module(record.id, "acme", "bench", "aws", "", "")
+        start, start_cpu = time.perf_counter(), time.process_time()
+        svc.publisher.sync_repo(svc.index.repo(record.id))
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+        svc.close()
+    finally:
+        for name, method in saved.items():
+            setattr(SemverGuard, name, method)
+    return elapsed, cpu, spent[0]
+
+
+def publish_bench(tags: int, runs: int) -> None:
+    import catalog
+    from benchlib import median
+
+    from gitreg.catalog.hcl import parse_file
+
+    with tempfile.TemporaryDirectory(prefix="gitreg-bench-") as tmp:
+        root = Path(tmp)
+        source = catalog.module_repo(root, tags)
+        parse_file('variable "warm" {}')  # python-hcl2 builds its grammar once per process
+        results: dict[str, list[tuple[float, float, float]]] = {"off": [], "warn": []}
+        for run in range(runs):
+            for policy in results:
+                results[policy].append(publish_once(source, root / f"d{run}{policy}", policy))
+    off_cpu = median([r[1] for r in results["off"]])
+    print(f"{tags} tags, {runs} runs each, medians:")
+    for policy, rows in results.items():
+        wall, cpu, guard = (median([r[i] for r in rows]) for i in range(3))
+        share = f"{(cpu / off_cpu - 1) * 100:+.1f}%" if policy == "warn" else "-"
+        print(
+            f"semver_check {policy:<5} wall {wall:.3f} s  cpu {cpu:.3f} s ({share})"
+            f"  guard cpu {guard * 1000:.1f} ms ({guard / off_cpu * 100:.1f}% of off's cpu)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variables", type=int, default=200)
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--publish", action="store_true")
+    parser.add_argument("--tags", type=int, default=40)
     args = parser.parse_args()
+    if args.publish:
+        publish_bench(args.tags, args.runs)
+        return
     old, new = documents(args.variables)
     times, found = pure(old, new, args.runs)
     service = through_service(old, new, args.runs)

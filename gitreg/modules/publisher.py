@@ -266,11 +266,20 @@ class Publisher:
                     self._docs.update_search(module)
                 except Exception:
                     log.exception("%s: no search row after the failed sync", module.address)
+            if self._semver is not None:
+                try:
+                    self._semver.flush()
+                except Exception:
+                    log.exception(
+                        "%s: semver checks not stored (reindex makes them)", module.address
+                    )
             raise
         # Once per sync, from the newest version: a repository added with
         # 40 tags rewrites its search row once, not 40 times (bench/catalog.py).
         if self._docs is not None and published:
             self._docs.update_search(module)
+        if self._semver is not None:
+            self._semver.flush()  # the checks of this sync, in one transaction
         result.ignored.extend(f"{module.address}: {line}" for line in ignored)
         self._index.record_sync(module.id, json.dumps(ignored))
         if self._settings.yank_deleted_tags:

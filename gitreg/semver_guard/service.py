@@ -15,8 +15,11 @@ never refused. A version whose documents cannot be made is published unchecked
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +32,7 @@ from gitreg.catalog.store import CatalogIndex
 from gitreg.errors import BadRequest, Conflict, GitError, GitregError, NotAVersion, NotFound
 from gitreg.metrics import service as metrics
 from gitreg.semver_guard.diff import Change, counts, diff
-from gitreg.semver_guard.interface import interface_of
+from gitreg.semver_guard.interface import Interface, interface_of
 from gitreg.semver_guard.store import POLICIES, Check, Policy, SemverIndex
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, RepoRecord, VersionRecord
@@ -110,6 +113,46 @@ def _release_kind(version: str, baseline: str) -> str:
     return "patch" if (v.major, v.minor) == (b.major, b.minor) else "minor"
 
 
+class Interfaces:
+    """Interfaces by document content, and which content each version had.
+
+    A document is the same JSON for every version with the same files except
+    for its commit (gitreg/catalog/reuse.py), so its content is the text with
+    the commit taken out: consecutive tags share it, and their interfaces are
+    read once. Bounded: a few hundred modules' latest versions."""
+
+    def __init__(self, size: int = 512) -> None:
+        self._size = size
+        self._by_content: OrderedDict[str, Interface] = OrderedDict()
+        self._by_version: OrderedDict[tuple[int, str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remembered(self, version: tuple[int, str, str]) -> tuple[str, Interface] | None:
+        with self._lock:
+            digest = self._by_version.get(version)
+            found = self._by_content.get(digest) if digest is not None else None
+        return (digest, found) if digest is not None and found is not None else None
+
+    def of(self, text: str, commit: str, version: tuple[int, str, str]) -> tuple[str, Interface]:
+        """The interface of the document `text` of `version` (module id,
+        version key, commit), with the digest of its content."""
+        digest = hashlib.sha256(text.replace(commit, "").encode()).hexdigest()
+        with self._lock:
+            found = self._by_content.get(digest)
+        if found is None:
+            document = json.loads(text)
+            found = interface_of(document if isinstance(document, dict) else {})
+        with self._lock:
+            self._by_content[digest] = found
+            self._by_content.move_to_end(digest)
+            self._by_version[version] = digest
+            self._by_version.move_to_end(version)
+            for kept in (self._by_content, self._by_version):
+                while len(kept) > self._size:
+                    kept.popitem(last=False)
+        return digest, found
+
+
 class SemverGuard:
     def __init__(
         self,
@@ -127,6 +170,9 @@ class SemverGuard:
         self._docs = docs
         self._default = _policy(default_policy)
         self._sync = sync  # publishes a repository's tags now; its summary
+        self._interfaces = Interfaces()
+        # Checks of versions published by this thread's sync, stored together by `flush`.
+        self._pending = threading.local()
 
     # -- policy -----------------------------------------------------------
 
@@ -167,8 +213,11 @@ class SemverGuard:
         if baseline is None:
             return Review(check)
         try:
-            before = self._document(mirror, repo, module, baseline)
-            after = self._docs.build(mirror, repo, module, new)
+            before = self._published_interface(mirror, repo, module, baseline)
+            text = self._docs.build_json(mirror, repo, module, new)
+            after = self._interfaces.of(
+                text, new.commit_sha, (module.id, new.version_key, new.commit_sha)
+            )
         except (GitError, GitregError, OSError, KeyError, ValueError) as exc:
             log.warning(
                 "%s %s: not compared with %s: %s",
@@ -178,7 +227,8 @@ class SemverGuard:
                 exc,
             )
             return Review(None)
-        changes = diff(interface_of(before), interface_of(after))
+        # Consecutive tags mostly leave the interface's files alone: one content, no diff.
+        changes = [] if before[0] == after[0] else diff(before[1], after[1])
         breaking = [c for c in changes if c.kind == "breaking"]
         check = Check(
             module.id,
@@ -235,17 +285,35 @@ class SemverGuard:
         )
 
     def published(self, review: Review) -> None:
-        """The reviewed version is recorded: store its check."""
+        """The reviewed version is recorded: its check is stored by the
+        publishing thread's next `flush` (at the end of the module's sync), or
+        now when it replaces a refusal."""
         check = review.check
         if check is None:
             return
         earlier = self._store.check(check.module_id, check.version_key)
-        self._store.put_check(check)
         if earlier is not None and earlier.status == "refused":
+            self._store.put_checks([check])
             self._index.forget_refusals(check.module_id, check.version_key)
+        else:
+            self._checks().append(check)
         if check.status in ("breaking", "allowed"):
             metrics.semver_breaking("allowed" if check.status == "allowed" else "labelled")
             log.warning("published %s with a %s", check.version, label(check))
+
+    def flush(self) -> None:
+        """Store the checks `published` kept for this thread, in one transaction
+        (one commit per sync, not per version). Checks lost to a crash before
+        it are made again by `gitreg reindex`."""
+        pending, self._pending.checks = self._checks(), []
+        if pending:
+            self._store.put_checks(pending)
+
+    def _checks(self) -> list[Check]:
+        if not hasattr(self._pending, "checks"):
+            self._pending.checks = []
+        found: list[Check] = self._pending.checks
+        return found
 
     def _what(self, module: ModuleRecord, check: Check, breaking: list[Change]) -> str:
         shown = "; ".join(c.detail for c in breaking[:_SHOWN])
@@ -253,20 +321,22 @@ class SemverGuard:
         kind = _release_kind(check.version, check.baseline)
         return f"breaking change in a {kind} release against {check.baseline}: {shown}{more}"
 
-    def _document(
+    def _published_interface(
         self, mirror: Path, repo: RepoRecord, module: ModuleRecord, version: VersionRecord
-    ) -> dict[str, Any]:
-        """A published version's document: stored, or made again from the
-        mirror when it is missing or older than DOCS_FORMAT (and while its
-        sync has not stored it yet)."""
+    ) -> tuple[str, Interface]:
+        """A published version's interface: reviewed earlier in this process,
+        or from its stored document, or from one made again from the mirror
+        when that is missing or older than DOCS_FORMAT (and while the sync that
+        published it has not stored it yet)."""
         key = str(parse_version(version.version).without_build())
-        stored = self._catalog.docs(module.id, key)
-        if stored is not None:
-            found = json.loads(stored)
-            if isinstance(found, dict) and found.get("format") == DOCS_FORMAT:
-                return found
-        published = Published(version.version, key, version.commit_sha, version.tree_sha)
-        return self._docs.build(mirror, repo, module, published)
+        found = self._interfaces.remembered((module.id, key, version.commit_sha))
+        if found is not None:
+            return found
+        text = self._catalog.docs(module.id, key)
+        if text is None or f'"format": {DOCS_FORMAT},' not in text:
+            published = Published(version.version, key, version.commit_sha, version.tree_sha)
+            text = self._docs.build_json(mirror, repo, module, published)
+        return self._interfaces.of(text, version.commit_sha, (module.id, key, version.commit_sha))
 
     # -- reading ----------------------------------------------------------
 

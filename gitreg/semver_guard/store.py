@@ -38,7 +38,11 @@ class Check:
 class SemverIndex(Protocol):
     def put_check(self, check: Check) -> None:
         """Store (or replace) a version's check; an allowance already recorded
-        for it is kept."""
+        for it is kept while the commit is the same."""
+        ...
+
+    def put_checks(self, checks: list[Check]) -> None:
+        """`put_check` for each, in one transaction."""
         ...
 
     def check(self, module_id: int, version_key: str) -> Check | None: ...

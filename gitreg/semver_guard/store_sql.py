@@ -5,43 +5,18 @@ from __future__ import annotations
 from typing import Any, cast
 
 from gitreg.semver_guard.store import Check, Policy
+from gitreg.storage.database import Connection
 from gitreg.storage.index import IndexBackedStore, utcnow
 
 
 class SemverStore(IndexBackedStore):
     def put_check(self, check: Check) -> None:
+        self.put_checks([check])
+
+    def put_checks(self, checks: list[Check]) -> None:
         with self._write() as conn:
-            conn.execute(
-                "INSERT INTO semver_checks (module_id, version_key, version, tag, commit_sha,"
-                " baseline, status, exemption, breaking, changes, allowed_by, allowed_at,"
-                " checked_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (module_id, version_key) DO UPDATE SET version = excluded.version,"
-                " tag = excluded.tag, commit_sha = excluded.commit_sha,"
-                " baseline = excluded.baseline, status = excluded.status,"
-                " exemption = excluded.exemption, breaking = excluded.breaking,"
-                " changes = excluded.changes, checked_at = excluded.checked_at,"
-                # An allowance is for the commit that was refused, not the tag.
-                " allowed_by = CASE WHEN semver_checks.commit_sha = excluded.commit_sha"
-                " THEN semver_checks.allowed_by ELSE '' END,"
-                " allowed_at = CASE WHEN semver_checks.commit_sha = excluded.commit_sha"
-                " THEN semver_checks.allowed_at ELSE NULL END",
-                (
-                    check.module_id,
-                    check.version_key,
-                    check.version,
-                    check.tag,
-                    check.commit_sha,
-                    check.baseline,
-                    check.status,
-                    check.exemption,
-                    check.breaking,
-                    check.changes,
-                    check.allowed_by,
-                    check.allowed_at,
-                    check.checked_at or utcnow(),
-                ),
-            )
+            for check in checks:
+                _put(conn, check)
 
     def check(self, module_id: int, version_key: str) -> Check | None:
         rows = self._rows(
@@ -104,4 +79,38 @@ def _check(row: Any) -> Check:
         allowed_by=str(row["allowed_by"]),
         allowed_at=row["allowed_at"],
         checked_at=str(row["checked_at"]),
+    )
+
+
+def _put(conn: Connection, check: Check) -> None:
+    conn.execute(
+        "INSERT INTO semver_checks (module_id, version_key, version, tag, commit_sha,"
+        " baseline, status, exemption, breaking, changes, allowed_by, allowed_at,"
+        " checked_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (module_id, version_key) DO UPDATE SET version = excluded.version,"
+        " tag = excluded.tag, commit_sha = excluded.commit_sha,"
+        " baseline = excluded.baseline, status = excluded.status,"
+        " exemption = excluded.exemption, breaking = excluded.breaking,"
+        " changes = excluded.changes, checked_at = excluded.checked_at,"
+        # An allowance is for the commit that was refused, not the tag.
+        " allowed_by = CASE WHEN semver_checks.commit_sha = excluded.commit_sha"
+        " THEN semver_checks.allowed_by ELSE '' END,"
+        " allowed_at = CASE WHEN semver_checks.commit_sha = excluded.commit_sha"
+        " THEN semver_checks.allowed_at ELSE NULL END",
+        (
+            check.module_id,
+            check.version_key,
+            check.version,
+            check.tag,
+            check.commit_sha,
+            check.baseline,
+            check.status,
+            check.exemption,
+            check.breaking,
+            check.changes,
+            check.allowed_by,
+            check.allowed_at,
+            check.checked_at or utcnow(),
+        ),
     )
