@@ -218,6 +218,8 @@ def modules(svc: Services, as_json: bool, verbose: bool) -> int:
 def _repo_add_command(svc: Services, args: argparse.Namespace) -> int:
     """`repo add` registers a module, or with --provider a provider repository."""
     if args.provider:
+        if args.semver_check is not None:
+            raise BadRequest("--semver-check goes with --module or --modules")
         return repo_add_provider(svc, args)
     glob_only = [args.namespace, args.system, args.tag_pattern, args.whole_tree]
     if args.modules:

@@ -243,3 +243,11 @@ def test_reindex_leaves_modules_whose_policy_is_off(data_dir: Path, repo: GitRep
     cli(data_dir, "sync")
     assert "checked for breaking changes" not in cli(data_dir, "reindex").stdout
     assert "breaking change" not in cli(data_dir, "modules").stdout
+
+
+def test_semver_check_is_for_modules(data_dir: Path, repo: GitRepo) -> None:
+    args = ["repo", "add", str(repo.path), "--provider", "acme/null", "--semver-check", "off"]
+    refused = cli(data_dir, *args, check=False)
+    assert refused.returncode != 0 and "--semver-check goes with --module" in refused.stderr
+    unknown = cli(data_dir, "repo", "set", "acme/none/aws", "--semver-check", "off", check=False)
+    assert unknown.returncode != 0 and "gitreg: error:" in unknown.stderr
