@@ -6,11 +6,16 @@ and each submodule under `modules/`: variables (type as written, whether it
 has a default, the default, nullable, sensitive, deprecated), outputs
 (sensitive, deprecated), `required_providers` (source and constraint),
 `required_version`, managed resource and module-call addresses, data sources,
-and `moved` and `removed` blocks. Examples are not part of it.
+and `moved` and `removed` blocks. Examples are not part of it. `Interfaces`
+keeps them by document content, so a process reads each once.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -116,3 +121,43 @@ def _module(doc: dict[str, Any]) -> ModuleInterface:
         moved=tuple((str(m["from"]), str(m["to"])) for m in doc.get("moved", [])),
         removed=tuple((str(r["from"]), bool(r["destroy"])) for r in doc.get("removed", [])),
     )
+
+
+class Interfaces:
+    """Interfaces by document content, and which content each version had.
+
+    A document is the same JSON for every version with the same files except
+    for its commit (gitreg/catalog/reuse.py), so its content is the text with
+    the commit taken out: consecutive tags share it, and their interfaces are
+    read once. Bounded: a few hundred modules' latest versions."""
+
+    def __init__(self, size: int = 512) -> None:
+        self._size = size
+        self._by_content: OrderedDict[str, Interface] = OrderedDict()
+        self._by_version: OrderedDict[tuple[int, str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remembered(self, version: tuple[int, str, str]) -> tuple[str, Interface] | None:
+        with self._lock:
+            digest = self._by_version.get(version)
+            found = self._by_content.get(digest) if digest is not None else None
+        return (digest, found) if digest is not None and found is not None else None
+
+    def of(self, text: str, commit: str, version: tuple[int, str, str]) -> tuple[str, Interface]:
+        """The interface of the document `text` of `version` (module id,
+        version key, commit), with the digest of its content."""
+        digest = hashlib.sha256(text.replace(commit, "").encode()).hexdigest()
+        with self._lock:
+            found = self._by_content.get(digest)
+        if found is None:
+            document = json.loads(text)
+            found = interface_of(document if isinstance(document, dict) else {})
+        with self._lock:
+            self._by_content[digest] = found
+            self._by_content.move_to_end(digest)
+            self._by_version[version] = digest
+            self._by_version.move_to_end(version)
+            for kept in (self._by_content, self._by_version):
+                while len(kept) > self._size:
+                    kept.popitem(last=False)
+        return digest, found

@@ -15,13 +15,11 @@ never refused. A version whose documents cannot be made is published unchecked
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +30,7 @@ from gitreg.catalog.store import CatalogIndex
 from gitreg.errors import BadRequest, Conflict, GitError, GitregError, NotAVersion, NotFound
 from gitreg.metrics import service as metrics
 from gitreg.semver_guard.diff import Change, counts, diff
-from gitreg.semver_guard.interface import Interface, interface_of
+from gitreg.semver_guard.interface import Interface, Interfaces, interface_of
 from gitreg.semver_guard.store import POLICIES, Check, Policy, SemverIndex
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, RepoRecord, VersionRecord
@@ -111,46 +109,6 @@ def _release_kind(version: str, baseline: str) -> str:
     except NotAVersion:
         return "minor/patch"
     return "patch" if (v.major, v.minor) == (b.major, b.minor) else "minor"
-
-
-class Interfaces:
-    """Interfaces by document content, and which content each version had.
-
-    A document is the same JSON for every version with the same files except
-    for its commit (gitreg/catalog/reuse.py), so its content is the text with
-    the commit taken out: consecutive tags share it, and their interfaces are
-    read once. Bounded: a few hundred modules' latest versions."""
-
-    def __init__(self, size: int = 512) -> None:
-        self._size = size
-        self._by_content: OrderedDict[str, Interface] = OrderedDict()
-        self._by_version: OrderedDict[tuple[int, str, str], str] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def remembered(self, version: tuple[int, str, str]) -> tuple[str, Interface] | None:
-        with self._lock:
-            digest = self._by_version.get(version)
-            found = self._by_content.get(digest) if digest is not None else None
-        return (digest, found) if digest is not None and found is not None else None
-
-    def of(self, text: str, commit: str, version: tuple[int, str, str]) -> tuple[str, Interface]:
-        """The interface of the document `text` of `version` (module id,
-        version key, commit), with the digest of its content."""
-        digest = hashlib.sha256(text.replace(commit, "").encode()).hexdigest()
-        with self._lock:
-            found = self._by_content.get(digest)
-        if found is None:
-            document = json.loads(text)
-            found = interface_of(document if isinstance(document, dict) else {})
-        with self._lock:
-            self._by_content[digest] = found
-            self._by_content.move_to_end(digest)
-            self._by_version[version] = digest
-            self._by_version.move_to_end(version)
-            for kept in (self._by_content, self._by_version):
-                while len(kept) > self._size:
-                    kept.popitem(last=False)
-        return digest, found
 
 
 class SemverGuard:
@@ -247,18 +205,16 @@ class SemverGuard:
         exemption = _exemption(version, policy)
         what = self._what(module, check, breaking)
         if exemption:
-            labelled = Check(**{**check.__dict__, "exemption": exemption})
+            labelled = replace(check, exemption=exemption)
             return Review(labelled, report=f"{module.address} {new.version}: {what}")
         earlier = self._store.check(module.id, new.version_key)
         if earlier is not None and earlier.allowed_by and earlier.commit_sha == new.commit_sha:
-            allowed = Check(
-                **{**check.__dict__, "status": "allowed", "allowed_by": earlier.allowed_by}
-            )
+            allowed = replace(check, status="allowed", allowed_by=earlier.allowed_by)
             return Review(
                 allowed,
                 report=f"{module.address} {new.version}: {what} (allowed by {earlier.allowed_by})",
             )
-        refused = Check(**{**check.__dict__, "status": "refused"})
+        refused = replace(check, status="refused")
         self._store.put_check(refused)
         if earlier is None or earlier.status != "refused" or earlier.commit_sha != new.commit_sha:
             metrics.semver_breaking("refused")
@@ -299,7 +255,7 @@ class SemverGuard:
             self._checks().append(check)
         if check.status in ("breaking", "allowed"):
             metrics.semver_breaking("allowed" if check.status == "allowed" else "labelled")
-            log.warning("published %s with a %s", check.version, label(check))
+            log.warning("published %s", review.report)
 
     def flush(self) -> None:
         """Store the checks `published` kept for this thread, in one transaction
@@ -447,11 +403,6 @@ class SemverGuard:
             )
         found = json.loads(stored)
         return found if isinstance(found, dict) else {}
-
-    def refused(self) -> list[tuple[str, Check]]:
-        """Every refused version not yet published, with its module's address."""
-        modules = {m.id: m.address for m in self._index.modules()}
-        return [(modules.get(c.module_id, str(c.module_id)), c) for c in self._store.refused()]
 
     # -- operators --------------------------------------------------------
 

@@ -55,10 +55,6 @@ class SemverIndex(Protocol):
         """(module_id, version_key) of every stored check, for `gitreg reindex`."""
         ...
 
-    def refused(self) -> list[Check]:
-        """Every version refused and not allowed since."""
-        ...
-
     def allow(self, module_id: int, version_key: str, by: str) -> bool:
         """Record that a refused version may publish; False if it is not refused."""
         ...

@@ -33,12 +33,6 @@ class SemverStore(IndexBackedStore):
         rows = self._tuples("SELECT module_id, version_key FROM semver_checks")
         return {(int(r[0]), str(r[1])) for r in rows}
 
-    def refused(self) -> list[Check]:
-        rows = self._rows(
-            "SELECT * FROM semver_checks WHERE status = 'refused' ORDER BY module_id, version_key"
-        )
-        return [_check(r) for r in rows]
-
     def allow(self, module_id: int, version_key: str, by: str) -> bool:
         with self._write() as conn:
             done = conn.execute(
