@@ -196,6 +196,8 @@ class Publisher:
         result: SyncResult,
     ) -> None:
         """Register new `--modules` directories, then publish every module's new tags."""
+        if self._semver is not None:
+            self._semver.flush()  # nothing read by an earlier sync of this thread is reused
         found, not_modules = discover_modules(self._index, self._git, repo, mirror, tags)
         result.registered += found
         result.ignored += not_modules

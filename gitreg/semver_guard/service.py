@@ -19,7 +19,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ class Review:
     refused: bool = False
     reason: str = ""
     report: str = ""
+    version: VersionRecord | None = None  # as it will be recorded (a baseline for the next)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,17 @@ def _release_kind(version: str, baseline: str) -> str:
     return "patch" if (v.major, v.minor) == (b.major, b.minor) else "minor"
 
 
+@dataclass
+class _Sync:
+    """What one thread's sync has read from the index and the store (each once)
+    and the checks it will store: valid until its `flush`."""
+
+    checks: list[Check] = field(default_factory=list)
+    policies: dict[int, Policy] = field(default_factory=dict)
+    versions: dict[int, list[VersionRecord]] = field(default_factory=dict)
+    stored: dict[int, dict[str, Check]] = field(default_factory=dict)
+
+
 class SemverGuard:
     def __init__(
         self,
@@ -129,8 +141,7 @@ class SemverGuard:
         self._default = _policy(default_policy)
         self._sync = sync  # publishes a repository's tags now; its summary
         self._interfaces = Interfaces()
-        # Checks of versions published by this thread's sync, stored together by `flush`.
-        self._pending = threading.local()
+        self._syncs = threading.local()  # each publishing thread's _Sync
 
     # -- policy -----------------------------------------------------------
 
@@ -160,16 +171,20 @@ class SemverGuard:
     ) -> Review:
         """Compare the tag's version with the previous release of its major line,
         before it is recorded. A refused version's check is stored here."""
-        policy = self.policy(repo)
+        sync = self._sync_state()
+        policy = sync.policies.get(repo.id) or sync.policies.setdefault(repo.id, self.policy(repo))
         if policy == "off":
             return Review(None)
         version = parse_version(new.version)
-        baseline = _baseline(self._index.versions(module.id), version)
+        baseline = _baseline(self._versions(module.id), version)
         check = Check(
             module.id, new.version_key, new.version, tag, new.commit_sha, "", "first", "", 0, "[]"
         )
+        recorded = VersionRecord(
+            module.id, new.version, tag, "", new.commit_sha, new.tree_sha, "", 0, "", False
+        )
         if baseline is None:
-            return Review(check)
+            return Review(check, version=recorded)
         try:
             before = self._published_interface(mirror, repo, module, baseline)
             text = self._docs.build_json(mirror, repo, module, new)
@@ -201,21 +216,21 @@ class SemverGuard:
             json.dumps([c.as_json() for c in changes]),
         )
         if not breaking:
-            return Review(check)
+            return Review(check, version=recorded)
         exemption = _exemption(version, policy)
         what = self._what(module, check, breaking)
         if exemption:
             labelled = replace(check, exemption=exemption)
-            return Review(labelled, report=f"{module.address} {new.version}: {what}")
-        earlier = self._store.check(module.id, new.version_key)
+            report = f"{module.address} {new.version}: {what}"
+            return Review(labelled, report=report, version=recorded)
+        earlier = self._stored(module.id).get(new.version_key)
         if earlier is not None and earlier.allowed_by and earlier.commit_sha == new.commit_sha:
             allowed = replace(check, status="allowed", allowed_by=earlier.allowed_by)
-            return Review(
-                allowed,
-                report=f"{module.address} {new.version}: {what} (allowed by {earlier.allowed_by})",
-            )
+            report = f"{module.address} {new.version}: {what} (allowed by {earlier.allowed_by})"
+            return Review(allowed, report=report, version=recorded)
         refused = replace(check, status="refused")
         self._store.put_check(refused)
+        self._stored(module.id)[new.version_key] = refused
         if earlier is None or earlier.status != "refused" or earlier.commit_sha != new.commit_sha:
             metrics.semver_breaking("refused")
         return Review(refused, refused=True, reason=self._refusal(module, refused, breaking))
@@ -224,7 +239,7 @@ class SemverGuard:
         """The conflict line of a version refused at `commit_sha` by an earlier
         sync, when it still is (its repository's policy is still `enforce` and
         nobody allowed it); "" otherwise, and the tag is reviewed afresh."""
-        check = self._store.check(module.id, version_key)
+        check = self._stored(module.id).get(version_key)
         if check is None or check.status != "refused" or check.commit_sha != commit_sha:
             return ""
         if check.allowed_by or self.policy(self._index.repo(module.repo_id)) != "enforce":
@@ -247,29 +262,49 @@ class SemverGuard:
         check = review.check
         if check is None:
             return
-        earlier = self._store.check(check.module_id, check.version_key)
+        if review.version is not None:
+            self._versions(check.module_id).append(review.version)
+        stored = self._stored(check.module_id)
+        earlier = stored.get(check.version_key)
+        stored[check.version_key] = check
         if earlier is not None and earlier.status == "refused":
             self._store.put_checks([check])
             self._index.forget_refusals(check.module_id, check.version_key)
         else:
-            self._checks().append(check)
+            self._sync_state().checks.append(check)
         if check.status in ("breaking", "allowed"):
             metrics.semver_breaking("allowed" if check.status == "allowed" else "labelled")
             log.warning("published %s", review.report)
 
     def flush(self) -> None:
         """Store the checks `published` kept for this thread, in one transaction
-        (one commit per sync, not per version). Checks lost to a crash before
-        it are made again by `gitreg reindex`."""
-        pending, self._pending.checks = self._checks(), []
+        (one commit per sync, not per version), and forget what the sync read.
+        The publisher calls it at the start and the end of each module's sync.
+        Checks lost to a crash before it are made again by `gitreg reindex`."""
+        pending = self._sync_state().checks
+        self._syncs.state = _Sync()
         if pending:
             self._store.put_checks(pending)
 
-    def _checks(self) -> list[Check]:
-        if not hasattr(self._pending, "checks"):
-            self._pending.checks = []
-        found: list[Check] = self._pending.checks
+    def _sync_state(self) -> _Sync:
+        if not hasattr(self._syncs, "state"):
+            self._syncs.state = _Sync()
+        found: _Sync = self._syncs.state
         return found
+
+    def _versions(self, module_id: int) -> list[VersionRecord]:
+        """The module's versions as the sync started, and those it published."""
+        known = self._sync_state().versions
+        if module_id not in known:
+            known[module_id] = list(self._index.versions(module_id))
+        return known[module_id]
+
+    def _stored(self, module_id: int) -> dict[str, Check]:
+        """The module's checks by version key, as this sync stored or found them."""
+        known = self._sync_state().stored
+        if module_id not in known:
+            known[module_id] = {c.version_key: c for c in self._store.checks(module_id)}
+        return known[module_id]
 
     def _what(self, module: ModuleRecord, check: Check, breaking: list[Change]) -> str:
         shown = "; ".join(c.detail for c in breaking[:_SHOWN])
@@ -360,7 +395,7 @@ class SemverGuard:
                 raise NotFound(f"{where} {base} not found")
         if chosen is None:
             return VersionChanges(module.address, target.version, "", [], check)
-        before, after = self._stored(module, chosen), self._stored(module, target)
+        before, after = self._document(module, chosen), self._document(module, target)
         return VersionChanges(
             module.address,
             target.version,
@@ -394,7 +429,7 @@ class SemverGuard:
             sorted(refused, key=lambda c: parse_version(c.version), reverse=True),
         )
 
-    def _stored(self, module: ModuleRecord, version: VersionRecord) -> dict[str, Any]:
+    def _document(self, module: ModuleRecord, version: VersionRecord) -> dict[str, Any]:
         stored = self._catalog.docs(module.id, _key(version.version))
         if stored is None:
             raise NotFound(
@@ -453,7 +488,7 @@ class SemverGuard:
             )
             return True
         try:
-            before, after = self._stored(module, baseline), self._stored(module, v)
+            before, after = self._document(module, baseline), self._document(module, v)
         except NotFound as exc:
             log.warning("%s", exc)
             return False
