@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitreg.auth.grants import parse_grants
 from gitreg.auth.login import LoginFlow
 from gitreg.auth.oidc import OidcClient
 from gitreg.auth.pending import SignInLimits
@@ -37,7 +36,7 @@ from gitreg.jobs.store_sql import JobStore
 from gitreg.mirror.service import MirrorService, build_mirror
 from gitreg.mirror.store import MirrorIndex
 from gitreg.mirror.store_sql import MirrorStore
-from gitreg.module_proxy.config import proxy_options
+from gitreg.module_proxy.options import proxy_options
 from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store import ModuleProxyIndex
 from gitreg.module_proxy.store_sql import ModuleProxyStore
@@ -158,9 +157,6 @@ def _sync_lines(publisher: Publisher, repo: RepoRecord) -> str:
 
 
 def build_services(settings: Settings) -> Services:
-    # A bad [[grants]] table stops every command and `serve` at start, before
-    # anything is opened (docs/sign-in.md).
-    parse_grants(settings.extra.get("grants"))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     shared = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
     try:

@@ -12,21 +12,13 @@ lists them all.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-ENV_PREFIX = "GITREG_"
+from gitreg.errors import ConfigError
 
-# The config file's tables, kept in `Settings.extra` and read by their features
-# (docs/configuration.md): table -> the keys of one entry. `[[grants]]` and
-# `[[module_proxy]]` are arrays of such entries (`[module_proxy]` alone is one
-# entry), `[forges.NAME]` is a table of them, and `[upstreams]` maps hostnames
-# (any key) to base URLs.
-GRANT_KEYS = frozenset({"group", "namespace", "scope"})
-FORGE_KEYS = frozenset({"kind", "api_url", "token", "ca_file", "hosts", "allow_http"})
-MODULE_PROXY_KEYS = frozenset({"host", "url", "namespaces"})
-TABLES = ("grants", "forges", "module_proxy", "upstreams")
+ENV_PREFIX = "GITREG_"
 
 # `GITREG_*` variables that are not settings but are read by gitreg's own
 # tools, so a shell that exports them can still run gitreg:
@@ -62,37 +54,49 @@ def _closest(name: str, known: Collection[str]) -> str:
     return found[0] if found else ""
 
 
-def _entries(table: str, value: Any) -> Iterator[tuple[str, Mapping[str, Any], frozenset[str]]]:
-    """(dotted prefix, entry, its keys) for each entry of a table whose keys are fixed."""
-    if table == "grants" and isinstance(value, list):
-        yield from ((table, e, GRANT_KEYS) for e in value if isinstance(e, Mapping))
-    elif table == "module_proxy":
-        entries = [value] if isinstance(value, Mapping) else value
-        if isinstance(entries, list):
-            yield from ((table, e, MODULE_PROXY_KEYS) for e in entries if isinstance(e, Mapping))
-    elif table == "forges" and isinstance(value, Mapping):
-        for forge, entry in value.items():
-            if isinstance(entry, Mapping):
-                yield f"{table}.{forge}", entry, FORGE_KEYS
-    # Shapes the features refuse themselves (`grants = 1`) are left to them.
+# How a table's parser reports the keys of one entry: `keys(prefix, entry,
+# known)` with the entry's dotted name (`grants`, `forges.ghe`) and the keys it
+# may have. `load_settings` passes a `KeyCollector`; a parser called on its own
+# refuses at the first unknown key (`refuse_unknown_keys`).
+KeyCheck = Callable[[str, Mapping[str, Any], Collection[str]], None]
+
+
+def _unknown_keys(
+    prefix: str, entry: Mapping[str, Any], known: Collection[str], where: str
+) -> Iterator[UnknownSetting]:
+    for key in entry:
+        if key not in known:
+            close = _closest(key, known)
+            yield UnknownSetting(f"{prefix}.{key}", where, f"{prefix}.{close}" if close else "")
+
+
+def refuse_unknown_keys(prefix: str, entry: Mapping[str, Any], known: Collection[str]) -> None:
+    """The `KeyCheck` of a parser called on its own: stops at the first unknown key."""
+    for found in _unknown_keys(prefix, entry, known, "the config file"):
+        hint = f" (did you mean {found.suggestion!r}?)" if found.suggestion else ""
+        raise ConfigError(f"unknown key {found.name!r}{hint}", user_input=True)
+
+
+class KeyCollector:
+    """A `KeyCheck` that keeps every unknown key of the file at `where`."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.found: list[UnknownSetting] = []
+
+    def __call__(self, prefix: str, entry: Mapping[str, Any], known: Collection[str]) -> None:
+        self.found.extend(_unknown_keys(prefix, entry, known, self.where))
 
 
 def in_file(raw: Mapping[str, Any], where: str, fields: Collection[str]) -> list[UnknownSetting]:
-    """The config file's unknown keys, top-level first, then each table's.
-    `fields` are the settings' names (dashes in keys count as underscores)."""
-    top = {*fields, *TABLES}
+    """The config file's unknown top-level keys. `fields` are the names of the
+    settings and of the tables (dashes in keys count as underscores); the keys
+    inside each table are checked by its parser, through a `KeyCheck`."""
     found = []
     for key in raw:
         name = key.replace("-", "_")
-        if name not in top:
-            found.append(UnknownSetting(key, where, _closest(name, top)))
-    for table in TABLES:
-        for prefix, entry, keys in _entries(table, raw.get(table)):
-            for key in entry:
-                if key not in keys:
-                    close = _closest(key, keys)
-                    hint = f"{prefix}.{close}" if close else ""
-                    found.append(UnknownSetting(f"{prefix}.{key}", where, hint))
+        if name not in fields:
+            found.append(UnknownSetting(key, where, _closest(name, fields)))
     return found
 
 

@@ -11,16 +11,21 @@ import dataclasses
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from gitreg import setting_names
+from gitreg.auth.grants import Grant, parse_grants
 from gitreg.errors import ConfigError
+from gitreg.mirror.upstreams import parse_upstreams
+from gitreg.module_proxy.config import ProxyUpstream, parse_module_proxy
 from gitreg.numbers import plain_int
+from gitreg.providers.forge_config import ForgeConfig, parse_forges
 from gitreg.setting_names import ENV_PREFIX as ENV_PREFIX
+from gitreg.setting_names import KeyCheck, KeyCollector, refuse_unknown_keys
 
 # `http_impl`: uvicorn's HTTP parser and event loop (gitreg/server/limits.py).
 HTTP_IMPLS = ("auto", "httptools", "h11")
@@ -30,6 +35,19 @@ CA_CERT_NAME = "ca.pem"
 CA_KEY_NAME = "ca-key.pem"
 SERVER_CERT_NAME = "server.pem"
 SERVER_KEY_NAME = "server-key.pem"
+
+T = TypeVar("T")
+_PARSER = "parser"
+
+
+def section(parse: Callable[[object, KeyCheck], T]) -> T:
+    """A table of the config file as a field of `Settings`, named as the table.
+    `parse(raw, keys)` gets the table as TOML gives it (None when absent),
+    reports each entry's keys to `keys`, and returns the typed value or raises
+    ConfigError; `load_settings` calls it once (docs/architecture.md, "Settings")."""
+    return field(
+        default_factory=lambda: parse(None, refuse_unknown_keys), metadata={_PARSER: parse}
+    )
 
 
 @dataclass(frozen=True)
@@ -112,8 +130,7 @@ class Settings:
     auto_register_owners: str = ""
     auto_register_remote: str = ""
     # Providers (docs/providers.md). Limits stop a hostile or broken package
-    # before it fills the disk or memory; forges are `[forges.*]`
-    # tables in the config file, kept in `extra`.
+    # before it fills the disk or memory; forges are the `forges` table.
     max_provider_package_bytes: int = 1024 * 1024 * 1024  # one zip as uploaded
     max_provider_unpacked_bytes: int = 4 * 1024 * 1024 * 1024  # one zip unpacked
     max_provider_files: int = 1000  # entries in one zip
@@ -163,9 +180,18 @@ class Settings:
     blob_store: str = ""
     s3_addressing: str = "virtual"
     blob_downloads: str = "stream"
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    # The config file's tables, each parsed by its feature (docs/configuration.md,
+    # "Tables"). `[[grants]]`: permissions by sign-in group (docs/sign-in.md).
+    grants: tuple[Grant, ...] = section(parse_grants)
+    # `[forges.NAME]`: where provider releases are read (docs/providers.md);
+    # `github` and `gitlab` unless a table of that name replaces them.
+    forges: Mapping[str, ForgeConfig] = section(parse_forges)
+    # `[upstreams]`: provider hostname -> base URL for the mirror (docs/mirror.md).
+    upstreams: Mapping[str, str] = section(parse_upstreams)
+    # `[[module_proxy]]`: the proxied registries and namespaces (docs/module-proxy.md).
+    module_proxy: tuple[ProxyUpstream, ...] = section(parse_module_proxy)
     # The TOML file these settings were read from, if any; worker processes of
-    # `serve --workers N` read it again for the tables kept in `extra`.
+    # `serve --workers N` read it again for its tables.
     config_file: Path | None = None
     # What `load_settings(refuse_unknown=False)` found that is no setting
     # (gitreg/setting_names.py), for `gitreg doctor` to report.
@@ -182,8 +208,7 @@ class Settings:
     # `env:NAME` / `file:/path` reference, read at use and never logged. Scopes
     # default to the three every issuer accepts; add the one that releases the
     # groups claim where the issuer needs it (`groups` for Okta). Permissions
-    # come from `[[grants]]` tables (kept in `extra`); a login token lasts
-    # `login_token_ttl` seconds.
+    # come from `grants`; a login token lasts `login_token_ttl` seconds.
     oidc_issuer: str = ""
     oidc_client_id: str = ""
     oidc_client_secret: str = ""
@@ -230,10 +255,19 @@ class Settings:
         return urlsplit(self.public_url).hostname or ""
 
 
-# Fields that are not settings of their own: `extra` holds the file's other
-# tables, `config_file` is where the file was found (`--config`/`$GITREG_CONFIG`).
-NOT_SETTINGS = ("extra", "config_file", "unknown_settings")
-_FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name not in NOT_SETTINGS}
+# Fields that are not settings of their own: `config_file` is where the file
+# was found (`--config`/`$GITREG_CONFIG`).
+NOT_SETTINGS = ("config_file", "unknown_settings")
+# The tables: name -> parser. The other settings are scalars, also read from
+# `GITREG_*` variables.
+SECTIONS: Mapping[str, Callable[[object, KeyCheck], Any]] = {
+    f.name: f.metadata[_PARSER] for f in dataclasses.fields(Settings) if _PARSER in f.metadata
+}
+_FIELDS = {
+    f.name: f
+    for f in dataclasses.fields(Settings)
+    if f.name not in NOT_SETTINGS and f.name not in SECTIONS
+}
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -279,11 +313,16 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
 
 
-def _from_file(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Known keys become fields; other tables (e.g. `[upstreams]`) stay in `extra`."""
-    known = {k.replace("-", "_"): v for k, v in raw.items() if k.replace("-", "_") in _FIELDS}
-    extra = {k: v for k, v in raw.items() if k.replace("-", "_") not in _FIELDS}
-    return {k: _coerce(k, v) for k, v in known.items()}, extra
+def _sections(raw: Mapping[str, Any], keys: KeyCheck) -> tuple[dict[str, Any], list[ConfigError]]:
+    """Each table parsed by its section's parser, and the tables refused."""
+    parsed: dict[str, Any] = {}
+    refused = []
+    for name, parse in SECTIONS.items():
+        try:
+            parsed[name] = parse(raw.get(name), keys)
+        except ConfigError as exc:
+            refused.append(ConfigError(str(exc), user_input=True))
+    return parsed, refused
 
 
 def load_settings(
@@ -296,7 +335,9 @@ def load_settings(
 
     A name in the file or a `GITREG_*` variable that is no setting raises a
     ConfigError naming it (exit 2); with `refuse_unknown=False` they are kept
-    in `unknown_settings` instead."""
+    in `unknown_settings` instead. Each table is parsed here, once: a bad one
+    raises a ConfigError (exit 2) unless unknown names are being kept, then
+    it keeps its default, as the doctor reports the names first."""
     env = os.environ if environ is None else environ
     from_flags = {k: v for k, v in (flags or {}).items() if v is not None and k in _FIELDS}
     from_env = _from_env(env)
@@ -306,18 +347,24 @@ def load_settings(
     if config_file is None and (data_dir / "gitreg.toml").is_file():
         config_file = data_dir / "gitreg.toml"
     raw = _read_file(config_file) if config_file is not None else {}
+    in_file = {k.replace("-", "_"): v for k, v in raw.items()}
+    table_keys = KeyCollector(str(config_file))
+    tables, refused = _sections(in_file, table_keys)
     unknown = [
-        *setting_names.in_file(raw, str(config_file), _FIELDS),
+        *setting_names.in_file(raw, str(config_file), [*_FIELDS, *SECTIONS]),
+        *table_keys.found,
         *setting_names.in_environment(env, raw, _FIELDS),
     ]
     if unknown and refuse_unknown:
         raise ConfigError(str(unknown[0]), user_input=True)
-    from_file, extra = _from_file(raw)
-    merged: dict[str, Any] = {**from_file, **from_env, **from_flags}
+    if refused and not unknown:
+        raise refused[0]
+    from_file = {k: _coerce(k, v) for k, v in in_file.items() if k in _FIELDS}
+    merged: dict[str, Any] = {**from_file, **from_env, **from_flags, **tables}
     merged["data_dir"] = Path(merged.get("data_dir") or Settings.data_dir).expanduser().absolute()
     if config_file is not None:
         merged["config_file"] = config_file.expanduser().absolute()
-    settings = Settings(**merged, extra=extra, unknown_settings=tuple(map(str, unknown)))
+    settings = Settings(**merged, unknown_settings=tuple(map(str, unknown)))
     _validate(settings)
     return settings
 
@@ -382,6 +429,8 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("mirror timeouts must be > 0 and mirror_concurrency >= 1")
     if settings.mirror_index_ttl < 0 or settings.mirror_stale_if_error < 0:
         raise ConfigError("mirror_index_ttl and mirror_stale_if_error must be >= 0")
+    for forge in settings.forges.values():
+        forge.check_scheme(settings.allow_http_remotes)
     _validate_blob_store(settings)
     _validate_sign_in(settings)
 
@@ -430,8 +479,6 @@ def _validate_blob_store(settings: Settings) -> None:
 
 
 def _validate_sign_in(settings: Settings) -> None:
-    # The [[grants]] tables are checked by build_services (gitreg.auth.grants):
-    # settings sit below gitreg.auth and do not import it.
     if not 3600 <= settings.login_token_ttl <= 400 * 86400:
         raise ConfigError("login_token_ttl must be between 3600 s and 400 days")
     if not 300 <= settings.session_ttl <= 30 * 86400:

@@ -86,9 +86,6 @@ class Version:
     def is_prerelease(self) -> bool:
         return bool(self.prerelease)
 
-    def same_precedence(self, other: Version) -> bool:
-        return self._key == other._key
-
     def without_build(self) -> Version:
         """The version semver precedence sees: build metadata has none."""
         return Version(self.major, self.minor, self.patch, self.prerelease)

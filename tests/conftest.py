@@ -10,13 +10,16 @@ from pathlib import Path
 import pytest
 
 from gitreg.logs import ContextAndRedaction
+from gitreg.services import Services, build_services
+from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo
 from tests.support.s3 import s3, shared_moto  # noqa: F401  (fixtures: a real S3 endpoint)
 from tests.support.server import SERVER_LOGS, RunningServer, start_server
 
 # postgres_server and postgres_database: a real PostgreSQL server, started only by
-# the first test that asks for one (tests/support/postgres.py).
-pytest_plugins = ("tests.support.postgres",)
+# the first test that asks for one (tests/support/postgres.py); `implementation`
+# and `blobs`: each store test once per engine (tests/support/backends.py).
+pytest_plugins = ("tests.support.postgres", "tests.support.backends")
 
 
 _ROOT_LEVEL = logging.getLogger().level
@@ -47,6 +50,29 @@ def make_repo(tmp_path: Path) -> Callable[[str], GitRepo]:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
+
+
+@pytest.fixture
+def services_with(data_dir: Path) -> Iterator[Callable[..., Services]]:
+    """`services_with(**settings)`: the services of one gitreg process on the
+    test's fresh data directory, with these settings and no environment; each is
+    closed at the end of the test."""
+    built: list[Services] = []
+
+    def build(**settings: object) -> Services:
+        services = build_services(load_settings({"data_dir": data_dir, **settings}, environ={}))
+        built.append(services)
+        return services
+
+    yield build
+    for services in built:
+        services.close()
+
+
+@pytest.fixture
+def svc(services_with: Callable[..., Services]) -> Services:
+    """The services of one gitreg process on a fresh data directory, defaults only."""
+    return services_with()
 
 
 @pytest.fixture

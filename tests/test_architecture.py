@@ -203,6 +203,19 @@ def test_every_feature_and_shared_package_exists() -> None:
     }
 
 
+# Test folders that mirror no package: the CLI's gathering module (gitreg/cli.py),
+# deployments and end-to-end runs through every feature.
+_TESTS_OF_NO_PACKAGE = {"cli", "deploy", "e2e"}
+
+
+def test_the_tests_mirror_the_package() -> None:
+    tests = PACKAGE.parent / "tests"
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    with_tests = {p.parent.name for p in tests.glob("*/test_*.py")}
+    assert with_tests - packages <= _TESTS_OF_NO_PACKAGE
+    assert packages - with_tests == set()
+
+
 def test_the_domain_never_imports_http_or_the_cli() -> None:
     graph = _graph(module_level=False)  # imports inside functions count here too
     offending = sorted(
@@ -383,3 +396,42 @@ def test_services_is_built_once_and_never_changed() -> None:
         k.arg: k.value.value for k in decorator.keywords if isinstance(k.value, ast.Constant)
     }
     assert options.get("frozen") is True and options.get("kw_only") is True
+
+
+def test_settings_import_only_the_vocabulary() -> None:
+    """Loading settings parses each config table with its feature's section module
+    (docs/architecture.md, "Settings"): what that reaches, imports inside functions
+    included, is top-level vocabulary and features' plain domain modules, never a
+    service, a store, a route, shared machinery or a third-party package."""
+    import sys
+
+    graph = _graph(module_level=False)
+    sources = _sources()
+    reached: set[str] = set()
+    pending = ["gitreg.settings"]
+    while pending:
+        module = pending.pop()
+        if module not in reached:
+            reached.add(module)
+            pending.extend(graph.get(module, ()))
+    assert "gitreg.auth.grants" in reached  # the sections are seen at all
+    offending = sorted(
+        module
+        for module in reached
+        if module.count(".") > 1
+        and (
+            _feature(module) is None
+            or _role(module) != "domain"
+            or module.rsplit(".", 1)[-1] in ("service", "store")
+            or module.rsplit(".", 1)[-1].startswith("store_")
+        )
+    )
+    assert offending == []
+    third_party = sorted(
+        f"{module} imports {package}"
+        for module in reached
+        if module in sources
+        for package in _third_party_imports(ast.parse(sources[module].read_text("utf-8")))
+        if package != "gitreg" and package not in sys.stdlib_module_names
+    )
+    assert third_party == []

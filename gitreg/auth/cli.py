@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gitreg.auth.grants import EVERY_NAMESPACE, effective, parse_grants
+from gitreg.auth.grants import EVERY_NAMESPACE, effective
 from gitreg.auth.tokens import Scope
 from gitreg.cli_handlers import ReadOnly
 from gitreg.services import Services
@@ -110,7 +110,7 @@ def _generate_key(args: argparse.Namespace, settings: Settings) -> int:
 def show_grants(settings: Settings, groups: str | None) -> int:
     """Standalone: reads only the config file, so it works before any data dir exists.
     An invalid table already failed in `load_settings`, as it fails `serve`."""
-    grants = parse_grants(settings.extra.get("grants"))
+    grants = settings.grants
     if not grants:
         print("no [[grants]] in the config file: nobody can sign in")
         return 0

@@ -18,11 +18,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gitreg.auth.tokens import Scope
+from gitreg.auth.scopes import Scope
 from gitreg.errors import BadRequest, ConfigError
-from gitreg.setting_names import GRANT_KEYS
+from gitreg.setting_names import KeyCheck, refuse_unknown_keys
 
 EVERY_NAMESPACE = "*"
+GRANT_KEYS = frozenset({"group", "namespace", "scope"})
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,8 @@ def _text(entry: Mapping[str, Any], key: str, number: int) -> str:
     return value.strip()
 
 
-def parse_grants(raw: object) -> tuple[Grant, ...]:
-    """The `[[grants]]` tables of the config file (`Settings.extra["grants"]`)."""
+def parse_grants(raw: object, keys: KeyCheck = refuse_unknown_keys) -> tuple[Grant, ...]:
+    """The `[[grants]]` tables of the config file, as `Settings.grants`."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -49,9 +50,7 @@ def parse_grants(raw: object) -> tuple[Grant, ...]:
     for number, entry in enumerate(raw, start=1):
         if not isinstance(entry, dict):
             raise ConfigError(f"[[grants]] entry {number} must be a table")
-        unknown = sorted(set(entry) - GRANT_KEYS)
-        if unknown:
-            raise ConfigError(f"[[grants]] entry {number}: unknown key(s) {', '.join(unknown)}")
+        keys("grants", entry, GRANT_KEYS)
         group = _text(entry, "group", number)
         namespace = _text(entry, "namespace", number).lower()
         try:

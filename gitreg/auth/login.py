@@ -34,7 +34,7 @@ from urllib.parse import urlencode
 
 import anyio.to_thread
 
-from gitreg.auth.grants import effective, parse_grants
+from gitreg.auth.grants import effective
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret, pkce_challenge
 from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
 from gitreg.auth.ratelimit import FailureLimiter
@@ -120,7 +120,7 @@ class LoginFlow:
         self._failures = failures  # the access policy's: a code is a credential
         self._store = store
         self._oidc = oidc
-        self._grants = parse_grants(settings.extra.get("grants"))
+        self._grants = settings.grants
         self._clock = clock
         # A token added in this process is not a commit by another one, which
         # is all the access snapshot's watcher sees: say so, or the new token

@@ -20,9 +20,9 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
 
 from gitreg.addresses import check_name
+from gitreg.auth.scopes import Scope as Scope
 from gitreg.auth.store import AuthIndex, Identity, SessionRecord, TokenRecord
 from gitreg.errors import BadRequest, NotFound
 
@@ -34,19 +34,6 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # the length of its name.
 EXPIRY_DAYS = (7, 30, 90, 180, 365)
 MAX_NAME = 100
-
-
-class Scope(IntEnum):
-    read = 1
-    publish = 2
-    admin = 3
-
-    @classmethod
-    def parse(cls, text: str) -> Scope:
-        try:
-            return cls[text.strip().lower()]
-        except KeyError as exc:
-            raise BadRequest(f"scope must be read, publish or admin, not {text[:40]!r}") from exc
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import anyio.to_thread
 
-from gitreg.auth.grants import effective, parse_grants
+from gitreg.auth.grants import effective
 from gitreg.auth.oidc import IdTokenInvalid, OidcClient, new_secret
 from gitreg.auth.pending import PENDING_TTL, SignInLimits, put_step, step_key, take_step
 from gitreg.auth.store import AuthIndex, SessionRecord
@@ -79,7 +79,7 @@ class WebSignIn:
         self._limits = limits
         self._store = store
         self._oidc = oidc
-        self._grants = parse_grants(settings.extra.get("grants"))
+        self._grants = settings.grants
         self._clock = clock
 
     @property

@@ -6,6 +6,7 @@ cache of provider registries, served with the provider network mirror protocol
     constraints  Terraform's version constraint language, exactly
     config       required_providers and .terraform.lock.hcl from a configuration
     options      the mirror's settings: upstream mapping, allow list, platforms, limits
+    upstreams    the `[upstreams]` table and `--upstream` entries
     upstream     the outbound client: discovery, providers.v1, bounded https fetches
     verify       signature, SHA256SUMS and zip checks before anything is kept
     hosted       gitreg's own providers (gitreg.providers) as mirror entries

@@ -5,11 +5,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from gitreg.addresses import ProviderAddress, check_hostname, check_platform
 from gitreg.errors import BadRequest, ConfigError
+from gitreg.mirror.upstreams import upstream_url
 from gitreg.settings import Settings
 
 
@@ -50,28 +50,12 @@ def parse_upstream(entry: str) -> tuple[str, str]:
     hostname, sep, url = entry.partition("=")
     if not sep:
         raise BadRequest(f"upstream {entry[:120]!r} must be HOSTNAME=BASE_URL")
-    return _upstream(hostname.strip(), url.strip())
-
-
-def _upstream(hostname: str, url: str) -> tuple[str, str]:
-    host = check_hostname(hostname)
-    parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname:
-        raise BadRequest(f"upstream for {host} must be an https:// URL, got {url[:120]!r}")
-    if parts.query or parts.fragment or parts.username or parts.password:
-        raise BadRequest(f"upstream for {host} must be a plain base URL, got {url[:120]!r}")
-    return host, url.rstrip("/")
+    return upstream_url(hostname.strip(), url.strip())
 
 
 def mirror_options(settings: Settings) -> MirrorOptions:
     try:
-        upstreams: dict[str, str] = {}
-        table: Any = settings.extra.get("upstreams", {})
-        if not isinstance(table, Mapping):
-            raise BadRequest('[upstreams] must be a table of HOSTNAME = "https://..."')
-        for hostname, url in table.items():
-            host, base = _upstream(str(hostname), str(url))
-            upstreams[host] = base
+        upstreams = dict(settings.upstreams)
         for entry in _split(settings.upstream):
             host, base = parse_upstream(entry)
             upstreams[host] = base

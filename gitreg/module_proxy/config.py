@@ -1,4 +1,5 @@
-"""Which namespaces gitreg proxies, read from `[[module_proxy]]` tables (docs/module-proxy.md).
+"""Which namespaces gitreg proxies: the `[[module_proxy]]` tables of the config
+file, parsed once as `Settings.module_proxy` (docs/module-proxy.md).
 
     [[module_proxy]]
     host = "registry.terraform.io"          # the module's upstream hostname
@@ -7,22 +8,20 @@
 
 Only listed namespaces are proxied, so a request cannot make gitreg fetch from
 any registry it names (as `mirror_allow` does for providers, SSRF). The
-first table listing a namespace wins; `"*"` matches the rest. Timeouts, the
-stale-if-error window and the size caps reuse the mirror's and own modules'
-settings, so one set of limits covers everything gitreg fetches.
+first table listing a namespace wins; `"*"` matches the rest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from gitreg.addresses import check_hostname
-from gitreg.archives.build import ArchiveLimits
 from gitreg.errors import BadRequest, ConfigError
-from gitreg.settings import Settings
+from gitreg.setting_names import KeyCheck, refuse_unknown_keys
+
+MODULE_PROXY_KEYS = frozenset({"host", "url", "namespaces"})
 
 
 @dataclass(frozen=True)
@@ -32,38 +31,10 @@ class ProxyUpstream:
     namespaces: tuple[str, ...]  # lower-cased; "*" for every namespace
 
 
-@dataclass(frozen=True)
-class ProxyOptions:
-    upstreams: tuple[ProxyUpstream, ...]
-    index_ttl: float
-    stale_if_error: float
-    connect_timeout: float
-    read_timeout: float
-    total_timeout: float
-    git_timeout: float
-    max_fetch_bytes: int
-    archive: ArchiveLimits
-
-    def upstream_for(self, namespace: str) -> ProxyUpstream | None:
-        lowered = namespace.lower()
-        for upstream in self.upstreams:
-            if lowered in upstream.namespaces:
-                return upstream
-        for upstream in self.upstreams:
-            if "*" in upstream.namespaces:
-                return upstream
-        return None
-
-    def base_url(self, host: str) -> str:
-        for upstream in self.upstreams:
-            if upstream.host == host:
-                return upstream.url
-        return f"https://{host}"
-
-
-def _upstream(entry: Any) -> ProxyUpstream:
+def _upstream(entry: object, keys: KeyCheck) -> ProxyUpstream:
     if not isinstance(entry, Mapping):
         raise ConfigError("[[module_proxy]] entries must be tables")
+    keys("module_proxy", entry, MODULE_PROXY_KEYS)
     try:
         host = check_hostname(str(entry.get("host", "")))
     except BadRequest as exc:
@@ -77,24 +48,11 @@ def _upstream(entry: Any) -> ProxyUpstream:
     return ProxyUpstream(host, url, tuple(str(n).lower() for n in namespaces))
 
 
-def proxy_options(settings: Settings) -> ProxyOptions:
-    raw = settings.extra.get("module_proxy", [])
-    if isinstance(raw, Mapping):
-        raw = [raw]
-    if not isinstance(raw, list):
+def parse_module_proxy(
+    raw: object, keys: KeyCheck = refuse_unknown_keys
+) -> tuple[ProxyUpstream, ...]:
+    """The tables in order; `[module_proxy]` alone is one table."""
+    entries = [] if raw is None else [raw] if isinstance(raw, Mapping) else raw
+    if not isinstance(entries, list):
         raise ConfigError("module_proxy must be an array of tables ([[module_proxy]])")
-    return ProxyOptions(
-        upstreams=tuple(_upstream(e) for e in raw),
-        index_ttl=settings.mirror_index_ttl,
-        stale_if_error=settings.mirror_stale_if_error,
-        connect_timeout=settings.mirror_connect_timeout,
-        read_timeout=settings.mirror_read_timeout,
-        total_timeout=settings.mirror_total_timeout,
-        git_timeout=settings.git_timeout,
-        max_fetch_bytes=settings.max_fetch_bytes,
-        archive=ArchiveLimits(
-            max_total_bytes=settings.max_archive_bytes,
-            max_files=settings.max_archive_files,
-            max_file_bytes=settings.max_file_bytes,
-        ),
-    )
+    return tuple(_upstream(entry, keys) for entry in entries)

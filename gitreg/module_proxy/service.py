@@ -36,9 +36,10 @@ from gitreg.canonical_json import json_bytes
 from gitreg.errors import GitregError, NotAVersion, NotFound, UpstreamError, UpstreamNotFound
 from gitreg.mirror.singleflight import SingleFlight
 from gitreg.module_proxy.archive_source import archive_from_download
-from gitreg.module_proxy.config import ProxyOptions, ProxyUpstream
+from gitreg.module_proxy.config import ProxyUpstream
 from gitreg.module_proxy.export import ModuleTransfer, export_modules, import_modules
 from gitreg.module_proxy.fetch import FetchedArchive, FetchLimits, fetch_archive, remote_commit
+from gitreg.module_proxy.options import ProxyOptions
 from gitreg.module_proxy.prefetch import PrefetchResult, Report, prefetch
 from gitreg.module_proxy.source import ArchiveSource, GitSource, parse_source
 from gitreg.module_proxy.store import ModuleProxyIndex, ProxiedMove, ProxiedVersion

@@ -26,7 +26,7 @@ from typing import BinaryIO
 from urllib.parse import urljoin
 
 from gitreg.errors import NotAVersion, UpstreamError
-from gitreg.module_proxy.config import ProxyOptions
+from gitreg.module_proxy.options import ProxyOptions
 from gitreg.upstream.client import MAX_JSON_BYTES, HttpLimits, UpstreamHttp, json_object
 from gitreg.versions import parse_version
 

@@ -15,43 +15,19 @@ version does with it is in docs/modules.md.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 from gitreg.addresses import parse_module_address
+from gitreg.cli_handlers import add_yank_pair, report_yank
 from gitreg.services import Services
 from gitreg.usage import cli as usage
 
 Parser = argparse.ArgumentParser
-YankHandler = Callable[[Services, str, str, bool], int]
 
 MODULE_YANKED = (
     "hidden from version lists: new `terraform init`s no longer select it;"
     " its archive stays served by exact version"
 )
-
-
-def report_yank(what: str, version: str, yanked: bool, changed: bool, effect: str) -> None:
-    """One line on what a yank or unyank of `what` (e.g. "module a/b/c") did;
-    `effect` says what a yank means for its consumers."""
-    verb = "yanked" if yanked else "unyanked"
-    if changed:
-        print(f"{verb} {what} {version}: {effect if yanked else 'listed again'}")
-    else:
-        print(f"{what} {version} was already {verb}; nothing changed")
-
-
-def add_yank_pair(sub: Any, common: Parser, metavar: str, what: str, handler: YankHandler) -> None:
-    """Add `yank` and `unyank ADDRESS VERSION` for a kind of package (`what`)."""
-    for verb, yanked in (("yank", True), ("unyank", False)):
-        helps = {
-            True: f"withdraw a {what} version from version lists (its files stay served)",
-            False: f"list a yanked {what} version again",
-        }
-        parser = sub.add_parser(verb, parents=[common], help=helps[yanked])
-        parser.add_argument("address", metavar=metavar)
-        parser.add_argument("version", metavar="VERSION")
-        parser.set_defaults(handler=lambda svc, a, y=yanked: handler(svc, a.address, a.version, y))
 
 
 def module_yank(svc: Services, address: str, version: str, yanked: bool) -> int:

@@ -82,8 +82,9 @@ def _download_response(request: Request, location: str) -> Response:
 class _NoContent(Response):
     """The 204 answer: what `Response(status_code=204, headers=...)` builds (no
     body, so no Content-Length or Content-Type; one header), set directly
-    instead of through its per-request rendering and header bookkeeping (issue
-    16; tests/api/test_download_answer.py compares it with a plain Response)."""
+    instead of through its per-request rendering and header bookkeeping, which
+    take several times as long (docs/performance.md, "Download answer");
+    tests/api/test_download_answer.py compares it with a plain Response."""
 
     def __init__(self, location: str) -> None:
         self.status_code = 204

@@ -5,6 +5,7 @@ checksums  SHA256SUMS parsing and formatting
 package    zip layout checks and h1/zh hashes, with zip-bomb limits
 signing    OpenPGP through pysequoia: key checks, detached signatures
 keys       per-namespace keys: register, generate, retire; private key files
+forge_config  the `[forges.NAME]` tables, parsed once with the settings
 forges     GitHub and GitLab releases APIs through httpx
 collect    a version's files into a candidate: dist dirs, staged uploads, release assets
 verify     checksums, signature against registered keys, package and manifest checks

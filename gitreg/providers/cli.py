@@ -1,4 +1,4 @@
-"""`gitreg provider publish|sync`, `gitreg providers`, `gitreg key ...`, `gitreg keys`,
+"""`gitreg provider publish|sync|yank|unyank`, `gitreg providers`, `gitreg key ...`, `gitreg keys`,
 and `gitreg repo add URL --provider NS/TYPE` (docs/providers.md)."""
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitreg.addresses import check_provider_namespace, parse_local_provider_address
-from gitreg.cli_handlers import ReadOnly
+from gitreg.cli_handlers import ReadOnly, add_yank_pair, report_yank
 from gitreg.errors import BadRequest, RemoteError
-from gitreg.modules.cli_yank import register_provider as register_provider_yank
 from gitreg.providers.collect import collect
 from gitreg.providers.keys import ALGORITHMS
 from gitreg.providers.names import check_version
@@ -345,7 +344,7 @@ def register(sub: Any, common: Parser) -> None:
     sync.add_argument("provider", nargs="?", metavar="NAMESPACE/TYPE")
     sync.add_argument("--tag", help="only this release's tag")
     sync.set_defaults(handler=provider_sync)
-    register_provider_yank(provider_sub, common)
+    add_yank_pair(provider_sub, common, "NAMESPACE/TYPE", "provider", _provider_yank)
 
     listing = sub.add_parser("providers", parents=[common], help="list providers and hashes")
     listing.add_argument("--json", action="store_true")
@@ -380,3 +379,17 @@ def register(sub: Any, common: Parser) -> None:
     keys.add_argument("namespace", nargs="?")
     keys.add_argument("--json", action="store_true")
     keys.set_defaults(handler=ReadOnly(keys_list))
+
+
+# A yanked provider version leaves `/v1/providers/.../versions` and the mirror's
+# `index.json`, but its files stay served by exact version.
+PROVIDER_YANKED = (
+    "hidden from version lists: Terraform no longer installs it, lock files"
+    " pinning it included; its files stay served by exact version"
+)
+
+
+def _provider_yank(svc: Services, address: str, version: str, yanked: bool) -> int:
+    done = svc.provider_service.set_yanked(parse_local_provider_address(address), version, yanked)
+    report_yank(f"provider {done.address}", done.version, yanked, done.changed, PROVIDER_YANKED)
+    return 0

@@ -1,9 +1,8 @@
 """Reading releases and their assets from GitHub and GitLab, with httpx.
 
 Forges are configured in the config file, one `[forges.NAME]` table each
-(docs/providers.md, Forges); `github` (github.com) and `gitlab` (gitlab.com)
-exist by default, and a table of the same name overrides them, so GitHub
-Enterprise and self-hosted GitLab only need another `api_url`:
+(docs/providers.md, Forges), parsed once as `Settings.forges`
+(gitreg/providers/forge_config.py):
 
     [forges.ghe]
     kind = "github"
@@ -34,14 +33,14 @@ import io
 import json
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import quote, urljoin, urlsplit
 
 from gitreg import __version__
 from gitreg.errors import ConfigError, ForgeError, NotFound
 from gitreg.numbers import declared_length
+from gitreg.providers.forge_config import ForgeConfig
 from gitreg.secret_refs import resolve_secret
 from gitreg.settings import Settings
 from gitreg.upstream.hosts import refused_address
@@ -54,62 +53,17 @@ if TYPE_CHECKING:
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_REDIRECTS = 5
 RELEASES_PAGE = 30
-KINDS = ("github", "gitlab")
-DEFAULT_FORGES: Mapping[str, Mapping[str, Any]] = {
-    "github": {"kind": "github", "api_url": "https://api.github.com", "hosts": ["github.com"]},
-    "gitlab": {"kind": "gitlab", "api_url": "https://gitlab.com/api/v4", "hosts": ["gitlab.com"]},
-}
-
-
-@dataclass(frozen=True)
-class ForgeConfig:
-    name: str
-    kind: str
-    api_url: str
-    token: str
-    ca_file: Path | None
-    hosts: tuple[str, ...]
-    allow_http: bool
-
-    def __repr__(self) -> str:  # never the token: tokens stay out of logs
-        return f"ForgeConfig(name={self.name!r}, kind={self.kind!r}, api_url={self.api_url!r})"
-
-
-def _config(name: str, raw: Mapping[str, Any], settings: Settings) -> ForgeConfig:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"[forges.{name}] must be a table")
-    kind = str(raw.get("kind", name))
-    if kind not in KINDS:
-        raise ConfigError(f"[forges.{name}] kind must be one of {', '.join(KINDS)}")
-    api_url = str(raw.get("api_url", DEFAULT_FORGES.get(kind, {}).get("api_url", ""))).rstrip("/")
-    allow_http = bool(raw.get("allow_http", settings.allow_http_remotes))
-    scheme = urlsplit(api_url).scheme
-    if scheme != "https" and not (scheme == "http" and allow_http):
-        raise ConfigError(f"[forges.{name}] api_url must be an https URL, got {api_url!r}")
-    ca = raw.get("ca_file")
-    hosts = raw.get("hosts", [])
-    if not isinstance(hosts, list):
-        raise ConfigError(f"[forges.{name}] hosts must be a list of host names")
-    return ForgeConfig(
-        name=name,
-        kind=kind,
-        api_url=api_url,
-        token=resolve_secret(str(raw.get("token", ""))),
-        ca_file=Path(str(ca)).expanduser() if ca else None,
-        hosts=tuple(str(h).lower() for h in hosts),
-        allow_http=allow_http,
-    )
 
 
 def forge_config(settings: Settings, name: str) -> ForgeConfig:
-    configured = settings.extra.get("forges", {})
-    if not isinstance(configured, Mapping):
-        raise ConfigError("[forges] must be a table of tables")
-    raw = configured.get(name, DEFAULT_FORGES.get(name))
-    if raw is None:
-        known = sorted({*DEFAULT_FORGES, *configured})
-        raise NotFound(f"no forge named {name!r} is configured (known: {', '.join(known)})")
-    return _config(name, raw, settings)
+    """The forge `name` as configured, with its token read now (`env:`/`file:`
+    references) and `allow_http` decided."""
+    config = settings.forges.get(name)
+    if config is None:
+        known = ", ".join(sorted(settings.forges))
+        raise NotFound(f"no forge named {name!r} is configured (known: {known})")
+    allow_http = settings.allow_http_remotes if config.allow_http is None else config.allow_http
+    return replace(config, token=resolve_secret(config.token), allow_http=allow_http)
 
 
 def default_forge(settings: Settings, git_url: str) -> str:
@@ -118,12 +72,9 @@ def default_forge(settings: Settings, git_url: str) -> str:
     host = urlsplit(text).hostname or ""
     if not host and "@" in text.split(":", 1)[0]:
         host = text.split("@", 1)[1].split(":", 1)[0]  # scp-like git@host:owner/repo
-    configured = settings.extra.get("forges", {})
-    names = {**DEFAULT_FORGES, **(configured if isinstance(configured, Mapping) else {})}
-    for name, raw in names.items():
-        hosts = raw.get("hosts", []) if isinstance(raw, Mapping) else []
-        if host and host.lower() in [str(h).lower() for h in hosts]:
-            return str(name)
+    for name, config in settings.forges.items():
+        if host and host.lower() in config.hosts:
+            return name
     return ""
 
 

@@ -188,9 +188,9 @@ class Repositories:
     ) -> Registered[ProviderLink]:
         """`repo add URL --provider NAMESPACE/TYPE`: a repository whose forge
         releases feed a provider. `forge` "" means the forge whose hosts include
-        the URL's; an unknown forge or a bad `[forges.NAME]` table is refused
-        now (`BadRequest`, `ConfigError`), not at the first job. Nothing is
-        fetched: the first sync reads the releases."""
+        the URL's; an unknown forge is refused now (`NotFound`), not at the
+        first job (a bad `[forges.NAME]` table stopped the settings' load).
+        Nothing is fetched: the first sync reads the releases."""
         parsed = parse_local_provider_address(address)
         self._check_remote(source.url)  # a refused URL is reported before the forge question
         forge = forge or default_forge(self._settings, source.url)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitreg import logs
 from gitreg.errors import ConfigError, DatabaseUnavailable
-from gitreg.settings import ENV_PREFIX, NOT_SETTINGS, Settings, metrics_address
+from gitreg.settings import ENV_PREFIX, NOT_SETTINGS, SECTIONS, Settings, metrics_address
 
 if TYPE_CHECKING:
     from gitreg.server.limits import ConnectionLimits
@@ -74,11 +74,12 @@ def _check_storage(settings: Settings) -> None:
 
 
 def _export_settings(settings: Settings) -> None:
-    """Worker processes rebuild Settings from the environment (uvicorn's factory)."""
-    if settings.config_file is not None:  # its tables (`extra`) only the file has
+    """Worker processes rebuild Settings from the environment (uvicorn's factory),
+    so each parses the same tables from the same file."""
+    if settings.config_file is not None:  # the tables only the file has
         os.environ[ENV_PREFIX + "CONFIG"] = str(settings.config_file)
     for name, value in vars(settings).items():
-        if name in NOT_SETTINGS or value is None:
+        if name in NOT_SETTINGS or name in SECTIONS or value is None:
             continue
         os.environ[ENV_PREFIX + name.upper()] = (
             str(value).lower() if isinstance(value, bool) else str(value)

@@ -3,8 +3,8 @@
 Every store writes its SQL once, in the dialect both engines share: `?` and
 `:name` placeholders, `INSERT ... ON CONFLICT`, `RETURNING`, no engine-only
 functions. A `Database` runs it on SQLite (gitreg/storage/sqlite.py, the
-embedded default) or PostgreSQL (gitreg/storage/postgres.py, scale-out, issue
-12); the few statements that must differ (the job claim's row locks) ask
+embedded default) or PostgreSQL (gitreg/storage/postgres.py, scale-out);
+the few statements that must differ (the job claim's row locks) ask
 `dialect`.
 
 Both give the same guarantees to the stores above them:

@@ -6,25 +6,13 @@ a revoked token never keeps working)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from gitreg.auth.service import AccessSnapshot
 from gitreg.auth.store_sql import AuthStore
 from gitreg.auth.tokens import new_token, token_hash
-from gitreg.services import Services, build_services
-from gitreg.settings import load_settings
+from gitreg.services import Services
 from gitreg.storage.index import SQLiteIndex
 from gitreg.storage.records import NewVersion
-
-
-@pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Services]:
-    services = build_services(load_settings({"data_dir": tmp_path / "data"}, environ={}))
-    yield services
-    services.close()
 
 
 def snapshot(svc: Services) -> AccessSnapshot:

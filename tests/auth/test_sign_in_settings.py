@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from gitreg.errors import ConfigError
-from gitreg.services import build_services
 from gitreg.settings import load_settings
 
 
@@ -88,7 +87,6 @@ def test_plain_http_is_allowed_only_to_this_machine(tmp_path: Path) -> None:
 def test_a_bad_grants_table_stops_at_start(tmp_path: Path) -> None:
     config = tmp_path / "gitreg.toml"
     config.write_text('[[grants]]\ngroup = "g"\nnamespace = "a"\nscope = "owner"\n')
-    settings = load_settings({"data_dir": tmp_path}, environ={}, config_file=config)
     with pytest.raises(ConfigError, match=r"\[\[grants\]\] entry 1: scope must be"):
-        build_services(settings)
-    assert not settings.db_path.exists()  # refused before the index was opened
+        load_settings({"data_dir": tmp_path}, environ={}, config_file=config)
+    assert not (tmp_path / "index.sqlite3").exists()  # refused before the index was opened

@@ -4,16 +4,13 @@ they refuse, and that a change reaches this process's access snapshot at once.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from gitreg.auth.store import SessionRecord
 from gitreg.auth.tokens import Scope
 from gitreg.errors import BadRequest, NotFound, TooManyRequests, Unauthorized
-from gitreg.services import Services, build_services
-from gitreg.settings import load_settings
+from gitreg.services import Services
 
 CLIENT = "203.0.113.9"
 ALICE = SessionRecord(
@@ -25,13 +22,6 @@ ALICE = SessionRecord(
     created_at=0.0,
     expires_at=4e9,
 )
-
-
-@pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Services]:
-    services = build_services(load_settings({"data_dir": tmp_path / "data"}, environ={}))
-    yield services
-    services.close()
 
 
 def _holder_scope(svc: Services, secret: str) -> Scope:

@@ -33,7 +33,7 @@ def test_config_file_in_data_dir_is_read(tmp_path: Path) -> None:
     (tmp_path / "gitreg.toml").write_text("git_timeout = 5\n[forges.github]\n")
     settings = load_settings({"data_dir": tmp_path}, environ={})
     assert settings.git_timeout == 5.0
-    assert "forges" in settings.extra
+    assert settings.forges["github"].hosts == ()  # the table replaces the default
 
 
 @pytest.mark.parametrize(

@@ -132,7 +132,8 @@ def test_variables_of_gitregs_own_tools_are_not_settings_but_allowed(
 def test_a_variable_an_env_reference_names_is_allowed(tmp_path: Path) -> None:
     environ = {"GITREG_WEBHOOK_SECRET": "env:GITREG_HOOK_KEY", "GITREG_HOOK_KEY": "s3cr3t"}
     load_settings({"data_dir": tmp_path}, environ)
-    _load(tmp_path, '[forges.ghe]\ntoken = "env:GITREG_GHE"\n', {"GITREG_GHE": "t"})
+    forge = '[forges.ghe]\nkind = "github"\ntoken = "env:GITREG_GHE"\n'
+    _load(tmp_path, forge, {"GITREG_GHE": "t"})
     with pytest.raises(ConfigError, match="'GITREG_HOOK_KEY' in the environment"):
         load_settings({"data_dir": tmp_path}, {"GITREG_HOOK_KEY": "s3cr3t"})
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from gitreg.cache import MetadataCache
-from gitreg.module_proxy.config import proxy_options
+from gitreg.module_proxy.config import parse_module_proxy
+from gitreg.module_proxy.options import proxy_options
 from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store_sql import ModuleProxyStore
 from gitreg.server.tls import ensure_local_tls
@@ -77,7 +78,8 @@ def upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstre
 
 def make_service(tmp_path: Path, registry_url: str, **limits: object) -> ModuleProxyService:
     table = {"host": "registry.terraform.io", "url": registry_url, "namespaces": [MODULE[0]]}
-    settings = Settings(data_dir=tmp_path / "data", extra={"module_proxy": [table]}, **limits)  # type: ignore[arg-type]
+    proxied = parse_module_proxy([table])
+    settings = Settings(data_dir=tmp_path / "data", module_proxy=proxied, **limits)  # type: ignore[arg-type]
     index = SQLiteIndex(tmp_path / "index.sqlite3")
     return ModuleProxyService(
         proxy_options(settings),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gitreg.errors import ConfigError
-from gitreg.module_proxy.config import proxy_options
+from gitreg.module_proxy.options import proxy_options
 from gitreg.settings import load_settings
 
 

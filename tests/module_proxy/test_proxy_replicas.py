@@ -20,7 +20,8 @@ import pytest
 
 from gitreg.addresses import module_address
 from gitreg.cache import MetadataCache
-from gitreg.module_proxy.config import proxy_options
+from gitreg.module_proxy.config import parse_module_proxy
+from gitreg.module_proxy.options import proxy_options
 from gitreg.module_proxy.service import ModuleProxyService
 from gitreg.module_proxy.store import ProxiedVersion
 from gitreg.module_proxy.store_sql import ModuleProxyStore
@@ -43,7 +44,7 @@ def _instance(root: Path, index: Path, upstream: Upstream, bucket: S3Bucket) -> 
         data_dir=root,
         blob_store=bucket.url,
         s3_addressing="path",
-        extra={"module_proxy": [table]},
+        module_proxy=parse_module_proxy([table]),
     )
     shared = SQLiteIndex(index)
     return ModuleProxyService(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,13 +20,6 @@ from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo
 from tests.support.server import cli
-
-
-@pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Services]:
-    services = build_services(load_settings({"data_dir": tmp_path / "data"}, environ={}))
-    yield services
-    services.close()
 
 
 def _module(repo: GitRepo, name: str, value: str = "1") -> None:

@@ -7,7 +7,7 @@ import io
 import os
 import tarfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,13 +15,6 @@ import pytest
 from gitreg.services import Services, build_services
 from gitreg.settings import load_settings
 from tests.support.gitrepo import GitRepo, git, simple_module
-
-
-@pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Services]:
-    services = build_services(load_settings({"data_dir": tmp_path / "data"}, environ={}))
-    yield services
-    services.close()
 
 
 def register(

@@ -334,8 +334,6 @@ def test_forge_configuration(tmp_path: Path) -> None:
     (data / "gitreg.toml").write_text(
         '[forges.ghe]\nkind = "github"\napi_url = "https://ghe.example.com/api/v3"\n'
         'token = "env:GHE_TOKEN"\nhosts = ["ghe.example.com"]\n'
-        '[forges.bad]\nkind = "github"\napi_url = "http://plain.example.com"\n'
-        '[forges.odd]\nkind = "svn"\n'
     )
     settings = load_settings({"data_dir": data}, environ={})
     os.environ["GHE_TOKEN"] = "from-env"
@@ -354,9 +352,13 @@ def test_forge_configuration(tmp_path: Path) -> None:
     assert default_forge(settings, "git@ghe.example.com:acme/x.git") == "ghe"
     assert default_forge(settings, "https://github.com/acme/terraform-provider-x") == "github"
     assert default_forge(settings, "/srv/git/x.git") == ""
-    with pytest.raises(ConfigError, match="https"):
-        forge_config(settings, "bad")
-    with pytest.raises(ConfigError, match="kind"):
-        forge_config(settings, "odd")
     with pytest.raises(NotFound, match="no forge named 'nope'"):
         forge_config(settings, "nope")
+    # A bad table stops the load, before any forge is asked.
+    for table, message in [
+        ('[forges.bad]\nkind = "github"\napi_url = "http://plain.example.com"\n', "https"),
+        ('[forges.odd]\nkind = "svn"\n', "kind"),
+    ]:
+        (data / "gitreg.toml").write_text(table)
+        with pytest.raises(ConfigError, match=message):
+            load_settings({"data_dir": data}, environ={})

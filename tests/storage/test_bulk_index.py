@@ -15,7 +15,7 @@ from gitreg.storage.bulk import (
 )
 from gitreg.storage.index import Index
 from gitreg.storage.records import NewVersion
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 
 def _loader(implementation: Backend) -> BulkLoader:

@@ -13,8 +13,8 @@ from gitreg.storage.index import Index
 from gitreg.usage import store_sql as download_counts
 from gitreg.usage.store import DownloadCountIndex, DownloadRow
 from gitreg.usage.store_sql import DownloadCountStore
-from tests.storage.conftest import Backend
-from tests.storage.test_provider_index import _key_row, _version
+from tests.providers.test_provider_index import _key_row, _version
+from tests.support.backends import Backend
 
 
 def _published(implementation: Backend) -> tuple[int, int]:

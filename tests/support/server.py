@@ -23,7 +23,7 @@ from pathlib import Path
 from gitreg.settings import Settings
 from gitreg.storage.postgres import POLL_INTERVAL
 
-STARTUP_TIMEOUT = 30.0
+STARTUP_TIMEOUT = 60.0
 # Every server log of the session, scanned for secrets at its end (tests/conftest.py).
 SERVER_LOGS: list[Path] = []
 # A running server sees another process's commit within its refresh_interval

@@ -9,7 +9,7 @@ import pytest
 from gitreg.errors import ConfigError, Conflict, NotFound
 from gitreg.repositories.store import ModuleLink, RepoRow
 from gitreg.storage.records import NewVersion
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 URL = "https://git.example/acme/terraform-aws-vpc.git"
 

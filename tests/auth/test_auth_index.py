@@ -8,7 +8,7 @@ import pytest
 
 from gitreg.auth.store import Identity
 from gitreg.errors import NotFound
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 
 def test_a_token_round_trips_and_is_revoked_once(implementation: Backend) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from gitreg.errors import Conflict, NotFound
 from gitreg.providers.store import NewProviderVersion, PackageRecord
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 
 def _key_row(implementation: Backend) -> int:

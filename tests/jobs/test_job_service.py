@@ -3,26 +3,20 @@ with each job's repository, retries, and running what is due."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from gitreg.errors import BadRequest, NotFound
-from gitreg.services import Services, build_services
-from gitreg.settings import load_settings
+from gitreg.services import Services
 from gitreg.storage.records import RepoRecord
 from tests.support.gitrepo import GitRepo, simple_module
 
 
 @pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Services]:
-    settings = load_settings(
-        {"data_dir": tmp_path / "data", "job_backoff": 0, "job_max_attempts": 1}, environ={}
-    )
-    services = build_services(settings)
-    yield services
-    services.close()
+def svc(services_with: Callable[..., Services]) -> Services:
+    return services_with(job_backoff=0, job_max_attempts=1)
 
 
 def _module_repo(svc: Services, make_repo: Callable[[str], GitRepo]) -> RepoRecord:

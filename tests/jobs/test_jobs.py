@@ -7,7 +7,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +25,8 @@ LEASE = 30.0
 
 
 @pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Services]:
-    settings = load_settings(
-        {"data_dir": tmp_path / "data", "job_backoff": 0, "job_max_attempts": 3}, environ={}
-    )
-    services = build_services(settings)
-    yield services
-    services.close()
+def svc(services_with: Callable[..., Services]) -> Services:
+    return services_with(job_backoff=0, job_max_attempts=3)
 
 
 def add_repo(

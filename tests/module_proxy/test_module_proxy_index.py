@@ -8,7 +8,7 @@ from pathlib import Path
 from gitreg.module_proxy.store import ProxiedMove, ProxiedVersion
 from gitreg.storage.blob_refs import BLOB_COLUMNS
 from gitreg.storage.index import SQLiteIndex
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 KEY = "registry.terraform.io/terraform-aws-modules/vpc/aws"
 VERSION = ProxiedVersion(

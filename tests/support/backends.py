@@ -1,7 +1,10 @@
-"""The storage contract suite: every test here runs against each implementation.
+"""Every storage engine, for the store contract tests of each feature.
 
-Tests see the protocols only (gitreg/storage/protocols.py and `BlobStore`), so a
-PostgreSQL index or an S3 blob store joins by adding a param to `implementation`.
+A test that asks for `implementation` runs once per engine (SQLite and
+PostgreSQL, with blobs on disk), and one that asks for `blobs` once per blob
+store (files and S3). Tests see the protocols only (each feature's `store.py`,
+gitreg/storage/protocols.py and `BlobStore`), so another engine joins by adding
+a param here.
 """
 
 from __future__ import annotations

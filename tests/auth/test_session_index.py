@@ -4,7 +4,7 @@ on SQLite and PostgreSQL: what one replica stores, every replica reads."""
 from __future__ import annotations
 
 from gitreg.auth.store import SessionRecord
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 
 def _record(created: float = 1000.0, expires: float = 2000.0) -> SessionRecord:

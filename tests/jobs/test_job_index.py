@@ -8,7 +8,7 @@ import pytest
 
 from gitreg.errors import NotFound
 from gitreg.jobs.store import Enqueued, Submission
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 NOW = 1_700_000_000.0
 

@@ -10,7 +10,7 @@ from gitreg.auth.store import Identity
 from gitreg.storage.index import Index
 from gitreg.usage.store import DownloadCountIndex, DownloadRow, UsageRow
 from gitreg.usage.store_sql import DownloadCountStore
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 
 def test_usage_rows_sum_the_window_and_name_each_tokens_owner(implementation: Backend) -> None:

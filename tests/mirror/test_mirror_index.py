@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gitreg.mirror.store import CachedVersion, MirrorPackage
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 KEY = "registry.terraform.io/hashicorp/null"
 PACKAGE = MirrorPackage(

@@ -11,7 +11,7 @@ from gitreg.catalog.store import CatalogIndex, SearchEntry
 from gitreg.catalog.store_sql import CatalogStore
 from gitreg.storage.index import Index
 from gitreg.storage.records import NewVersion
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 
 def catalog_of(backend: Backend) -> CatalogIndex:

@@ -10,7 +10,7 @@ from gitreg.archives.format import CLASSIC
 from gitreg.errors import Conflict
 from gitreg.repositories.store import ModuleGlobLink, RepoRow
 from gitreg.storage.records import NewVersion
-from tests.storage.conftest import Backend
+from tests.support.backends import Backend
 
 URL = "https://git.example/acme/infra.git"
 GLOB = ModuleGlobLink("modules/*", "acme", "aws", "{name}/v{version}", "subdir")
