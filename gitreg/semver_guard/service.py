@@ -549,7 +549,8 @@ def _exact(versions: list[VersionRecord], text: str) -> VersionRecord | None:
         wanted = parse_tag_version(text)
     except NotAVersion as exc:
         raise BadRequest(str(exc)) from exc
-    return next((v for v in versions if parse_version(v.version).same_precedence(wanted)), None)
+    key = wanted.without_build()
+    return next((v for v in versions if parse_version(v.version).without_build() == key), None)
 
 
 def _key(version: str) -> str:
