@@ -40,6 +40,7 @@ from gitreg.mirror import http as mirror
 from gitreg.modules import http as modules
 from gitreg.oci import http as oci
 from gitreg.providers import http as providers
+from gitreg.semver_guard import http as semver_api
 from gitreg.server import http as health
 from gitreg.server.access_log import AccessLog
 from gitreg.server.limits import limit_malloc_arenas
@@ -194,6 +195,7 @@ def all_routes(settings: Settings | None = None) -> list[BaseRoute]:
         *admin.routes(),
         *audit.routes(),
         *usage_api.routes(),  # before browse: `/usage` is no version
+        *semver_api.routes(),
         *browse.routes(),  # last: its {version} paths must not shadow the ones above
         *ui.routes(),  # after every API route: the web UI shadows none (gitreg/ui/routes.py)
     ]

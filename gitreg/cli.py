@@ -78,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gitreg.oci import cli as oci
     from gitreg.providers import cli as providers
     from gitreg.repositories import cli as repos
+    from gitreg.semver_guard import cli as semver
     from gitreg.server import cli as serve
     from gitreg.storage import cli as storage
     from gitreg.verify import cli as verify
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     mirror.register(sub, common)
     repos.register_modules(sub, common)
     module_proxy.register(sub, common)
+    semver.register(sub, common)
     doctor.register(sub, common)
     modules.register(sub, common)
     reindex.register(sub, common)

@@ -61,11 +61,15 @@ from gitreg.repositories.service import Repositories
 from gitreg.repositories.store import RegistrationIndex
 from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.repositories.sync import SyncService
+from gitreg.semver_guard.service import SemverGuard
+from gitreg.semver_guard.store import SemverIndex
+from gitreg.semver_guard.store_sql import SemverStore
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.health import Health
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.protocols import ModuleIndex, SecretStore
+from gitreg.storage.records import RepoRecord
 from gitreg.storage.secrets import open_secret_store
 from gitreg.storage.select import open_blob_store, open_upload_store
 from gitreg.storage.service import Storage
@@ -106,6 +110,7 @@ class Services:
     usage: DownloadUsage  # who uses which version
     workload_identity: WorkloadIdentity  # CI jobs' ID tokens, by [[workload_identity]] rules
     audit: AuditLog  # who did what
+    semver: SemverGuard  # breaking changes in minor/patch releases: labelled or refused
     downloads: DownloadCounter  # download counts, flushed in batches
     health: Health  # readiness, for /readyz
     storage: Storage  # backup, a move to other backends, temp file sweeps
@@ -159,6 +164,14 @@ def _repositories(
     )
 
 
+def _sync_lines(publisher: Publisher, repo: RepoRecord) -> str:
+    result = publisher.sync_repo(repo)
+    lines = [f"published {line}" for line in result.published]
+    lines += [f"breaking  {line}" for line in result.breaking]
+    lines += [f"conflict  {line}" for line in result.conflicts]
+    return "\n".join([*lines, result.summary()])
+
+
 def build_services(settings: Settings) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     shared = open_index(settings.database_url, settings.db_path, settings.database_pool_size)
@@ -187,6 +200,16 @@ def _assemble(settings: Settings, shared: Index) -> Services:
     docs = Documenter(index, catalog, git, on_change=cache.invalidate)
     audit_store: AuditIndex = AuditStore(shared)
     audit = AuditLog(audit_store, settings.audit_retention_days)
+    semver_store: SemverIndex = SemverStore(shared)
+    semver = SemverGuard(
+        store=semver_store,
+        index=index,
+        catalog=catalog,
+        docs=docs,
+        default_policy=settings.semver_check,
+        # `allow-breaking` publishes at once (the publisher is bound below).
+        sync=lambda repo: _sync_lines(publisher, repo),
+    )
     signer = UrlSigner(secrets, settings.signed_url_ttl)
     access = Access(settings, auth, cache, signer, audit=audit)
     attestations = Attestations(
@@ -283,6 +306,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         reindexer=reindexer,
         blobs=blobs,
         provenance=attestations.provenance,
+        semver=semver.labelled,
     )
     return Services(
         settings=settings,
@@ -319,6 +343,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         usage=DownloadUsage(counts=counts, modules=index),
         workload_identity=workload_identity,
         audit=audit,
+        semver=semver,
         downloads=DownloadCounter(counts, index, provider_store),
         health=Health(settings, index, blobs, repositories.repos),
         storage=Storage(settings, index, blobs),

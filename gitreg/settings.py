@@ -121,6 +121,10 @@ class Settings:
     job_backoff: float = 5.0  # first retry delay, doubling up to 15 minutes
     reconcile_interval: float = 300.0  # list remote tags this often; 0 = off
     yank_deleted_tags: bool = False  # a tag deleted upstream yanks its version
+    # A breaking change in a minor or patch release (docs/semver-guard.md):
+    # "off", "warn" (publish and label it) or "enforce" (refuse it); a
+    # repository's own `--semver-check` wins.
+    semver_check: str = "warn"
     # Register unknown repositories named `terraform-<SYSTEM>-<NAME>` owned by
     # one of these (comma-separated) forge owners, fetched from
     # `auto_register_remote`, a template such as `https://github.com/{forge_repo}.git`.
@@ -395,6 +399,8 @@ def _validate(settings: Settings) -> None:
     if bool(settings.tls_cert) != bool(settings.tls_key):
         raise ConfigError("--tls-cert and --tls-key go together")
     _validate_oci(settings)
+    if settings.semver_check not in ("off", "warn", "enforce"):
+        raise ConfigError("semver_check must be off, warn or enforce")
     if settings.read_default not in ("public", "token"):
         raise ConfigError(f"read_default must be public or token, got {settings.read_default!r}")
     if not 0 < settings.signed_url_ttl <= 900:

@@ -30,6 +30,7 @@ FEATURES = (
     "oci",
     "providers",
     "repositories",
+    "semver_guard",
     "usage",
     "verify",
     "webhooks",

@@ -1,5 +1,6 @@
 """`gitreg reindex`: document versions published before documentation existed
-(gitreg/catalog/reindex.py). On a terminal a progress bar is redrawn in place,
+(gitreg/catalog/reindex.py), then check them for breaking changes
+(gitreg/semver_guard/service.py). On a terminal a progress bar is redrawn in place,
 as `gitreg mirror sync` does; otherwise one line per version.
 """
 
@@ -49,7 +50,14 @@ def reindex(svc: Services, out: TextIO | None = None, quiet: bool = False) -> in
         + (" (run again to retry them)" if failed else ""),
         file=out,
     )
-    return 1 if failed else 0
+    # After the documents: the semver guard compares them (docs/semver-guard.md).
+    checked, unchecked = svc.semver.reindex(Bar(out, quiet))
+    if checked or unchecked:
+        print(
+            f"reindex: {checked} versions checked for breaking changes, {unchecked} failed",
+            file=out,
+        )
+    return 1 if failed or unchecked else 0
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -21,7 +21,9 @@ from gitreg.catalog.hcl import add_file, empty_module, parse_file
 from gitreg.catalog.readme import Links, changelog_section, first_prose, plain_text, render, web_url
 from gitreg.catalog.tree import NESTED
 
-DOCS_FORMAT = 2  # 2: README HTML kept (sanitised), links into the version's pages
+# 2: README HTML kept (sanitised), links into the version's pages;
+# 3: variables' nullable and deprecated, moved and removed blocks (the semver guard)
+DOCS_FORMAT = 3
 _READMES = ("README.md", "README.markdown", "README")
 
 

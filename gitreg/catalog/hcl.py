@@ -1,9 +1,10 @@
 """A Terraform module's interface, read from its `.tf` files with python-hcl2.
 
 What is kept: inputs (name, type as written, description,
-default, required, sensitive), outputs (name, description, sensitive),
-resources and data sources, module calls (source, version), and the
-`required_providers` and `required_version` of the `terraform` block. A file
+default, required, sensitive, nullable, OpenTofu's deprecated), outputs (name,
+description, sensitive, deprecated), resources and data sources, module calls
+(source, version), `moved` and `removed` blocks, and the `required_providers`
+and `required_version` of the `terraform` block. A file
 that does not parse is reported by name and skipped: the rest of the module
 is still described, and publishing never waits on documentation.
 """
@@ -41,6 +42,8 @@ def empty_module(path: str) -> dict[str, Any]:
         "dependencies": [],
         "provider_dependencies": [],
         "required_version": "",
+        "moved": [],
+        "removed": [],
         "empty": True,
     }
 
@@ -149,6 +152,7 @@ def add_file(module: dict[str, Any], parsed: dict[str, Any]) -> None:
                 "name": name,
                 "description": _text(body.get("description")),
                 "sensitive": body.get("sensitive") is True,
+                "deprecated": _text(body.get("deprecated")),
             }
         )
     for kind, key in (("resource", "managed"), ("data", "data")):
@@ -165,6 +169,15 @@ def add_file(module: dict[str, Any], parsed: dict[str, Any]) -> None:
         )
     for block in _blocks(parsed.get("terraform")):
         _terraform_block(module, block)
+    for block in _blocks(parsed.get("moved")):
+        module["moved"].append(
+            {"from": _expr(block.get("from", "")), "to": _expr(block.get("to", ""))}
+        )
+    for block in _blocks(parsed.get("removed")):
+        # Terraform destroys what a `removed` block names unless its lifecycle says not to.
+        lifecycle = _blocks(block.get("lifecycle"))
+        destroy = all(b.get("destroy") is not False for b in lifecycle)
+        module["removed"].append({"from": _expr(block.get("from", "")), "destroy": destroy})
 
 
 def _input(name: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -177,6 +190,9 @@ def _input(name: str, body: dict[str, Any]) -> dict[str, Any]:
         # Terraform: a variable without a default must be set by the caller.
         "required": not has_default,
         "sensitive": body.get("sensitive") is True,
+        # Terraform: a variable is nullable unless it says `nullable = false`.
+        "nullable": body.get("nullable") is not False,
+        "deprecated": _text(body.get("deprecated")),
     }
 
 

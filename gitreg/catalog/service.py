@@ -66,6 +66,7 @@ class Catalog:
         reindexer: Reindexer,
         blobs: BlobStore,
         provenance: Provenance | None = None,
+        semver: Callable[[int], dict[str, dict[str, Any]]] = lambda _module_id: {},
     ) -> None:
         self._provenance = provenance  # what a version's signed statement says, for its record
         self._index = index
@@ -79,6 +80,7 @@ class Catalog:
         self._reindexer = reindexer
         self._blobs = blobs
         self._files = FileCache()
+        self._semver = semver  # a module's versions labelled breaking, by version
 
     async def listing(self) -> Listing:
         """Every listed module, unfiltered: one snapshot per publish."""
@@ -119,7 +121,15 @@ class Catalog:
         newest listed one when `version` is None, read now from the stores (for
         a caller that caches what it makes of it); None when there is no such
         module or version. Raises BadRequest when `names` is not a module address."""
-        return module_view(self._index, self._catalog, names, version, self._provenance)
+        found = module_view(self._index, self._catalog, names, version, self._provenance)
+        if found is not None:
+            # The semver guard's label of this version, and which listed versions have one.
+            labelled = self._semver(found.module_id)
+            found.record["semver"] = labelled.get(found.record["version"])
+            found.record["breaking_versions"] = [
+                v for v in found.record["versions"] if v in labelled
+            ]
+        return found
 
     async def module(self, names: tuple[str, str, str], version: str | None) -> ModuleView | None:
         """`module_version`, kept in the metadata cache; None also when `names`

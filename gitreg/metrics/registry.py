@@ -62,6 +62,12 @@ PUBLISHES = Counter(
     " with metrics_per_module.",
     ("kind", "module"),
 )
+SEMVER_BREAKING = Counter(
+    "gitreg_semver_breaking",
+    "Module versions with a breaking change in a minor or patch release, by outcome"
+    " (labelled, refused, allowed).",
+    ("outcome",),
+)
 DOWNLOADS = Counter(
     "gitreg_downloads",
     "Download answers, by kind (module, provider); `module` (the module or provider"

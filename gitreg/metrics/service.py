@@ -124,6 +124,13 @@ def published(kind: str, module: str) -> None:
         _m.PUBLISHES.labels(kind, module if _per_module else "").inc()
 
 
+def semver_breaking(outcome: str) -> None:
+    """A version with a breaking change in a minor or patch release: "labelled"
+    (published), "refused" or "allowed" (published by `allow-breaking`)."""
+    if _m is not None:
+        _m.SEMVER_BREAKING.labels(outcome).inc()
+
+
 def downloaded(kind: str, module: str) -> None:
     if _m is None:
         return

@@ -31,6 +31,7 @@ from gitreg.locks import file_lock
 from gitreg.metrics import service as metrics
 from gitreg.modules.builds import ArchiveBuilds, ArchiveKey, Built, worker_count
 from gitreg.modules.globs import discover_modules
+from gitreg.semver_guard.service import SemverGuard
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
 from gitreg.storage.database import InTransaction
@@ -51,6 +52,8 @@ class SyncResult:
     ignored: list[str] = field(default_factory=list)  # "tag: reason"
     yanked: list[str] = field(default_factory=list)  # tag deleted upstream (yank_deleted_tags)
     registered: list[str] = field(default_factory=list)  # modules found under --modules
+    # Published with a breaking change in a minor/patch release (the semver guard's line).
+    breaking: list[str] = field(default_factory=list)
     error: str = ""
 
     def summary(self) -> str:
@@ -59,6 +62,8 @@ class SyncResult:
             parts.insert(0, f"{len(self.registered)} modules registered")
         if self.conflicts:
             parts.append(f"{len(self.conflicts)} conflicts")
+        if self.breaking:
+            parts.append(f"{len(self.breaking)} with breaking changes")
         if self.error:
             parts.append(f"error: {self.error}")
         return f"{self.repo_url}: " + ", ".join(parts)
@@ -87,10 +92,12 @@ class Publisher:
         docs: Documenter | None = None,
         audit: AuditLog = UNRECORDED,
         attest: Attestations | None = None,
+        semver: SemverGuard | None = None,
     ) -> None:
         self._audit = audit
         self._docs = docs  # documents made and stored at the end of each module's sync
         self._attest = attest  # signed statement and log entry, in the publish's transaction
+        self._semver = semver  # compares each new version with its major line's previous release
         self._settings = settings
         self._index = index
         self._blobs = blobs
@@ -196,12 +203,14 @@ class Publisher:
         result: SyncResult,
     ) -> None:
         """Register new `--modules` directories, then publish every module's new tags."""
+        if self._semver is not None:
+            self._semver.flush()  # nothing read by an earlier sync of this thread is reused
         found, not_modules = discover_modules(self._index, self._git, repo, mirror, tags)
         result.registered += found
         result.ignored += not_modules
         plans = [_plan(m, tags, problems) for m in self._index.modules_of_repo(repo.id)]
         archives = _Archives(self._index, self._blobs, self.builds, self._git, mirror)
-        archives.prepare(plans)
+        archives.prepare(plans, self._refused)
         for plan in plans:
             self._sync_module(repo, plan, archives, result)
 
@@ -250,6 +259,8 @@ class Publisher:
                 if outcome.startswith("published"):
                     published += 1
                     result.published.append(f"{module.address} {tv.version}")
+                    if outcome.startswith("published: "):  # the semver guard's label
+                        result.breaking.append(outcome.removeprefix("published: "))
                 elif outcome.startswith("conflict: "):  # listed as conflicts: said once
                     reason = outcome.removeprefix("conflict: ")
                     result.conflicts.append(f"{module.address} {tv.version}: {reason}")
@@ -264,11 +275,20 @@ class Publisher:
                     self._docs.update_search(module)
                 except Exception:
                     log.exception("%s: no search row after the failed sync", module.address)
+            if self._semver is not None:
+                try:
+                    self._semver.flush()
+                except Exception:
+                    log.exception(
+                        "%s: semver checks not stored (reindex makes them)", module.address
+                    )
             raise
         # Once per sync, from the newest version: a repository added with
         # 40 tags rewrites its search row once, not 40 times (bench/catalog.py).
         if self._docs is not None and published:
             self._docs.update_search(module)
+        if self._semver is not None:
+            self._semver.flush()  # the checks of this sync, in one transaction
         result.ignored.extend(f"{module.address}: {line}" for line in ignored)
         self._index.record_sync(module.id, json.dumps(ignored))
         if self._settings.yank_deleted_tags:
@@ -287,6 +307,11 @@ class Publisher:
 
     def _log_change(self, module: ModuleRecord, key: str) -> InTransaction | None:
         return self._attest.for_change(module, key, "yank") if self._attest else None
+
+    def _refused(self, module: ModuleRecord, tv: TagVersion, ref: TagRef) -> str:
+        if self._semver is None:
+            return ""
+        return self._semver.still_refused(module, tv.key, ref.commit_sha)
 
     def _publish_one(
         self,
@@ -314,6 +339,9 @@ class Publisher:
                 log.warning("%s: %s", module.address, reason)
             return reason
         mirror = self.mirror_path(repo)
+        refused = self._refused(module, tv, ref)
+        if refused:  # refused at this commit before: reported again, nothing built
+            return refused
         key = archives.key(module, ref)
         if key is None:
             return f"subdirectory {module.subdir!r} does not exist at this tag"
@@ -321,6 +349,16 @@ class Publisher:
         if isinstance(built, str):
             return f"not published: {built}"
         notes.extend(f"{ref.name}: archive leaves out {line}" for line in built.skipped)
+        published = Published(tv.version, tv.key, ref.commit_sha, ref.tree_sha)
+        review = None
+        if self._semver is not None:
+            review = self._semver.review(mirror, repo, module, published, ref.name)
+            if review.refused:
+                if self._index.record_conflict(
+                    module.id, tv.key, ref.name, "", ref.commit_sha, review.reason
+                ):
+                    log.warning("%s: %s", module.address, review.reason)
+                return review.reason
         new = NewVersion(
             module_id=module.id,
             version=tv.version,
@@ -350,8 +388,11 @@ class Publisher:
         log.info("published %s %s from %s (%s)", module.address, tv.version, ref.name, built.sha256)
         metrics.published("module", str(module.address))
         if self._docs is not None:
-            published = Published(tv.version, tv.key, ref.commit_sha, ref.tree_sha)
             self._docs.document(mirror, repo, module, published, search=False)
+        if review is not None and self._semver is not None:
+            self._semver.published(review)
+            if review.report:
+                return f"published: {review.report}"
         return "published"
 
 
@@ -414,7 +455,11 @@ class _Archives:
         self._ready: dict[tuple[str, str, int], Built | str] = {}
         self._published: dict[tuple[int, str], VersionRecord | None] = {}
 
-    def prepare(self, plans: list[ModulePlan]) -> None:
+    def prepare(
+        self, plans: list[ModulePlan], refused: Callable[[ModuleRecord, TagVersion, TagRef], str]
+    ) -> None:
+        """`refused`: why a tag is still refused by the semver guard ("" if it
+        is not); its archive is not built."""
         for plan in plans:
             for tv, _ in plan.candidates:
                 found = self._index.version_by_key(plan.module.id, tv.key)
@@ -424,6 +469,7 @@ class _Archives:
             for plan in plans
             for tv, ref in plan.candidates
             if self._published[(plan.module.id, tv.key)] is None
+            and not refused(plan.module, tv, ref)
         ]
         wanted = {(ref.tree_sha, m.subdir) for m, ref in new if m.subdir}
         self._subtrees = self._git.subtrees(self._mirror, wanted) if wanted else {}

@@ -51,12 +51,15 @@ def repo_add(
     forge_repo: str,
     webhook_secret: str,
     sync: bool,
+    semver_check: str | None = None,
 ) -> int:
     link = module_link(module, subdir, tag_prefix)
     # With sync, the remote is fetched before anything is written: a wrong URL leaves nothing.
     source = RepoSource(url, forge_repo, webhook_secret)
     repo = svc.repositories.add(source, link, fetch_first=sync).repo
     print(f"registered {link.namespace}/{link.name}/{link.system} from {repo.url}")
+    if semver_check is not None:  # before the first sync, which it applies to
+        print(svc.semver.set_policy(repo.url, semver_check))
     if sync:
         _synced(svc, repo)
     return 0
@@ -74,6 +77,8 @@ def repo_add_modules(svc: Services, args: argparse.Namespace) -> int:
         f"registered {link.pattern} as {link.namespace}/{{name}}/{link.system}"
         f" ({tags}) from {repo.url}"
     )
+    if args.semver_check is not None:
+        print(svc.semver.set_policy(repo.url, args.semver_check))
     if not args.no_sync:
         _synced(svc, repo)
     return 0
@@ -85,9 +90,17 @@ def repo_remove(svc: Services, target: str, keep_versions: bool) -> int:
 
 
 def repo_set(
-    svc: Services, target: str, remote: str | None, subdir: str | None, tag_prefix: str | None
+    svc: Services,
+    target: str,
+    remote: str | None,
+    subdir: str | None,
+    tag_prefix: str | None,
+    semver_check: str | None = None,
 ) -> int:
-    print(svc.repositories.change(target, remote, subdir, tag_prefix))
+    if semver_check is not None:
+        print(svc.semver.set_policy(target, semver_check))
+    if semver_check is None or (remote, subdir, tag_prefix) != (None, None, None):
+        print(svc.repositories.change(target, remote, subdir, tag_prefix))
     return 0
 
 
@@ -129,7 +142,7 @@ def sync(svc: Services, address: str | None, verbose: bool) -> int:
     return 1 if failed else 0
 
 
-def _module_row(found: ModuleListing) -> dict[str, Any]:
+def _module_row(found: ModuleListing, labels: dict[str, str]) -> dict[str, Any]:
     module = found.module
     return {
         "address": module.address,
@@ -149,6 +162,7 @@ def _module_row(found: ModuleListing) -> dict[str, Any]:
                 "published_at": v.published_at,
                 "yanked": v.yanked,
                 "deprecation": deprecation(v),
+                "semver": labels.get(v.version) or None,
             }
             for v in found.versions
         ],
@@ -161,11 +175,14 @@ def _module_row(found: ModuleListing) -> dict[str, Any]:
 def _marks(version: dict[str, Any], latest: str | None) -> str:
     marks = ["latest"] * (version["version"] == latest)
     marks += ["yanked"] * bool(version["yanked"]) + ["deprecated"] * bool(version["deprecation"])
+    marks += [version["semver"]] * bool(version["semver"])
     return f" ({', '.join(marks)})" if marks else ""
 
 
 def modules(svc: Services, as_json: bool, verbose: bool) -> int:
-    rows = [_module_row(m) for m in svc.repositories.module_listing()]
+    rows = [
+        _module_row(m, svc.semver.labels(m.module.id)) for m in svc.repositories.module_listing()
+    ]
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -201,6 +218,8 @@ def modules(svc: Services, as_json: bool, verbose: bool) -> int:
 def _repo_add_command(svc: Services, args: argparse.Namespace) -> int:
     """`repo add` registers a module, or with --provider a provider repository."""
     if args.provider:
+        if args.semver_check is not None:
+            raise BadRequest("--semver-check goes with --module or --modules")
         return repo_add_provider(svc, args)
     glob_only = [args.namespace, args.system, args.tag_pattern, args.whole_tree]
     if args.modules:
@@ -218,6 +237,7 @@ def _repo_add_command(svc: Services, args: argparse.Namespace) -> int:
         args.forge_repo,
         args.webhook_secret,
         not args.no_sync,
+        args.semver_check,
     )
 
 
@@ -250,6 +270,7 @@ def _register_repo_add(repo_sub: argparse._SubParsersAction[Parser], common: Par
         help="this repository's webhook secret, or where to read it (docs/webhooks.md)",
     )
     add.add_argument("--no-sync", action="store_true", help="register only, publish later")
+    _add_semver_option(add)
     _add_glob_options(add)
     add_repo_options(add)
     add.set_defaults(handler=_repo_add_command)
@@ -292,8 +313,21 @@ def _register_repo_changes(repo_sub: argparse._SubParsersAction[Parser], common:
     change.add_argument("--remote", help="a new git URL (fetched before it is saved)")
     change.add_argument("--subdir", help="the module's new directory in a monorepo")
     change.add_argument("--tag-prefix", help="the module's new tag prefix ('' for none)")
+    _add_semver_option(change)
     change.set_defaults(
-        handler=lambda svc, a: repo_set(svc, a.target, a.remote, a.subdir, a.tag_prefix)
+        handler=lambda svc, a: repo_set(
+            svc, a.target, a.remote, a.subdir, a.tag_prefix, a.semver_check
+        )
+    )
+
+
+def _add_semver_option(parser: Parser) -> None:
+    parser.add_argument(
+        "--semver-check",
+        choices=("off", "warn", "enforce", "default"),
+        help="a breaking change in a minor/patch release: publish it silently (off),"
+        " publish and label it (warn) or refuse it (enforce); default: the semver_check"
+        " setting (docs/semver-guard.md)",
     )
 
 

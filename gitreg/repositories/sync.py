@@ -27,6 +27,7 @@ class RepoSync:
     conflicts: list[str] = field(default_factory=list)
     yanked: list[str] = field(default_factory=list)
     registered: list[str] = field(default_factory=list)  # modules found by `--modules`
+    breaking: list[str] = field(default_factory=list)  # labelled by the semver guard
 
     @property
     def summary(self) -> str:
@@ -40,6 +41,7 @@ class RepoSync:
             "conflicts": self.conflicts,
             "yanked": self.yanked,
             "registered": self.registered,
+            "breaking": self.breaking,
         }
 
 
@@ -72,6 +74,7 @@ class SyncService:
                 result.conflicts += modules.conflicts
                 result.yanked += modules.yanked
                 result.registered += modules.registered
+                result.breaking += modules.breaking
         if feeds_providers and self._providers is not None:
             releases = self._providers.sync_repo(repo)
             result.summaries.append(releases.summary())

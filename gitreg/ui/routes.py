@@ -5,6 +5,7 @@
     GET  /modules/:namespace                 a namespace's modules and providers
     GET  /modules/:namespace/:name/:system   the latest version (`?tab=`, `?version=`)
     GET  /modules/:namespace/:name/:system/usage   who uses it (publishers only)
+    GET  /modules/:namespace/:name/:system/changes the diff of two versions (`?version=&from=`)
     GET  /modules/:namespace/:name/:system/:version
     GET  /modules/:namespace/:name/:system/:version/modules/:sub    a submodule
     GET  /modules/:namespace/:name/:system/:version/examples/:sub   an example
@@ -47,6 +48,7 @@ from gitreg.catalog.pages_files import file_page, raw_file
 from gitreg.catalog.pages_module import module_page
 from gitreg.catalog.pages_nested import example_page, submodule_page
 from gitreg.catalog.pages_provider import provider_doc_page, provider_page
+from gitreg.semver_guard.pages import changes_page
 from gitreg.ui.pages import accepts_gzip, not_found_page, ui_state
 from gitreg.ui.viewer import current_viewer
 from gitreg.usage.pages import usage_page
@@ -120,6 +122,7 @@ def routes() -> list[Route]:
         Route("/modules/{namespace}", browse_pages.namespace, methods=["GET"]),
         Route(module, module_page, methods=["GET"]),
         Route(module + "/usage", usage_page, methods=["GET"]),  # before {version}
+        Route(module + "/changes", changes_page, methods=["GET"]),  # before {version}
         Route(module + "/{version}", module_page, methods=["GET"]),
         Route(module + "/{version}/modules/{sub}", submodule_page, methods=["GET"]),
         Route(module + "/{version}/examples/{sub}", example_page, methods=["GET"]),

@@ -123,12 +123,14 @@ def test_interface_readme_changelog_submodule_and_example(
         "default": None,
         "required": True,
         "sensitive": False,
+        "nullable": True,
+        "deprecated": "",
     }
     assert inputs["cidr"]["type"] == "list(string)"
     assert inputs["cidr"]["default"] == ["10.0.0.0/16"] and not inputs["cidr"]["required"]
     assert inputs["token"]["sensitive"] is True
     assert root["outputs"] == [
-        {"name": "vpc_id", "description": "The VPC's id", "sensitive": False}
+        {"name": "vpc_id", "description": "The VPC's id", "sensitive": False, "deprecated": ""}
     ]
     assert {(r["type"], r["name"], r["mode"]) for r in root["resources"]} == {
         ("aws_vpc", "this", "managed"),

@@ -42,6 +42,7 @@ COMMANDS: dict[tuple[str, ...], list[str]] = {
     ("modules", "prefetch"): ["/tmp/config"],
     ("modules", "proxied"): ["--check"],
     ("modules", "import"): ["/tmp/export"],
+    ("modules", "allow-breaking"): ["acme/vpc/aws", "1.3.0"],
     ("token", "create"): ["--scope", "read", "--namespace", "acme"],
     ("token", "list"): [],
     ("grants",): ["--groups", "a,b"],
