@@ -209,6 +209,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         default_policy=settings.semver_check,
         # `allow-breaking` publishes at once (the publisher is bound below).
         sync=lambda repo: _sync_lines(publisher, repo),
+        audit=audit,
     )
     signer = UrlSigner(secrets, settings.signed_url_ttl)
     access = Access(settings, auth, cache, signer, audit=audit)
@@ -220,6 +221,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         index=index,
         access=access,
         on_change=cache.invalidate,
+        audit=audit,
     )
     publisher = Publisher(
         settings,
@@ -230,6 +232,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         docs=docs,
         audit=audit,
         attest=attestations,
+        semver=semver,
     )
     jobs = JobQueue(job_store, settings)
     workload_identity = WorkloadIdentity(

@@ -32,6 +32,7 @@ from gitreg.attestations.keys import KeyRing, PublicKey
 from gitreg.attestations.statement import LOCAL_BUILDER, Provenance, statement_bytes
 from gitreg.attestations.store import AttestationIndex, AttestationRecord
 from gitreg.attestations.tlog import TILE_WIDTH, TreeReader
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.auth.service import Access, Credentials
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound
@@ -74,7 +75,9 @@ class Attestations:
         index: ModuleIndex,
         access: Access,
         on_change: Callable[[], None] = lambda: None,
+        audit: AuditLog = UNRECORDED,
     ) -> None:
+        self._audit = audit  # key rotations, by whom
         self._on_change = on_change  # the metadata cache, after a backfill
         self._settings = settings
         self._store = store
@@ -93,11 +96,15 @@ class Attestations:
         version_key: str,
         published_at: str = "",
         dir_hash: str = "",
+        allowed_breaking: bool = False,
     ) -> Step:
         """Sign the statement of a version about to be recorded; the step stores
         it and logs the publish inside the recording transaction. `dir_hash` is
         the build's, when the archive was built now; otherwise that of another
-        version with the same archive, or read from the archive."""
+        version with the same archive, or read from the archive.
+        `allowed_breaking`: the semver guard refused this version and an
+        operator let it publish (`gitreg modules allow-breaking`); the log
+        entry says so, naming nobody (the audit log has who)."""
         dir_hash = dir_hash or self._store.dir_hash_of(version.archive_sha256)
         if not dir_hash:
             with self._blobs.open(version.archive_sha256) as archive:
@@ -121,15 +128,16 @@ class Attestations:
         key = self._keys.current()
         envelope = json_bytes(dsse.envelope(payload, key.public.keyid, key.sign)).decode()
         digest = hashlib.sha256(payload).hexdigest()
-        entry = json_bytes(
-            {
-                "event": "publish",
-                "statement": {"sha256": digest},
-                "dirHash": dir_hash,
-                "archive": {"sha256": version.archive_sha256},
-                "keyid": key.public.keyid,
-            }
-        )
+        fields: dict[str, object] = {
+            "event": "publish",
+            "statement": {"sha256": digest},
+            "dirHash": dir_hash,
+            "archive": {"sha256": version.archive_sha256},
+            "keyid": key.public.keyid,
+        }
+        if allowed_breaking:
+            fields["allowedBreaking"] = True
+        entry = json_bytes(fields)
         record = AttestationRecord(
             module_id=module.id,
             version_key=version_key,
@@ -166,8 +174,10 @@ class Attestations:
         return step
 
     def rotate_key(self) -> PublicKey:
-        """A new current key; the old ones stay listed, retired. Logged."""
-        fresh = self._keys.rotate()
+        """A new current key; the old ones stay listed, retired. Logged, and
+        audited (the key may live in a file: the row has its own transaction)."""
+        with self._audit.recording("attestation_key.rotate", "attestation key"):
+            fresh = self._keys.rotate()
         retired = [k.keyid for k in self._keys.public_keys()[1:]]
         self._store.append_now(
             json_bytes(

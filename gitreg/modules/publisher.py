@@ -374,8 +374,11 @@ class Publisher:
             archive_subtree=key.tree_sha if key.subdir else "",
             archive_subdir=key.subdir,
         )
+        allowed = review is not None and review.allowed
         attest = (
-            self._attest.for_publish(module, repo, new, tv.key, dir_hash=built.dir_hash)
+            self._attest.for_publish(
+                module, repo, new, tv.key, dir_hash=built.dir_hash, allowed_breaking=allowed
+            )
             if self._attest
             else None
         )

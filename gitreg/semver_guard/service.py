@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gitreg.addresses import parse_module_address
+from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.catalog.documenter import Documenter, Published
 from gitreg.catalog.extract import DOCS_FORMAT
 from gitreg.catalog.store import CatalogIndex
@@ -53,6 +54,11 @@ class Review:
     reason: str = ""
     report: str = ""
     version: VersionRecord | None = None  # as it will be recorded (a baseline for the next)
+
+    @property
+    def allowed(self) -> bool:
+        """A breaking change an operator let publish (`allow-breaking`)."""
+        return self.check is not None and self.check.status == "allowed"
 
 
 @dataclass(frozen=True)
@@ -133,7 +139,9 @@ class SemverGuard:
         docs: Documenter,
         default_policy: str,
         sync: Callable[[RepoRecord], str],
+        audit: AuditLog = UNRECORDED,
     ) -> None:
+        self._audit = audit  # who let a refused version publish
         self._store = store
         self._index = index
         self._catalog = catalog
@@ -449,7 +457,14 @@ class SemverGuard:
         if module is None:
             raise NotFound(f"module {address} not found")
         key = _key(version)
-        if not self._store.allow(module.id, key, by):
+        found = self._store.check(module.id, key)
+        allowed = False
+        if found is not None and found.status == "refused":
+            with self._audit.recording(
+                "module.allow_breaking", f"{module.address} {version}", detail=f"by {by}"
+            ):
+                allowed = self._store.allow(module.id, key, by)
+        if not allowed:
             found = self._store.check(module.id, key)
             state = f"its check says {found.status}" if found else "it was never refused"
             raise Conflict(f"module {module.address} {version} is not a refused version ({state})")

@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 
 from gitreg.addresses import module_address
 from gitreg.app import create_app
+from gitreg.audit.store import AuditQuery
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.module_proxy.config import parse_module_proxy
 from gitreg.services import Services, build_services
@@ -193,6 +194,8 @@ def test_yank_deprecate_and_rotation_are_logged(app_client: tuple[TestClient, Se
     events = [json.loads(e)["event"] for e in entries]
     assert events[-3:] == ["yank", "deprecate", "key-rotation"]
     assert spec_check.mth(entries) == root
+    audited = [e.action for e in svc.audit.entries(AuditQuery())]
+    assert {"module.yank", "module.deprecate", "attestation_key.rotate"} <= set(audited)
 
 
 def _old_registry(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Settings:

@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from gitreg.attestations.store_sql import AttestationStore
 from gitreg.services import build_services
 from gitreg.settings import load_settings
+from gitreg.storage.index import Index
 from tests.support.gitrepo import GitRepo
 from tests.support.server import cli
 
@@ -121,6 +124,34 @@ def test_allow_breaking_publishes_the_refused_commit(data_dir: Path, repo: GitRe
     assert shown[0]["semver"] == "breaking change in a minor release (allowed by ops)"
     again = cli(data_dir, "modules", "allow-breaking", "acme/mod/aws", "1.3.0", check=False)
     assert again.returncode != 0 and "not a refused version" in again.stderr
+
+
+def test_allow_breaking_is_in_the_audit_log_and_the_transparency_log(
+    data_dir: Path, repo: GitRepo
+) -> None:
+    add(data_dir, repo, "--semver-check", "enforce")
+    release(repo, WITHOUT_SIZE, "v1.3.0")
+    cli(data_dir, "sync")
+    cli(data_dir, "modules", "allow-breaking", "acme/mod/aws", "1.3.0", "--by", "ops")
+    rows = json.loads(cli(data_dir, "audit", "--json", "--action", "module.allow_breaking").stdout)
+    assert [(r["object"], r["detail"], r["result"]) for r in rows] == [
+        ("acme/mod/aws 1.3.0", "by ops", "ok")
+    ]
+    svc = build_services(load_settings({"data_dir": data_dir}, environ={}))
+    try:
+        module = svc.index.find_module("acme", "mod", "aws")
+        assert module is not None
+        entries = {}
+        for version in ("1.2.0", "1.3.0"):
+            provenance = svc.attestations.provenance(module.id, version)
+            assert provenance is not None
+            [entry] = AttestationStore(cast(Index, svc.index)).entries(provenance["log_index"], 1)
+            entries[version] = json.loads(entry)
+    finally:
+        svc.close()
+    assert entries["1.3.0"]["event"] == "publish" and entries["1.3.0"]["allowedBreaking"] is True
+    assert "allowedBreaking" not in entries["1.2.0"]
+    assert "ops" not in json.dumps(entries)  # the public log names nobody
 
 
 def test_allow_breaking_does_not_carry_to_another_commit(data_dir: Path, repo: GitRepo) -> None:
