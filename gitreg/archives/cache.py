@@ -12,7 +12,7 @@ blob or checking a name (docs/performance.md "Publishing at scale").
 The bytes are those of a walk: the walk's order is full-path order, so a directory's
 entries are one contiguous run; the entries are written through the same
 `TarStream.entry` calls as a cold build, so the compressor sees the same chunks;
-a test builds with and without the cache and compares (tests/modules/test_archive_cache.py).
+a test builds with and without the cache and compares (tests/archives/test_archive_cache.py).
 
 Bound: only the directories used by the last build are kept (a generation), and
 nothing of a build whose content is over `max_bytes`; so a build holds at most its

@@ -7,7 +7,7 @@ building each header through its PAX machinery. So:
 - `TarStream` writes the 512-byte ustar header itself for the common entry (ASCII name
   and target of at most 100 bytes, numbers that fit their octal fields) and hands any
   other entry to `tarfile.TarInfo.tobuf`, so the tar bytes are exactly what `tarfile`
-  writes in PAX format (tests/modules/test_archive_format.py compares them);
+  writes in PAX format (tests/archives/test_archive_format.py compares them);
 - the gzip layer is a *builder*, named by a string stored with every archive it makes
   (`archives.builder`, migration 0017). `CLASSIC` is the zlib level 6 stream every
   archive before 0017 was built with; `fast_builder()` is ISA-L's igzip (the `isal`

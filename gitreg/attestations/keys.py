@@ -6,7 +6,7 @@ the same key, as with the URL-signing keys).
 The file is JSON: a list of keys, the current one first, each with its 32-byte
 private seed (hex) and its raw public key (hex). A key is made as a random
 seed alone, so a serving worker's start needs no cryptography import
-(tests/cli/test_serve_imports.py); its public half is derived where it is
+(tests/server/test_serve_imports.py); its public half is derived where it is
 used. Rotation puts a new key first and marks the others retired, keeping only
 their public half, so old statements and checkpoints still verify and nothing
 can be signed with them again. A key id is the hex SHA-256 of the public key's

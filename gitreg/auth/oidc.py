@@ -39,7 +39,7 @@ from gitreg.settings import Settings
 
 if TYPE_CHECKING:
     # httpx is imported where the identity provider is called: a serving worker
-    # that never signs anyone in does not load it (tests/cli/test_serve_imports.py).
+    # that never signs anyone in does not load it (tests/server/test_serve_imports.py).
     import httpx
     from joserfc.jwk import KeySet
 

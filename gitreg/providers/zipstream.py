@@ -52,7 +52,7 @@ def _crc32() -> Callable[[ReadableBuffer, int], int]:
     (docs/performance.md): a declared dependency (archives,
     gitreg/archives/format.py), absent on some platforms, imported only when a
     zip streams (a serving worker that never mirrors does not load it:
-    tests/cli/test_serve_imports.py). Inflating stays zlib's, the inflater
+    tests/server/test_serve_imports.py). Inflating stays zlib's, the inflater
     zipfile uses, so a malformed deflate stream cannot unpack differently here
     than in the whole-file pass."""
     try:

@@ -4,7 +4,7 @@ Blobs are content-addressed, so one blob may be named by rows of several
 features at once (a proxied archive with the same bytes as one of gitreg's
 own, a zip both published and mirrored). A blob may be removed only when
 none of these columns names it; a new column that names blobs belongs here
-(tests/storage/test_module_proxy_index.py finds every `*sha256` column).
+(tests/module_proxy/test_module_proxy_index.py finds every `*sha256` column).
 """
 
 from __future__ import annotations
@@ -19,6 +19,12 @@ BLOB_COLUMNS: tuple[tuple[str, str], ...] = (
     ("mirror_packages", "sha256"),
     ("module_proxy_versions", "archive_sha256"),
     ("oci_module_zips", "zip_sha256"),
+    ("module_attestations", "archive_sha256"),
+)
+
+# `*sha256` columns that name no blob: the hash of what the row itself holds.
+NOT_BLOB_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("module_attestations", "statement_sha256"),  # of the envelope's payload, kept in the row
 )
 
 # A row if any column names the blob; the sha256 is bound once per column. The

@@ -385,7 +385,7 @@ def _asyncio_transport(context: ssl.SSLContext) -> httpx.AsyncHTTPTransport:
     (gitreg/upstream/transport.py), which costs less CPU per mirrored zip. httpx
     takes no network backend, so its pool is replaced by one of the same settings
     (httpx's default limits, HTTP/1.1) built with it; httpx's exception mapping
-    around the pool stays (tests/mirror/test_upstream_net.py checks both)."""
+    around the pool stays (tests/upstream/test_upstream_net.py checks both)."""
     import httpcore
     import httpx
 

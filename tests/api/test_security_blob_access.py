@@ -16,6 +16,7 @@ import hashlib
 import inspect
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,6 +137,13 @@ def _pull_mirror_zip(client: httpx.Client, token: str, served: ServedUpstream) -
     assert pulled.status_code == 200, pulled.text
     data = served.upstream.providers[("hashicorp", "null")]["2.1.2"].zips["linux_amd64"]
     assert pulled.content == data
+    # The client has every byte before the fill records the blob: the walks
+    # below ask for it by hash, so they start once it is recorded.
+    stored = f"/archives/{hashlib.sha256(data).hexdigest()}.tar.gz"
+    deadline = time.monotonic() + 30
+    while client.head(stored, headers=headers).status_code != 200:
+        assert time.monotonic() < deadline, "the mirror zip was never recorded"
+        time.sleep(0.05)
     return Blob("mirror zip", "hashicorp", url.path.rsplit("/", 1)[1], data)
 
 

@@ -44,7 +44,7 @@ def test_unreachable_remote_is_reported_and_fails(data_dir: Path, tmp_path: Path
     assert result.returncode == 1
     assert "cannot fetch" in result.stderr
     assert "Traceback" not in result.stderr
-    # Nothing was registered (tests/modules/test_registration.py has the details).
+    # Nothing was registered (tests/repositories/test_registration.py has the details).
     assert cli(data_dir, "repo", "list").stdout == ""
 
 

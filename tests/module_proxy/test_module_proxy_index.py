@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gitreg.module_proxy.store import ProxiedMove, ProxiedVersion
-from gitreg.storage.blob_refs import BLOB_COLUMNS
+from gitreg.storage.blob_refs import BLOB_COLUMNS, NOT_BLOB_COLUMNS
 from gitreg.storage.index import SQLiteIndex
 from tests.support.backends import Backend
 
@@ -78,4 +78,4 @@ def test_every_column_that_names_a_blob_is_known(tmp_path: Path) -> None:
         if str(row[0]).endswith("sha256")
     }
     index.close()
-    assert found == set(BLOB_COLUMNS)
+    assert found == {*BLOB_COLUMNS, *NOT_BLOB_COLUMNS}

@@ -6,6 +6,7 @@ provider through gitreg's registry protocol."""
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -140,8 +141,17 @@ def test_an_unknown_provider_is_not_found(registry: Registry) -> None:
     client.close()
 
 
+def _terraforms() -> list[Path | None]:
+    """The pinned Terraform 1.0.3 (None), and the newer one on PATH when there is one."""
+    on_path = shutil.which("terraform")
+    return [None, *([Path(on_path)] if on_path else [])]
+
+
+@pytest.mark.parametrize(
+    "binary", _terraforms(), ids=lambda b: "pinned" if b is None else "on-path"
+)
 def test_layer_digests_are_the_zh_hashes_terraform_locks(
-    registry: Registry, tmp_path: Path
+    registry: Registry, tmp_path: Path, binary: Path | None
 ) -> None:
     server = registry.server
     (tmp_path / "main.tf").write_text(
@@ -150,7 +160,7 @@ def test_layer_digests_are_the_zh_hashes_terraform_locks(
         '      version = "2.1.0"\n    }\n  }\n}\n'
     )
     platforms = [f"-platform={p}" for p in PLATFORMS]
-    run_terraform(tmp_path, "providers", "lock", *platforms, ca_pem=server.ca_pem)
+    run_terraform(tmp_path, "providers", "lock", *platforms, ca_pem=server.ca_pem, binary=binary)
     lock_file = (tmp_path / ".terraform.lock.hcl").read_text()
     client = _client(registry, "open")
     for platform in PLATFORMS:
