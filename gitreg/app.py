@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -165,10 +166,10 @@ async def _reload_signing_keys_forever(svc: Services, stop: asyncio.Event) -> No
             log.exception("cannot reload the URL-signing keys")
 
 
-def _attest_published(svc: Services) -> None:
+def _attest_published(svc: Services, stop: threading.Event) -> None:
     try:
         svc.attestations.ensure_key()
-        made = svc.attestations.backfill()
+        made = svc.attestations.backfill(stop)
     except Exception:  # the server serves on; `gitreg reindex` retries
         log.exception("cannot sign the statements of versions published before them")
         return
@@ -215,7 +216,10 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
         counts = asyncio.create_task(services.downloads.run(FLUSH_SECONDS))
         await _note_access_tables(services)
         # The attestation key is made now, and versions older than statements get theirs.
-        statements = asyncio.create_task(run_in_threadpool(_attest_published, services))
+        backfill_stop = threading.Event()  # a thread's: set from the loop at shutdown
+        statements = asyncio.create_task(
+            run_in_threadpool(_attest_published, services, backfill_stop)
+        )
         # Webhook jobs run on threads of this process (gitreg.jobs).
         runner = services.job_service.runner()
         if settings.job_workers > 0:
@@ -226,6 +230,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             # Background work that uses the index ends before the index closes,
             # whatever else fails on the way out.
             stop.set()
+            backfill_stop.set()
             services.downloads.stop()
             try:
                 await asyncio.gather(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,10 @@ class VersionProof:
     commit: str
     log_index: int
     keyid: str
+
+
+# Versions read per query by `backfill`.
+BACKFILL_PAGE = 500
 
 
 class Attestations:
@@ -195,28 +200,43 @@ class Attestations:
         """Make the first key now (at start), so the first publish signs with it."""
         self._keys.ensure()
 
-    def backfill(self) -> int:
+    def backfill(self, stop: threading.Event | None = None) -> int:
         """Statements for the versions published before there were any, built
-        from what was recorded then; how many were made. Idempotent."""
-        made = 0
+        from what was recorded then; how many were made. Idempotent. Read a
+        page at a time, so memory stays flat over any number of versions; a
+        set `stop` (the server shutting down) ends it between two versions.
+        A version that cannot be signed (its archive gone) is reported in one
+        line at the end, and tried again by the next backfill."""
+        made, failed, first_failure = 0, 0, ""
         modules = {m.id: m for m in self._index.modules()}
-        for missing in self._store.unattested():
-            module = modules.get(missing.module_id)
-            version = (
-                self._index.version_by_key(missing.module_id, missing.version_key)
-                if module is not None
-                else None
-            )
-            if module is None or version is None:
-                continue
-            try:
-                repo = self._index.repo(module.repo_id)
-                step = self.for_publish(
-                    module, repo, version, missing.version_key, version.published_at
+        after = 0
+        while page := self._store.unattested(after, BACKFILL_PAGE):
+            after = page[-1].version_id
+            for missing in page:
+                if stop is not None and stop.is_set():
+                    return self._backfilled(made, failed, first_failure)
+                module = modules.get(missing.module_id)
+                version = (
+                    self._index.version_by_key(missing.module_id, missing.version_key)
+                    if module is not None
+                    else None
                 )
-                made += self._store.write(step)
-            except (OSError, NotFound) as exc:
-                log.warning("%s %s: no statement: %s", module.address, version.version, exc)
+                if module is None or version is None:
+                    continue
+                try:
+                    repo = self._index.repo(module.repo_id)
+                    step = self.for_publish(
+                        module, repo, version, missing.version_key, version.published_at
+                    )
+                    made += self._store.write(step)
+                except (OSError, NotFound) as exc:
+                    failed += 1
+                    first_failure = first_failure or f"{module.address} {version.version}: {exc}"
+        return self._backfilled(made, failed, first_failure)
+
+    def _backfilled(self, made: int, failed: int, first_failure: str) -> int:
+        if failed:
+            log.warning("%d versions have no statement yet (the first: %s)", failed, first_failure)
         if made:
             self._on_change()
         return made

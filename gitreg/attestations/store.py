@@ -28,6 +28,7 @@ class Unattested:
 
     module_id: int
     version_key: str
+    version_id: int  # the order they are found in, for the next page
 
 
 class AttestationIndex(Protocol):
@@ -52,7 +53,9 @@ class AttestationIndex(Protocol):
 
     def attestation(self, module_id: int, version_key: str) -> AttestationRecord | None: ...
 
-    def unattested(self) -> list[Unattested]: ...
+    def unattested(self, after_id: int, limit: int) -> list[Unattested]:
+        """Up to `limit` of them, in version id order, after the version `after_id`."""
+        ...
 
     def dir_hash_of(self, archive_sha256: str) -> str:
         """The dirHash already recorded for an archive, or "" (the same bytes

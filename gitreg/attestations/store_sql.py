@@ -93,14 +93,15 @@ class AttestationStore(IndexBackedStore):
         )
         return from_row(AttestationRecord, rows[0]) if rows else None
 
-    def unattested(self) -> list[Unattested]:
+    def unattested(self, after_id: int, limit: int) -> list[Unattested]:
         rows = self._rows(
-            "SELECT v.module_id, v.version_key FROM module_versions v"
+            "SELECT v.module_id, v.version_key, v.id FROM module_versions v"
             " LEFT JOIN module_attestations a"
             " ON a.module_id = v.module_id AND a.version_key = v.version_key"
-            " WHERE a.module_id IS NULL ORDER BY v.id"
+            " WHERE a.module_id IS NULL AND v.id > ? ORDER BY v.id LIMIT ?",
+            (after_id, limit),
         )
-        return [Unattested(int(r[0]), str(r[1])) for r in rows]
+        return [Unattested(int(r[0]), str(r[1]), int(r[2])) for r in rows]
 
     def dir_hash_of(self, archive_sha256: str) -> str:
         rows = self._rows(

@@ -8,7 +8,9 @@ import dataclasses
 import hashlib
 import io
 import json
+import logging
 import tarfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ from starlette.testclient import TestClient
 
 from gitreg.addresses import module_address
 from gitreg.app import create_app
+from gitreg.attestations import service as attestations_service
 from gitreg.audit.store import AuditQuery
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.module_proxy.config import parse_module_proxy
@@ -227,6 +230,39 @@ def test_versions_published_before_get_statements_on_reindex(
     with TestClient(app, base_url="https://testserver") as client:
         envelope = client.get("/v1/modules/old/vpc/aws/1.0.0/attestation").json()
         spec_check.dsse_payload(envelope, _keys(client))
+
+
+def test_a_backfill_reads_a_page_at_a_time_stops_when_told_and_reports_failures_once(
+    tmp_path: Path,
+    make_repo: Callable[[str], GitRepo],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    repo = make_repo("old")
+    simple_module(repo)
+    repo.commit()
+    for n in range(5):
+        repo.tag(f"v1.0.{n}")
+    data_dir = tmp_path / "data"
+    cli(data_dir, "repo", "add", str(repo.path), "--module", "old/vpc/aws")
+    svc = build_services(load_settings({"data_dir": data_dir}, environ={}))
+    try:
+        with svc.index._write() as conn:  # type: ignore[attr-defined]
+            conn.execute("DELETE FROM module_attestations")
+        monkeypatch.setattr(attestations_service, "BACKFILL_PAGE", 2)
+        stopped = threading.Event()
+        stopped.set()
+        assert svc.attestations.backfill(stopped) == 0  # a shutdown: nothing more is signed
+        [archive] = {v.archive_sha256 for v in svc.index.versions(svc.index.modules()[0].id)}
+        (data_dir / "blobs" / "sha256" / archive[:2] / archive).rename(tmp_path / "away")
+        with caplog.at_level(logging.WARNING, "gitreg.attestations"):
+            assert svc.attestations.backfill() == 0  # every version shares the one archive
+        [line] = [r.getMessage() for r in caplog.records if "no statement" in r.getMessage()]
+        assert line.startswith("5 versions have no statement yet (the first: old/vpc/aws 1.0.0")
+        (tmp_path / "away").rename(data_dir / "blobs" / "sha256" / archive[:2] / archive)
+        assert svc.attestations.backfill() == 5  # three pages of two
+    finally:
+        svc.close()
 
 
 def test_browse_api_and_page_show_the_provenance(app_client: tuple[TestClient, Services]) -> None:
