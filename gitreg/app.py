@@ -169,7 +169,7 @@ async def _reload_signing_keys_forever(svc: Services, stop: asyncio.Event) -> No
 def _attest_published(svc: Services, stop: threading.Event) -> None:
     try:
         svc.attestations.ensure_key()
-        made = svc.attestations.backfill(stop)
+        made = svc.attestations.backfill(stop, once=True)
     except Exception:  # the server serves on; `gitreg reindex` retries
         log.exception("cannot sign the statements of versions published before them")
         return

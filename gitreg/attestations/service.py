@@ -200,13 +200,17 @@ class Attestations:
         """Make the first key now (at start), so the first publish signs with it."""
         self._keys.ensure()
 
-    def backfill(self, stop: threading.Event | None = None) -> int:
+    def backfill(self, stop: threading.Event | None = None, once: bool = False) -> int:
         """Statements for the versions published before there were any, built
         from what was recorded then; how many were made. Idempotent. Read a
         page at a time, so memory stays flat over any number of versions; a
         set `stop` (the server shutting down) ends it between two versions.
         A version that cannot be signed (its archive gone) is reported in one
-        line at the end, and tried again by the next backfill."""
+        line at the end. `once` (a server's start): nothing when a backfill
+        already went over every version; `gitreg reindex` always goes over
+        them, and so tries again what could not be signed."""
+        if once and self._store.backfill_completed():
+            return 0
         made, failed, first_failure = 0, 0, ""
         modules = {m.id: m for m in self._index.modules()}
         after = 0
@@ -232,6 +236,7 @@ class Attestations:
                 except (OSError, NotFound) as exc:
                     failed += 1
                     first_failure = first_failure or f"{module.address} {version.version}: {exc}"
+        self._store.complete_backfill()
         return self._backfilled(made, failed, first_failure)
 
     def _backfilled(self, made: int, failed: int, first_failure: str) -> int:

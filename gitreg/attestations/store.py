@@ -57,6 +57,12 @@ class AttestationIndex(Protocol):
         """Up to `limit` of them, in version id order, after the version `after_id`."""
         ...
 
+    def backfill_completed(self) -> bool:
+        """Whether a backfill has gone over every version once."""
+        ...
+
+    def complete_backfill(self) -> None: ...
+
     def dir_hash_of(self, archive_sha256: str) -> str:
         """The dirHash already recorded for an archive, or "" (the same bytes
         always have the same dirHash)."""

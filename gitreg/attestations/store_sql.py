@@ -1,4 +1,4 @@
-"""All SQL of the attestations feature (migrations 0026 and 0027).
+"""All SQL of the attestations feature (migrations 0026, 0027 and 0029).
 
 Every append runs inside a write transaction, which the engines serialise
 across processes and replicas (gitreg/storage/database.py): the next index is
@@ -102,6 +102,17 @@ class AttestationStore(IndexBackedStore):
             (after_id, limit),
         )
         return [Unattested(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    def backfill_completed(self) -> bool:
+        return bool(self._rows("SELECT 1 FROM attestation_backfill WHERE id = 1"))
+
+    def complete_backfill(self) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO attestation_backfill (id, completed_at) VALUES (1, ?)"
+                " ON CONFLICT (id) DO UPDATE SET completed_at = excluded.completed_at",
+                (utcnow(),),
+            )
 
     def dir_hash_of(self, archive_sha256: str) -> str:
         rows = self._rows(
