@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -38,6 +37,7 @@ from starlette.routing import Route
 
 from gitreg.server.tls import ensure_local_tls
 from tests.support.server import free_port
+from tests.support.threaded_server import ThreadedServer
 
 STAMP = "2024-01-02T03:04:05Z"
 
@@ -69,8 +69,7 @@ class FakeGitHub:
         self.seen: list[SeenRequest] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._served: ThreadedServer | None = None
 
     # -- what tests use -------------------------------------------------------
 
@@ -249,29 +248,13 @@ class FakeGitHub:
                 Route("/storage/{asset_id:int}/{name}", self._storage),
             ]
         )
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=self.port,
-            ssl_certfile=str(self.tls.cert),
-            ssl_keyfile=str(self.tls.key),
-            log_level="warning",
-            lifespan="off",
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise AssertionError("fake GitHub did not start")
-            time.sleep(0.02)
+        self._served = ThreadedServer(app, self.port, self.tls.cert, self.tls.key)
+        self._served.start("fake GitHub")
         return self
 
     def stop(self) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(10)
+        if self._served is not None:
+            self._served.stop()
 
 
 def _not_found() -> Response:

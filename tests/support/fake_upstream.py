@@ -36,7 +36,6 @@ import random
 import ssl
 import struct
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +51,7 @@ from starlette.types import ASGIApp
 from gitreg.server.tls import ensure_local_tls
 from tests.support.provider_dist import key_id, provider_zip, public_armor, publisher_key, sign
 from tests.support.server import free_port
+from tests.support.threaded_server import ThreadedServer
 
 
 @dataclass
@@ -280,28 +280,12 @@ def serve_app_tls(app: ASGIApp, tls_dir: Path) -> Iterator[tuple[int, Path, uvic
     until the block ends: (port, CA certificate, server)."""
     tls = ensure_local_tls(tls_dir, ["127.0.0.1"])
     port = free_port()
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        ssl_certfile=str(tls.cert),
-        ssl_keyfile=str(tls.key),
-        log_level="warning",
-        lifespan="off",
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise AssertionError(f"{type(app).__name__} did not start under uvicorn")
-        time.sleep(0.02)
+    served = ThreadedServer(app, port, tls.cert, tls.key)
+    served.start(f"{type(app).__name__} under uvicorn")
     try:
-        yield port, tls.ca_cert, server
+        yield port, tls.ca_cert, served.server
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+        served.stop()
 
 
 @contextlib.contextmanager

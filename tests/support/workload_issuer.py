@@ -27,14 +27,12 @@ import base64
 import hashlib
 import hmac
 import json
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 from starlette.applications import Starlette
@@ -44,6 +42,7 @@ from starlette.routing import Route
 
 from gitreg.server.tls import ensure_local_tls
 from tests.support.server import free_port
+from tests.support.threaded_server import ThreadedServer
 
 KINDS = ("github", "gitlab", "kubernetes")
 JWKS_PATHS = {
@@ -284,8 +283,7 @@ class WorkloadIssuers:
     tls_dir: Path
     port: int = field(default_factory=free_port)
     issuers: dict[str, Issuer] = field(default_factory=dict)
-    _server: uvicorn.Server | None = None
-    _thread: threading.Thread | None = None
+    _served: ThreadedServer | None = None
 
     def __post_init__(self) -> None:
         self.tls = ensure_local_tls(self.tls_dir, ["127.0.0.1"])
@@ -316,26 +314,10 @@ class WorkloadIssuers:
 
     def start(self) -> WorkloadIssuers:
         app = Starlette(routes=[Route("/{path:path}", self._route)])
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=self.port,
-            ssl_certfile=str(self.tls.cert),
-            ssl_keyfile=str(self.tls.key),
-            log_level="warning",
-            lifespan="off",
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise AssertionError("the workload issuers did not start")
-            time.sleep(0.02)
+        self._served = ThreadedServer(app, self.port, self.tls.cert, self.tls.key)
+        self._served.start("the workload issuers")
         return self
 
     def stop(self) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(10)
+        if self._served is not None:
+            self._served.stop()
