@@ -68,7 +68,11 @@ PAGE_ROUTES = [
 def app_client(
     tmp_path: Path, make_repo: Callable[[str], GitRepo]
 ) -> Iterator[tuple[TestClient, Services]]:
-    settings = load_settings({"data_dir": tmp_path / "data", "public_url": BASE}, environ={})
+    # No job threads: the modules are published here, and a reconcile of the
+    # thousand repositories one test adds would outlive the test.
+    settings = load_settings(
+        {"data_dir": tmp_path / "data", "public_url": BASE, "job_workers": 0}, environ={}
+    )
     app = create_app(settings)
     svc: Services = app.state.services
     for namespace, name, system in [
@@ -262,7 +266,6 @@ def test_private_matches_ranking_first_leave_public_ones_in_the_results(
     count = SEARCH_CANDIDATES + 1
     version = BulkVersion("1.0.0", "c" * 40, "e" * 40, "a" * 64, 100)
     modules = [
-        # Local paths that do not exist: the reconcile's syncs fail without a network.
         BulkModule(str(tmp_path / f"gone-{n}"), "secret", f"greeting-{n}", "aws", [version])
         for n in range(count)
     ]
