@@ -18,10 +18,11 @@ from pathlib import Path
 
 import psycopg
 
+from tests.metrics.scrape import fetch, parse, value
 from tests.support.gitrepo import GitRepo, simple_module
 from tests.support.postgres import PostgresServer
 from tests.support.s3 import MotoS3, S3Bucket
-from tests.support.server import RunningServer, cli, start_server
+from tests.support.server import RunningServer, cli, free_port, start_server
 from tests.support.terraform import run_terraform
 
 
@@ -47,6 +48,27 @@ def _fetch(server: RunningServer, path: str) -> tuple[int, Message, bytes]:
     except urllib.error.HTTPError as error:
         with error:  # closes its connection, or the socket leaks (ResourceWarning)
             return error.code, error.headers, error.read()
+
+
+def _invalidations(metrics_port: int) -> float:
+    status, text = fetch(f"http://127.0.0.1:{metrics_port}/metrics")
+    assert status == 200, text
+    return value(parse(text), "gitreg_cache_evictions_total", reason="invalidated")
+
+
+def _hold_in_cache(server: RunningServer, metrics_port: int, path: str) -> None:
+    """Fetch `path` until its answer stays in the metadata cache: the server's
+    start writes too (the change feed's first poll, the statements' backfill
+    marker), and each write it notices empties the cache."""
+    deadline = time.monotonic() + 60
+    while True:
+        before = _invalidations(metrics_port)
+        assert _fetch(server, path)[0] == 200
+        # Longer than the change feed's poll plus the cache watcher's interval.
+        time.sleep(2)
+        if _invalidations(metrics_port) == before:
+            return
+        assert time.monotonic() < deadline, server.log()[-3000:]
 
 
 def _archives(server: RunningServer, address: str) -> dict[str, str]:
@@ -146,10 +168,18 @@ def test_a_database_outage_is_503_for_writes_while_cached_metadata_serves(
     repo.commit()
     repo.tag("v1.0.0")
     cli(tmp_path / "data", "repo", "add", str(repo.path), "--module", "acme/vpc/null", env=env)
-    server = start_server(tmp_path / "data", "--reconcile-interval", "0", env=env)
+    metrics_port = free_port()
+    server = start_server(
+        tmp_path / "data",
+        "--reconcile-interval",
+        "0",
+        "--metrics-listen",
+        f"127.0.0.1:{metrics_port}",
+        env=env,
+    )
     try:
         cached = "/v1/modules/acme/vpc/null/versions"
-        assert _fetch(server, cached)[0] == 200  # now in the metadata cache
+        _hold_in_cache(server, metrics_port, cached)
         with postgres_server.down():
             status, _, body = _fetch(server, cached)
             assert (status, json.loads(body)["modules"][0]["versions"][0]["version"]) == (
