@@ -27,6 +27,11 @@ from gitreg.storage.blobs import FileBlobStore
 from gitreg.storage.records import RepoRecord
 from tests.support.gitrepo import GitRepo, git
 
+# The stall limit in these tests: well past the time two spawned workers take
+# to start on a loaded machine, or the pool is declared stalled before any
+# worker began the build meant to hang it.
+STALL_SECONDS = 10.0
+
 
 def _keys(tmp_path: Path) -> tuple[Path, list[ArchiveKey]]:
     work = GitRepo(tmp_path / "work")
@@ -159,7 +164,7 @@ def test_hung_workers_are_killed_their_builds_fail_and_the_rest_is_built_here(
 ) -> None:
     mirror, keys = _keys(tmp_path)
     monkeypatch.setattr(builds, "_WORKER_START_SECONDS", -1.0)  # always worth a process
-    monkeypatch.setattr(builds, "_STALL_SECONDS", 3.0)
+    monkeypatch.setattr(builds, "_STALL_SECONDS", STALL_SECONDS)
     blobs = FileBlobStore(tmp_path / "blobs")
     backend = _HangsInWorkers({k.tree_sha for k in keys[1:4]}, tmp_path / "marks")
     runner = ArchiveBuilds(backend, blobs, ArchiveLimits(), fast_builder, 2)
@@ -179,7 +184,9 @@ def test_hung_workers_are_killed_their_builds_fail_and_the_rest_is_built_here(
     # What a hung worker was building failed; what no worker began is left to the
     # caller, to build here (publisher.py `_Archives.get`).
     assert found == {
-        k: "archive build did not finish within 3 s" for k in keys if k.tree_sha in trees
+        k: f"archive build did not finish within {STALL_SECONDS:.0f} s"
+        for k in keys
+        if k.tree_sha in trees
     }
     assert all(_gone(pid) for pid in pids)
     assert multiprocessing.active_children() == []
@@ -229,7 +236,7 @@ def test_a_sync_whose_build_hangs_a_worker_publishes_the_rest_and_reports_it(
 ) -> None:
     """The version whose build hung is reported, not published; the sync ends,
     and the next one publishes it once its build no longer hangs."""
-    monkeypatch.setattr(builds, "_STALL_SECONDS", 3.0)
+    monkeypatch.setattr(builds, "_STALL_SECONDS", STALL_SECONDS)
     hung_tree = git(synced.repo.path, "rev-parse", "v1.0.2^{tree}")
     backend = _HangsInWorkers({hung_tree}, tmp_path / "marks")
     publisher = synced.publisher(backend)
@@ -239,7 +246,7 @@ def test_a_sync_whose_build_hangs_a_worker_publishes_the_rest_and_reports_it(
     assert multiprocessing.active_children() == []
     index = synced.svc.index
     assert {v.version for v in index.versions(synced.module_id)} == {"1.0.0", "1.0.1", "1.0.3"}
-    reason = "v1.0.2: not published: archive build did not finish within 3 s"
+    reason = f"v1.0.2: not published: archive build did not finish within {STALL_SECONDS:.0f} s"
     assert f"acme/vpc/aws: {reason}" in result.ignored
     found = index.find_module("acme", "vpc", "aws")
     assert found is not None and reason in json.loads(found.sync_report)
