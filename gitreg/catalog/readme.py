@@ -14,6 +14,12 @@ from it is set here, never taken from the author:
 - table alignment becomes an `align-*` class (the page's policy forbids
   inline styles); HTML `align` attributes are kept only with a known value;
 - code fenced as HCL/Terraform is highlighted with Pygments' classes;
+- a Markdown table longer than `FOLD_ROWS_OVER` rows shows its first
+  `ROWS_SHOWN`; the others follow, under the same header, in a closed
+  `<details>`. Browsers lay out a closed `<details>` only when it opens, and
+  open it for find-in-page and for a link to an anchor inside it, so a
+  generated table of a thousand inputs neither stalls a phone at load nor
+  hides anything;
 - relative links and images are resolved by `Links`: inside a module's own
   tree to its pages at that version (a file view, a raw image, a submodule's
   or example's page), elsewhere in the repository to the forge at the commit,
@@ -67,6 +73,8 @@ _SIZE = re.compile(r"^[0-9]{1,4}(%|px)?$")
 _TEXT_ALIGN = re.compile(r"text-align:\s*(left|center|right)")
 _HIGHLIGHTED = {"hcl", "terraform", "tf", "hcl2", "opentofu", "tofu"}
 _MAX_HIGHLIGHT = 64 * 1024
+FOLD_ROWS_OVER = 200
+ROWS_SHOWN = 100
 # Link kinds: what a relative URL is resolved for.
 LINK, IMAGE = "blob", "raw"
 
@@ -213,7 +221,7 @@ def _render(text: str, links: Links, scope: str) -> str:
     import nh3
 
     md = _markdown()
-    tokens = md.parse(text)
+    tokens = _fold_long_tables(md.parse(text))
     _prepare(tokens)
     html = str(md.renderer.render(tokens, md.options, {}))
     classes = {"td": _ALIGN_CLASSES, "th": _ALIGN_CLASSES, "pre": {"hl"}, "span": _span_classes()}
@@ -266,6 +274,45 @@ def _prepare(tokens: Sequence[Token]) -> None:
             aligned = _TEXT_ALIGN.search(style)
             if aligned is not None:
                 token.attrSet("class", f"align-{aligned.group(1)}")
+
+
+def _fold_long_tables(tokens: list[Token]) -> list[Token]:
+    """Each table's rows after the first `ROWS_SHOWN`, when it has more than
+    `FOLD_ROWS_OVER`, moved to a second table with the same header inside a
+    closed `<details>` that follows the first."""
+    from markdown_it.token import Token
+
+    folded: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.type != "table_open":
+            folded.append(token)
+            i += 1
+            continue
+        end = next(j for j in range(i, len(tokens)) if tokens[j].type == "table_close")
+        table = tokens[i : end + 1]
+        rows = [
+            k for k, t in enumerate(table) if t.type == "tr_open" and t.level == token.level + 2
+        ]
+        body = next((k for k, t in enumerate(table) if t.type == "tbody_open"), None)
+        body_rows = [k for k in rows if body is not None and k > body]
+        if body is None or len(body_rows) <= FOLD_ROWS_OVER:
+            folded.extend(table)
+            i = end + 1
+            continue
+        cut = body_rows[ROWS_SHOWN]
+        opening = [t.copy() for t in table[: body + 1]]  # table, header, tbody
+        closing = [t.copy() for t in table[-2:]]  # tbody and table closed
+        summary = f"Rows {ROWS_SHOWN + 1:,} to {len(body_rows):,} of this table"
+        folded += table[:cut] + closing
+        folded.append(
+            Token("html_block", "", 0, content=f"<details><summary>{summary}</summary>\n")
+        )
+        folded += opening + table[cut:]
+        folded.append(Token("html_block", "", 0, content="</details>\n"))
+        i = end + 1
+    return folded
 
 
 def _text(inline: Token) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from gitreg.catalog.readme import Links, first_prose, render, slugify
+from gitreg.catalog.readme import FOLD_ROWS_OVER, ROWS_SHOWN, Links, first_prose, render, slugify
 from tests.catalog.test_extraction import assert_safe
 from tests.support.readmes import PROVIDER_DOC_PAGE, TERRAFORM_DOCS_README
 from tests.ui.test_ui_xss import PAYLOADS, assert_inert
@@ -50,6 +50,27 @@ def test_table_alignment_is_classes_never_inline_style() -> None:
     assert '<td align="right">1</td>' in kept
     assert "align=" not in render('<p align="javascript:x">x</p>', LINKS)
     assert "class=" not in render('<p class="notice">x</p><td class="align-left">', LINKS)
+
+
+def _table(rows: int) -> str:
+    body = "".join(f'| <a name="input_{i}"></a> input{i} | {i} |\n' for i in range(rows))
+    return "| Name | Value |\n|------|------:|\n" + body + "\nAfter the table.\n"
+
+
+def test_a_long_table_shows_its_first_rows_and_folds_the_others_under_its_header() -> None:
+    html = render(_table(FOLD_ROWS_OVER + 1), LINKS)
+    shown, rest = html.split("<details>")
+    assert shown.count("<tr>") == 1 + ROWS_SHOWN  # the header and the first rows
+    summary = f"<summary>Rows {ROWS_SHOWN + 1} to {FOLD_ROWS_OVER + 1} of this table</summary>"
+    assert rest.startswith(summary)
+    folded, after = rest.split("</details>")
+    header = '<th>Name</th>\n<th class="align-right">Value</th>'
+    assert header in shown and header in folded
+    assert folded.count("<tr>") == 1 + FOLD_ROWS_OVER + 1 - ROWS_SHOWN
+    assert f'name="readme-input_{ROWS_SHOWN}"' in folded  # anchors keep their scope
+    assert f'<td class="align-right">{FOLD_ROWS_OVER}</td>' in folded
+    assert "After the table." in after
+    assert "<details>" not in render(_table(FOLD_ROWS_OVER), LINKS)
 
 
 def test_relative_links_open_the_version_in_the_registry() -> None:

@@ -7,9 +7,10 @@ grown to about 200 KB by its Inputs table, is published with a submodule and
 an example. The browser checks what only a browser shows: the strict policy
 reports no violation (alignment is by classes), the table cells are aligned,
 the README's own contents links jump to its own headings, the images load,
-`<details>` opens, the provision snippet is not cut off at desktop width, no
-script of the README runs; and the submodule's page gives a snippet that the
-real `terraform init` installs.
+`<details>` opens, the rows past the first hundred of the long table are
+folded and open for a link into them, the provision snippet is not cut off
+at desktop width, no script of the README runs; and the submodule's page
+gives a snippet that the real `terraform init` installs.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def _large_readme() -> str:
         f'`string` | `"value-{i}"` | no |'
         for i in range(ROWS)
     )
-    extra = "\n\n## More inputs\n\n| Name | Description | Type | Default | Required |\n"
+    extra = "\n\n## More inputs\n\nOne of them: [setting 1200](#input_setting_1200).\n\n"
+    extra += "| Name | Description | Type | Default | Required |\n"
     extra += "|------|-------------|:----:|--------:|:--------:|\n" + rows + "\n"
     return (
         TERRAFORM_DOCS_README
@@ -118,7 +120,8 @@ def test_a_large_terraform_docs_readme_renders_as_written(
     url = site.server.url + "/modules/platform/net/aws"
     page.goto(url)
     readme = page.locator("#panel-readme .readme")
-    expect(readme.locator("details summary")).to_have_text("Advanced settings")
+    advanced = readme.locator("details summary", has_text="Advanced settings")
+    expect(advanced).to_be_visible()
     page.wait_for_load_state("load")
 
     # The policy stays strict and nothing violates it: alignment is by classes.
@@ -137,7 +140,7 @@ def test_a_large_terraform_docs_readme_renders_as_written(
         assert image.evaluate("e => e.naturalWidth") > 0, name
 
     # <details> opens; no script of the README ran.
-    readme.locator("details summary").click()
+    advanced.click()
     expect(readme.get_by_text("Routes can be")).to_be_visible()
     assert page.evaluate("() => window.__xss === undefined") and dialogs == []
 
@@ -155,6 +158,20 @@ def test_a_large_terraform_docs_readme_renders_as_written(
     top = heading.evaluate("e => e.getBoundingClientRect().top")
     assert 0 <= top < 100, top
     assert page.evaluate("() => document.getElementById('panel-outputs').hidden")
+    # The rows past the first hundred of the long table are folded; a link
+    # to an anchor among them, followed or opened, opens them and shows it.
+    folded = readme.locator("details", has_text="Rows 101 to 1,500 of this table")
+    row = readme.locator("tr", has=page.locator('a[name="readme-input_setting_1200"]'))
+    for follow in ("click", "load"):
+        page.goto(url)
+        assert folded.evaluate("e => e.open") is False
+        if follow == "click":
+            readme.get_by_role("link", name="setting 1200", exact=True).click()
+        else:
+            page.goto(url + "#readme-input_setting_1200")
+        page.wait_for_url("**#readme-input_setting_1200")
+        assert folded.evaluate("e => e.open") is True
+        expect(row).to_be_in_viewport()
     # A link elsewhere in the README opens the file view of that version.
     page.goto(url)
     page.locator("#panel-readme").get_by_role("link", name="the design notes").click()

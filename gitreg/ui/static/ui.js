@@ -140,16 +140,42 @@
     boxes.forEach(function (box) { observer.observe(box); });
   }
 
-  // A link to a README heading opens the panel that holds it.
+  function targetOf(fragment) {
+    var id = decodeURIComponent(fragment);
+    return id && (document.getElementById(id) || document.getElementsByName(id)[0]);
+  }
+
+  // A link to a README heading or anchor opens the panel that holds it, and
+  // the folded rows of a long table when it is among them, and shows it.
   function showTarget() {
-    var id = decodeURIComponent(window.location.hash.slice(1));
-    var target = id && document.getElementById(id);
-    var panel = target && target.closest('[role="tabpanel"]');
+    var target = targetOf(window.location.hash.slice(1));
+    if (!target) return;
+    var moved = false;
+    var panel = target.closest('[role="tabpanel"]');
     if (panel && panel.hidden) {
       var tab = document.getElementById(panel.getAttribute("aria-labelledby"));
       if (tab) tab.click();
-      target.scrollIntoView();
+      moved = true;
     }
+    // Browsers that open a closed <details> for a link scroll to the
+    // <details>, or not at all, rather than to the target inside it.
+    var folded = target.closest("details");
+    if (folded) {
+      folded.open = true;
+      moved = true;
+    }
+    if (moved) target.scrollIntoView();
+  }
+
+  // A followed link opens folded rows before the browser looks for its
+  // target; showTarget then scrolls to it when the fragment changes.
+  function openFoldedTargets() {
+    document.addEventListener("click", function (event) {
+      var link = event.target.closest && event.target.closest('a[href^="#"]');
+      var target = link && targetOf(link.getAttribute("href").slice(1));
+      var folded = target && target.closest("details");
+      if (folded) folded.open = true;
+    });
   }
 
   document.documentElement.classList.add("js");
@@ -157,6 +183,7 @@
   setupScrollables();
   showTarget();
   window.addEventListener("hashchange", showTarget);
+  openFoldedTargets();
   setupPicker();
   setupCopy();
 })();
