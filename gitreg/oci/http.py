@@ -42,6 +42,7 @@ from gitreg.errors import (
     UnknownReference,
 )
 from gitreg.oci.manifests import Document, tags_document
+from gitreg.oci.names import NameInvalid
 
 API_VERSION = {"Docker-Distribution-API-Version": "registry/2.0"}
 READ = ("GET", "HEAD")
@@ -117,6 +118,8 @@ def _translate(request: Request, exc: GitregError, unknown: str, invalid: str) -
         return _error(404, unknown, message)
     if isinstance(exc, NotFound):
         return _error(404, "NAME_UNKNOWN", message)
+    if isinstance(exc, NameInvalid):
+        return _error(400, "NAME_INVALID", message)
     if isinstance(exc, BadRequest):
         return _error(400, invalid, message)
     raise exc

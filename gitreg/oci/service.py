@@ -279,19 +279,20 @@ class Oci:
 
     async def pull_token(self, who: Credentials, scopes: list[str]) -> PullToken:
         """The `/v2/token` answer: a token for those of the `repository:NAME:pull`
-        scopes asked that `who` may read. The others are left out (no error),
-        those refused to credentials recorded as such, so that the registry
-        answers them 404 rather than another challenge. Unauthorized for bad
-        credentials."""
+        scopes asked that `who` may read. Other well-formed scopes (another
+        action, another resource type, a repository gitreg does not serve or
+        `who` may not read) are left out, those refused to credentials
+        recorded as such, so that the registry answers them 404 rather than
+        another challenge. BadRequest for a malformed scope, Unauthorized for
+        bad credentials."""
+        asked = grants.parse_scopes(scopes)
         principal = await self._principal(who, None) if who.authorization else None
         granted: list[str] = []
         denied: list[str] = []
-        for scope in scopes[: grants.MAX_SCOPES]:
-            kind, _, rest = scope.partition(":")
-            name, _, actions = rest.rpartition(":")
-            if kind != "repository" or "pull" not in actions.split(","):
+        for scope in asked:
+            if scope.type != "repository" or "pull" not in scope.actions:
                 continue
-            repo = parse_name(name, self._module_prefix, self._provider_prefix)
+            repo = parse_name(scope.name, self._module_prefix, self._provider_prefix)
             if repo is None:
                 continue
             if await self._may_read(repo, principal):
@@ -345,7 +346,7 @@ class Oci:
             if found is None or found.media_type not in (MANIFEST, INDEX):
                 raise unknown
             return found
-        if not TAG_RE.match(reference):
+        if not TAG_RE.fullmatch(reference):
             raise unknown
         found = view.manifests.get(reference)
         if found is not None:
@@ -362,7 +363,7 @@ class Oci:
         (DIGEST_INVALID) for a malformed digest, UnknownReference (BLOB_UNKNOWN)
         for one the repository does not hold."""
         repo = self.repository(name)
-        if not DIGEST_RE.match(digest):
+        if not DIGEST_RE.fullmatch(digest):
             raise BadRequest(f"invalid digest {digest[:80]!r}: only sha256 digests are served")
         private = await self._allow(who, repo)
         view = await self._view(repo)
@@ -381,7 +382,7 @@ class Oci:
         `digest`, filtered by `artifact_type` when given. Empty when nothing
         refers to it, as the spec asks even for an unknown digest."""
         repo = self.repository(name)
-        if not DIGEST_RE.match(digest):
+        if not DIGEST_RE.fullmatch(digest):
             raise BadRequest(f"invalid digest {digest[:80]!r}: only sha256 digests are served")
         await self._allow(who, repo)
         found: list[Document] = []

@@ -229,3 +229,84 @@ def test_failed_credentials_count_towards_the_limit(
     assert [e["code"] for e in answer.json()["errors"]] == ["TOOMANYREQUESTS"]
     assert "retry-after" in answer.headers
     next(served, None)
+
+
+@pytest.mark.parametrize(
+    ("scope", "code"),
+    [
+        ("garbage", "UNSUPPORTED"),
+        ("repository:modules/open/vpc/aws", "UNSUPPORTED"),
+        ("Repository:modules/open/vpc/aws:pull", "UNSUPPORTED"),
+        ("repository:modules/open/vpc/aws:pull;rm", "UNSUPPORTED"),
+        ("repository:modules/open/vpc/aws:pull\n", "UNSUPPORTED"),
+        ("repository::pull", "NAME_INVALID"),
+        ("repository:MODULES/open/vpc/aws:pull", "NAME_INVALID"),
+        ("repository:modules/../secret/vpc/aws:pull", "NAME_INVALID"),
+        ("repository:modules/open/vpc/aws\n:pull", "NAME_INVALID"),
+        (f"repository:modules/{'a' * 300}/vpc/aws:pull", "NAME_INVALID"),
+        ("repository:modules/\xff/vpc/aws:pull", "NAME_INVALID"),
+    ],
+)
+def test_a_malformed_scope_is_refused_with_400(
+    registry: tuple[TestClient, Services], scope: str, code: str
+) -> None:
+    client, svc = registry
+    good = f"repository:{SECRET_MODULE}:pull"
+    for headers in ({}, _basic(make_token(svc, "read", ["secret"]))):
+        answer = client.get("/v2/token", params={"scope": [good, scope]}, headers=headers)
+        assert answer.status_code == 400, (scope, answer.text)
+        assert [e["code"] for e in answer.json()["errors"]] == [code]
+        assert "scope" in answer.json()["errors"][0]["message"]
+    form = {"grant_type": "password", "password": make_token(svc, "read", ["secret"])}
+    posted = client.post("/v2/token", data={**form, "scope": f"{good} {scope}"})
+    assert posted.status_code == 400
+
+
+def test_too_many_scopes_are_refused_with_400(registry: tuple[TestClient, Services]) -> None:
+    client, _ = registry
+    scopes = [f"repository:modules/open/vpc{i}/aws:pull" for i in range(grants.MAX_SCOPES + 1)]
+    answer = client.get("/v2/token", params={"scope": scopes})
+    assert answer.status_code == 400
+    assert client.get("/v2/token", params={"scope": scopes[:-1]}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        f"repository:{SECRET_MODULE}:push",
+        "repository(plugin):modules/open/vpc/aws:pull",
+        "registry:catalog:*",
+        "repository:library/ubuntu:pull",
+        "repository:registry.example.com:443/modules/open/vpc/aws:pull",
+        "repository:localhost/modules/open/vpc/aws:pull",
+        "repository:Registry.Example.com/modules/open/vpc/aws:pull",
+        "repository:modules/open/vpc/aws:",
+    ],
+)
+def test_a_well_formed_scope_gitreg_cannot_grant_gives_a_token_without_it(
+    registry: tuple[TestClient, Services], scope: str
+) -> None:
+    client, svc = registry
+    credentials = _basic(make_token(svc, "read", ["secret"]))
+    issued = client.get("/v2/token", params={"scope": scope}, headers=credentials)
+    assert issued.status_code == 200, issued.text
+    grant = grants.read(svc.access.signer, issued.json()["token"])
+    assert grant.repositories == frozenset() and grant.denied == frozenset()
+    pull = _bearer(issued.json()["token"])
+    refused = client.get(f"/v2/{SECRET_MODULE}/manifests/1.0.0", headers=pull)
+    assert refused.status_code == 401
+    assert [e["code"] for e in refused.json()["errors"]] == ["UNAUTHORIZED"]
+
+
+def test_an_empty_scope_is_no_scope(registry: tuple[TestClient, Services]) -> None:
+    client, _ = registry
+    assert client.get("/v2/token", params={"scope": ["", " "]}).status_code == 200
+
+
+def test_a_scope_that_is_not_utf8_is_refused_with_400(
+    registry: tuple[TestClient, Services],
+) -> None:
+    client, _ = registry
+    answer = client.get("/v2/token?scope=repository:modules/%ff%fe/vpc/aws:pull")
+    assert answer.status_code == 400
+    assert [e["code"] for e in answer.json()["errors"]] == ["NAME_INVALID"]
