@@ -46,7 +46,6 @@ from gitreg.oci.names import NameInvalid
 
 API_VERSION = {"Docker-Distribution-API-Version": "registry/2.0"}
 READ = ("GET", "HEAD")
-ALL = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 IMMUTABLE = "public, max-age=31536000, immutable"
 PRIVATE = "private, no-store"
 MAX_FORM = 16 * 1024
@@ -254,18 +253,21 @@ async def _form(request: Request) -> dict[str, list[str]]:
 
 
 def routes() -> list[BaseRoute]:
-    """One mount: a path outside `/v2/` costs the other routes one prefix test."""
+    """One mount: a path outside `/v2/` costs the other routes one prefix test.
+    Every route takes every method, so that whatever is not a read (OPTIONS
+    and WebDAV's included) is refused by the handler in the spec's words."""
     inner: list[Route] = [
-        Route("/", base, methods=ALL),
-        Route("/token", token, methods=ALL),
-        Route("/{name:path}/tags/list", tags_list, methods=ALL),
-        Route("/{name:path}/manifests/{reference}", manifest, methods=ALL),
-        Route("/{name:path}/blobs/{digest}", blob, methods=ALL),
-        Route("/{name:path}/referrers/{digest}", referrers, methods=ALL),
-        Route("/{rest:path}", unknown_route, methods=ALL),
+        Route("/", base),
+        Route("/token", token),
+        Route("/{name:path}/tags/list", tags_list),
+        Route("/{name:path}/manifests/{reference}", manifest),
+        Route("/{name:path}/blobs/{digest}", blob),
+        Route("/{name:path}/referrers/{digest}", referrers),
+        Route("/{rest:path}", unknown_route),
     ]
     for route in inner:
         # Matching was compiled from the path relative to the mount; the access
         # line and the metrics name a route by `path`, which is made whole here.
         route.path = "/v2" + route.path
+        route.methods = None  # every method reaches the handler (a Route's default is GET)
     return [Mount("/v2", routes=inner)]

@@ -185,6 +185,12 @@ def test_errors_use_the_spec_codes(
         ("PUT", f"{MODULE}/blobs/uploads/x?digest=sha256:{'0' * 64}"),
         ("DELETE", f"{PROVIDER}/blobs/sha256:{'0' * 64}"),
         ("POST", "/v2/"),
+        ("OPTIONS", f"{MODULE}/manifests/1.0.0"),
+        ("TRACE", f"{MODULE}/tags/list"),
+        ("PROPFIND", f"{PROVIDER}/blobs/sha256:{'0' * 64}"),
+        ("MKCOL", "/v2/"),
+        ("OPTIONS", f"{MODULE}/referrers/sha256:{'0' * 64}"),
+        ("COPY", "/v2/_catalog"),
     ],
 )
 def test_pushes_answer_405_with_an_error_body(
@@ -195,6 +201,17 @@ def test_pushes_answer_405_with_an_error_body(
     assert answer.status_code == 405
     assert _codes(answer) == ["UNSUPPORTED"]
     assert answer.headers["allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "OPTIONS", "PROPFIND"])
+def test_the_token_endpoint_answers_other_methods_405(
+    registry: tuple[TestClient, Services], method: str
+) -> None:
+    client, _ = registry
+    answer = client.request(method, "/v2/token")
+    assert answer.status_code == 405
+    assert _codes(answer) == ["UNSUPPORTED"]
+    assert answer.headers["allow"] == "GET, POST"
 
 
 def test_referrers_answer_an_empty_index(registry: tuple[TestClient, Services]) -> None:
