@@ -151,7 +151,9 @@ async def tags_list(request: Request) -> Response:
     last = request.query_params.get("last", "")
     n = int(raw_n) if raw_n is not None else None
     page = await services(request).oci.tags(functools.partial(credentials, request), name, n, last)
-    headers = dict(API_VERSION)
+    # A tag list changes with every release: revalidated, and never shared
+    # when its namespace is private.
+    headers = {**API_VERSION, "Cache-Control": PRIVATE if page.private else "no-cache"}
     if page.more and page.tags:
         after = quote(page.tags[-1], safe="")
         size = f"n={len(page.tags)}&" if n is not None else ""
@@ -195,10 +197,10 @@ async def referrers(request: Request) -> Response:
     found = await services(request).oci.referrers(
         functools.partial(credentials, request), name, digest, wanted
     )
-    headers = {"Cache-Control": "no-cache"}
+    headers = {"Cache-Control": PRIVATE if found.private else "no-cache"}
     if wanted:
         headers["OCI-Filters-Applied"] = "artifactType"
-    return _document(request, found, headers)
+    return _document(request, found.document, headers)
 
 
 @_oci()

@@ -131,6 +131,7 @@ class TagPage:
     tags: list[str]
     more: bool  # a next page exists: the answer carries a `Link` to it
     body: bytes = b""  # the whole list's answer, made once per view, when that was asked
+    private: bool = False  # its namespace is private: never kept by a shared cache
 
 
 @dataclass(frozen=True)
@@ -319,17 +320,18 @@ class Oci:
     async def tags(self, who: Who, name: str, n: int | None, last: str) -> TagPage:
         """`tags/list`: at most `n` tags after `last`, in lexical order."""
         repo = self.repository(name)
-        await self._allow(who, repo)
+        private = await self._allow(who, repo)
         view = await self._view(repo)
         if n is None and not last and not view.proxied and len(view.tags) <= MAX_TAGS_PAGE:
-            return TagPage(repo.name, list(view.tags), False, view.tags_body(repo.name))
+            body = view.tags_body(repo.name)
+            return TagPage(repo.name, list(view.tags), False, body, private)
         tags = list(view.tags)
         if view.proxied:
             tags = sorted(tag_of(v) for v in await self._proxy.versions(self._module(repo)))
         if last:
             tags = [t for t in tags if t > last]
         limit = MAX_TAGS_PAGE if n is None else min(n, MAX_TAGS_PAGE)
-        return TagPage(repo.name, tags[:limit], len(tags) > limit)
+        return TagPage(repo.name, tags[:limit], len(tags) > limit, private=private)
 
     async def manifest(self, who: Who, name: str, reference: str) -> Manifest:
         """A manifest or index by tag or digest; UnknownReference (MANIFEST_UNKNOWN)
@@ -377,20 +379,20 @@ class Oci:
 
     async def referrers(
         self, who: Who, name: str, digest: str, artifact_type: str = ""
-    ) -> Document:
+    ) -> Manifest:
         """The referrers API: an image index of the manifests whose subject is
         `digest`, filtered by `artifact_type` when given. Empty when nothing
         refers to it, as the spec asks even for an unknown digest."""
         repo = self.repository(name)
         if not DIGEST_RE.fullmatch(digest):
             raise BadRequest(f"invalid digest {digest[:80]!r}: only sha256 digests are served")
-        await self._allow(who, repo)
+        private = await self._allow(who, repo)
         found: list[Document] = []
         for source in self._referrers:
             found.extend(await anyio.to_thread.run_sync(source, repo, digest))
         if artifact_type:
             found = [d for d in found if d.artifact_type == artifact_type]
-        return referrers_index(found)
+        return Manifest(referrers_index(found), private)
 
     # -- modules --------------------------------------------------------------------------
 

@@ -127,8 +127,9 @@ def test_provider_layer_is_the_release_zip(registry: tuple[TestClient, Services]
 
 def test_tags_list_pages_with_n_and_last(registry: tuple[TestClient, Services]) -> None:
     client, _ = registry
-    whole = client.get(f"{MODULE}/tags/list").json()
-    assert whole == {"name": "modules/open/vpc/aws", "tags": ["1.0.0", "1.1.0-rc.1"]}
+    whole = client.get(f"{MODULE}/tags/list")
+    assert whole.json() == {"name": "modules/open/vpc/aws", "tags": ["1.0.0", "1.1.0-rc.1"]}
+    assert whole.headers["cache-control"] == "no-cache"
     first = client.get(f"{MODULE}/tags/list", params={"n": "1"})
     assert first.json()["tags"] == ["1.0.0"]
     assert first.headers["link"] == (

@@ -111,8 +111,9 @@ def test_a_read_token_reads_every_route(
     for path in secret_paths:
         answer = client.get(path, headers=headers)
         assert answer.status_code == 200, path
-        if "/blobs/" in path or "/manifests/" in path:
-            assert answer.headers["cache-control"] == "private, no-store", path
+        assert answer.headers["cache-control"] == "private, no-store", path
+        paged = client.get(f"/v2/{SECRET_MODULE}/tags/list?n=1", headers=headers)
+        assert paged.headers["cache-control"] == "private, no-store"
 
 
 def test_token_flow_with_basic_credentials(
