@@ -142,14 +142,19 @@ async def base(request: Request) -> Response:
     return Response(b"{}", media_type="application/json", headers=API_VERSION)
 
 
-@_oci()
+@_oci(invalid="PAGINATION_NUMBER_INVALID")
 async def tags_list(request: Request) -> Response:
     name = request.path_params["name"]
-    raw_n = request.query_params.get("n")
-    if raw_n is not None and not (raw_n.isascii() and raw_n.isdigit() and len(raw_n) < 10):
-        raise BadRequest("n must be a non-negative integer")
+    raw_n = request.query_params.get("n") or None
+    if raw_n is not None and not (raw_n.isascii() and raw_n.isdigit()):
+        raise BadRequest(f"n must be a non-negative integer, not {raw_n[:40]!r}")
     last = request.query_params.get("last", "")
-    n = int(raw_n) if raw_n is not None else None
+    n = None
+    if raw_n is not None:
+        # Any page size is asked for (the service answers at most its own
+        # page); a huge one is not parsed digit by digit.
+        digits = raw_n.lstrip("0")
+        n = int(digits or "0") if len(digits) < 10 else 10**9
     page = await services(request).oci.tags(functools.partial(credentials, request), name, n, last)
     # A tag list changes with every release: revalidated, and never shared
     # when its namespace is private.

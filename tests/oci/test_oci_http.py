@@ -141,6 +141,25 @@ def test_tags_list_pages_with_n_and_last(registry: tuple[TestClient, Services]) 
     assert client.get(f"{MODULE}/tags/list", params={"n": "0"}).json()["tags"] == []
 
 
+@pytest.mark.parametrize("n", ["2", "1000", "1001", "99999999999", "9" * 5000, "0002", ""])
+def test_tags_list_takes_any_page_size(registry: tuple[TestClient, Services], n: str) -> None:
+    client, _ = registry
+    answer = client.get(f"{MODULE}/tags/list?n={n}")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["tags"] == ["1.0.0", "1.1.0-rc.1"]
+    assert "link" not in answer.headers
+
+
+@pytest.mark.parametrize("n", ["-1", "abc", "1e3", "1.5", " 1", "%EF%BC%91", "%ff"])
+def test_tags_list_refuses_a_page_size_that_is_no_number(
+    registry: tuple[TestClient, Services], n: str
+) -> None:
+    client, _ = registry
+    answer = client.get(f"{MODULE}/tags/list?n={n}")
+    assert answer.status_code == 400
+    assert _codes(answer) == ["PAGINATION_NUMBER_INVALID"]
+
+
 def test_yanked_version_leaves_the_tags_but_stays_pullable(
     registry: tuple[TestClient, Services],
 ) -> None:
