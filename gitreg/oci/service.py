@@ -280,12 +280,12 @@ class Oci:
 
     async def pull_token(self, who: Credentials, scopes: list[str]) -> PullToken:
         """The `/v2/token` answer: a token for those of the `repository:NAME:pull`
-        scopes asked that `who` may read. Other well-formed scopes (another
-        action, another resource type, a repository gitreg does not serve or
-        `who` may not read) are left out, those refused to credentials
-        recorded as such, so that the registry answers them 404 rather than
-        another challenge. BadRequest for a malformed scope, Unauthorized for
-        bad credentials."""
+        scopes asked that are private and that `who` may read. Other
+        well-formed scopes (another action, another resource type, a public
+        repository, one gitreg does not serve or `who` may not read) are left
+        out, those refused to credentials recorded as such, so that the
+        registry answers them 404 rather than another challenge. BadRequest
+        for a malformed scope, Unauthorized for bad credentials."""
         asked = grants.parse_scopes(scopes)
         principal = await self._principal(who, None) if who.authorization else None
         granted: list[str] = []
@@ -296,24 +296,30 @@ class Oci:
             repo = parse_name(scope.name, self._module_prefix, self._provider_prefix)
             if repo is None:
                 continue
-            if await self._may_read(repo, principal):
+            private = await self._private_for(repo, principal)
+            if private:
                 granted.append(repo.name)
-            elif principal is not None:
+            elif private is None and principal is not None:
                 denied.append(repo.name)
         token_id = principal.token_id if principal is not None else 0
         token, ttl = grants.issue(self._access.signer, granted, denied, token_id)
         issued = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         return PullToken(token, ttl, issued)
 
-    async def _may_read(self, repo: RepoName, principal: Principal | None) -> bool:
+    async def _private_for(self, repo: RepoName, principal: Principal | None) -> bool | None:
+        """True when `repo` is private and `principal` may read it, False when
+        it is public, None when `principal` may not read it. Only the first
+        goes into a pull token: a public repository is read without one, and
+        a token listing it would open it for its lifetime should its
+        namespace be made private."""
+
         async def holder() -> Principal | None:
             return principal
 
         try:
-            await self._access.check_read(repo.namespace, "", holder)
+            return await self._access.check_read(repo.namespace, "", holder)
         except (Unauthorized, NotFound):
-            return False
-        return True
+            return None
 
     # -- the read side --------------------------------------------------------------------
 

@@ -311,3 +311,27 @@ def test_a_scope_that_is_not_utf8_is_refused_with_400(
     answer = client.get("/v2/token?scope=repository:modules/%ff%fe/vpc/aws:pull")
     assert answer.status_code == 400
     assert [e["code"] for e in answer.json()["errors"]] == ["NAME_INVALID"]
+
+
+def test_a_pull_token_does_not_open_a_namespace_made_private_after_it(
+    registry: tuple[TestClient, Services],
+) -> None:
+    client, svc = registry
+    public = "modules/open/vpc/aws"
+    scope = {"scope": f"repository:{public}:pull"}
+    anonymous = client.get("/v2/token", params=scope).json()["token"]
+    other = _basic(make_token(svc, "read", ["secret"]))
+    credentialed = client.get("/v2/token", params=scope, headers=other).json()["token"]
+    for token in (anonymous, credentialed):
+        assert grants.read(svc.access.signer, token).repositories == frozenset()
+        assert client.get(f"/v2/{public}/tags/list", headers=_bearer(token)).status_code == 200
+    svc.auth.set_namespace_private("open", True)
+    svc.cache.invalidate()
+    for token in (anonymous, credentialed):
+        answer = client.get(f"/v2/{public}/manifests/1.0.0", headers=_bearer(token))
+        assert answer.status_code == 401
+        assert f'scope="repository:{public}:pull"' in answer.headers["www-authenticate"]
+    # Asked again, the credentials that may not read it are told so.
+    again = client.get("/v2/token", params=scope, headers=other).json()["token"]
+    answer = client.get(f"/v2/{public}/manifests/1.0.0", headers=_bearer(again))
+    assert answer.status_code == 404
