@@ -119,8 +119,8 @@ def _translate(request: Request, exc: GitregError, unknown: str, invalid: str) -
         return _error(404, "NAME_UNKNOWN", message)
     if isinstance(exc, NameInvalid):
         return _error(400, "NAME_INVALID", message)
-    if isinstance(exc, BadRequest):
-        return _error(400, invalid, message)
+    if isinstance(exc, BadRequest):  # 413 for PayloadTooLarge
+        return _error(exc.status, invalid, message)
     raise exc
 
 

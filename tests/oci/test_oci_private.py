@@ -335,3 +335,11 @@ def test_a_pull_token_does_not_open_a_namespace_made_private_after_it(
     again = client.get("/v2/token", params=scope, headers=other).json()["token"]
     answer = client.get(f"/v2/{public}/manifests/1.0.0", headers=_bearer(again))
     assert answer.status_code == 404
+
+
+def test_an_oversized_token_form_is_413(registry: tuple[TestClient, Services]) -> None:
+    client, _ = registry
+    form = {"grant_type": "password", "password": "x" * 20_000}
+    answer = client.post("/v2/token", data=form)
+    assert answer.status_code == 413
+    assert [e["code"] for e in answer.json()["errors"]] == ["UNSUPPORTED"]
