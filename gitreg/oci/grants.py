@@ -28,11 +28,12 @@ PREFIX = "oci1."
 _SIGNED_PATH = "/v2/token/grant/"
 MAX_SCOPES = 32
 
-# The Docker token flow's scope grammar: `TYPE:NAME:ACTION[,ACTION]*`, where
-# TYPE may carry a class (`repository(plugin)`) and NAME may start with a
-# hostname and port (`_resource_name`). `*` is the action clients ask for `registry:catalog`.
-_TYPE_RE = re.compile(r"^[a-z0-9]+(?:\([a-z0-9]+\))?$")
-_ACTIONS_RE = re.compile(r"^[a-z*]*(?:,[a-z*]*)*$")
+# The Docker token flow's scope grammar, matched whole:
+# `TYPE:NAME:ACTION[,ACTION]*`, where TYPE may carry a class
+# (`repository(plugin)`), NAME may start with a hostname and port
+# (`_resource_name`), and `*` is the action clients ask `registry:catalog` for.
+_TYPE_RE = re.compile(r"[a-z0-9]+(?:\([a-z0-9]+\))?")
+_ACTIONS_RE = re.compile(r"[a-z*]*(?:,[a-z*]*)*")
 _COMPONENT = r"[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*"
 _LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
 _HOST_RE = re.compile(rf"(?:{_LABEL}\.)*{_LABEL}(?::[0-9]+)?")
