@@ -343,3 +343,34 @@ def test_an_oversized_token_form_is_413(registry: tuple[TestClient, Services]) -
     answer = client.post("/v2/token", data=form)
     assert answer.status_code == 413
     assert [e["code"] for e in answer.json()["errors"]] == ["UNSUPPORTED"]
+
+
+def test_without_access_a_private_repository_is_indistinguishable_from_none(
+    registry: tuple[TestClient, Services], secret_paths: list[str]
+) -> None:
+    """Every route, query and method answers a repository that exists exactly
+    as one that does not, but for the name it echoes."""
+    client, svc = registry
+    other = make_token(svc, "read", ["open"])
+    pull_other = client.get(
+        "/v2/token",
+        params={
+            "scope": [f"repository:{SECRET_MODULE}:pull", "repository:modules/secret/nope/aws:pull"]
+        },
+        headers=_basic(other),
+    ).json()["token"]
+    queries = ["", "?n=1", "?n=1&last=1.0.0", "?last=9.9.9", "?last=zzz", "?n=0"]
+    suffixes = [f"/tags/list{q}" for q in queries]
+    suffixes += [p.split(SECRET_MODULE, 1)[1] for p in secret_paths if SECRET_MODULE in p]
+    suffixes += ["/manifests/9.9.9", f"/blobs/sha256:{'1' * 64}", f"/referrers/sha256:{'1' * 64}"]
+    for headers in ({}, _bearer(other), _basic(other), _bearer(pull_other)):
+        for suffix in suffixes:
+            for method in ("GET", "HEAD"):
+                there = client.request(method, f"/v2/{SECRET_MODULE}{suffix}", headers=headers)
+                gone = client.request(
+                    method, f"/v2/modules/secret/nope/aws{suffix}", headers=headers
+                )
+                assert there.status_code in (401, 404), (suffix, there.status_code)
+                assert there.status_code == gone.status_code, (headers, suffix)
+                assert sorted(there.headers) == sorted(gone.headers), (headers, suffix)
+                assert there.content.replace(b"vpc", b"nope") == gone.content, (headers, suffix)
