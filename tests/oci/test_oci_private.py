@@ -374,3 +374,31 @@ def test_without_access_a_private_repository_is_indistinguishable_from_none(
                 assert there.status_code == gone.status_code, (headers, suffix)
                 assert sorted(there.headers) == sorted(gone.headers), (headers, suffix)
                 assert there.content.replace(b"vpc", b"nope") == gone.content, (headers, suffix)
+
+
+def test_a_private_digest_asked_through_a_public_repository_is_unknown(
+    registry: tuple[TestClient, Services], secret_paths: list[str]
+) -> None:
+    client, svc = registry
+    token = _bearer(make_token(svc, "read", ["secret"]))
+    # Config blobs ({} and {"architecture", "os"}) are the same in every
+    # repository: public wherever they are.
+    configs = {
+        client.get(p, headers=token).json()["config"]["digest"]
+        for p in secret_paths
+        if "/manifests/sha256:" in p and "config" in client.get(p, headers=token).json()
+    }
+    digests = {p.rsplit("/", 1)[1] for p in secret_paths if "/sha256:" in p} - configs
+    assert len(digests) == 5  # module manifest and zip, provider index, manifest and zip
+    unknown = f"sha256:{'1' * 64}"
+    for public in ("/v2/modules/open/vpc/aws", "/v2/providers/open/null"):
+        for route in ("manifests", "blobs", "referrers"):
+            for method in ("GET", "HEAD"):
+                baseline = client.request(method, f"{public}/{route}/{unknown}")
+                for digest in digests:
+                    answer = client.request(method, f"{public}/{route}/{digest}")
+                    assert answer.status_code == baseline.status_code, (public, route, digest)
+                    assert sorted(answer.headers) == sorted(baseline.headers)
+                    assert answer.content.replace(digest.encode(), unknown.encode()) == (
+                        baseline.content
+                    )
