@@ -15,16 +15,29 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gitreg.auth.signed_urls import UrlSigner
-from gitreg.errors import Forbidden
+from gitreg.errors import BadRequest, Forbidden
+from gitreg.oci.names import MAX_NAME, NameInvalid
 
 PREFIX = "oci1."
 # The path the MAC is computed over: no route serves it.
 _SIGNED_PATH = "/v2/token/grant/"
 MAX_SCOPES = 32
+
+# The Docker token flow's scope grammar, matched whole:
+# `TYPE:NAME:ACTION[,ACTION]*`, where TYPE may carry a class
+# (`repository(plugin)`), NAME may start with a hostname and port
+# (`_resource_name`), and `*` is the action clients ask `registry:catalog` for.
+_TYPE_RE = re.compile(r"[a-z0-9]+(?:\([a-z0-9]+\))?")
+_ACTIONS_RE = re.compile(r"[a-z*]*(?:,[a-z*]*)*")
+_COMPONENT = r"[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*"
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_HOST_RE = re.compile(rf"(?:{_LABEL}\.)*{_LABEL}(?::[0-9]+)?")
+_PATH_RE = re.compile(rf"{_COMPONENT}(?:/{_COMPONENT})*")
 
 
 @dataclass(frozen=True)
@@ -35,6 +48,46 @@ class Grant:
     denied: frozenset[str]
     token_id: int  # 0 for an anonymous grant
     expires: int
+
+
+@dataclass(frozen=True)
+class ScopeRequest:
+    """One scope a client asks the token endpoint for."""
+
+    type: str
+    name: str
+    actions: frozenset[str]
+
+
+def parse_scopes(scopes: list[str]) -> list[ScopeRequest]:
+    """The scopes of a token request, each `TYPE:NAME:ACTIONS`. BadRequest for
+    one outside the grammar (NameInvalid when only its name is), or for more
+    than MAX_SCOPES: a client asking for something no token can say is told
+    so, rather than handed a token that opens nothing."""
+    if len(scopes) > MAX_SCOPES:
+        raise BadRequest(f"at most {MAX_SCOPES} scopes per token request, not {len(scopes)}")
+    parsed: list[ScopeRequest] = []
+    for scope in scopes:
+        shown = scope[:300]
+        kind, _, rest = scope.partition(":")
+        name, colon, actions = rest.rpartition(":")
+        if not colon or not _TYPE_RE.fullmatch(kind) or not _ACTIONS_RE.fullmatch(actions):
+            raise BadRequest(
+                f"malformed scope {shown!r}: expected repository:NAME:pull (docs/oci.md)"
+            )
+        if len(name) > MAX_NAME or not _resource_name(name):
+            raise NameInvalid(f"invalid repository name in scope {shown!r}")
+        parsed.append(ScopeRequest(kind, name, frozenset(actions.split(","))))
+    return parsed
+
+
+def _resource_name(name: str) -> bool:
+    """`[HOST/]PATH`; as in Docker's references, the first part names a host
+    only when it has a `.` or a `:` or is `localhost`."""
+    host, slash, path = name.partition("/")
+    if slash and ("." in host or ":" in host or host == "localhost"):
+        return bool(_HOST_RE.fullmatch(host) and _PATH_RE.fullmatch(path))
+    return bool(_PATH_RE.fullmatch(name))
 
 
 def issue(

@@ -42,10 +42,10 @@ from gitreg.errors import (
     UnknownReference,
 )
 from gitreg.oci.manifests import Document, tags_document
+from gitreg.oci.names import NameInvalid
 
 API_VERSION = {"Docker-Distribution-API-Version": "registry/2.0"}
 READ = ("GET", "HEAD")
-ALL = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 IMMUTABLE = "public, max-age=31536000, immutable"
 PRIVATE = "private, no-store"
 MAX_FORM = 16 * 1024
@@ -117,8 +117,10 @@ def _translate(request: Request, exc: GitregError, unknown: str, invalid: str) -
         return _error(404, unknown, message)
     if isinstance(exc, NotFound):
         return _error(404, "NAME_UNKNOWN", message)
-    if isinstance(exc, BadRequest):
-        return _error(400, invalid, message)
+    if isinstance(exc, NameInvalid):
+        return _error(400, "NAME_INVALID", message)
+    if isinstance(exc, BadRequest):  # 413 for PayloadTooLarge
+        return _error(exc.status, invalid, message)
     raise exc
 
 
@@ -140,16 +142,23 @@ async def base(request: Request) -> Response:
     return Response(b"{}", media_type="application/json", headers=API_VERSION)
 
 
-@_oci()
+@_oci(invalid="PAGINATION_NUMBER_INVALID")
 async def tags_list(request: Request) -> Response:
     name = request.path_params["name"]
-    raw_n = request.query_params.get("n")
-    if raw_n is not None and not (raw_n.isascii() and raw_n.isdigit() and len(raw_n) < 10):
-        raise BadRequest("n must be a non-negative integer")
+    raw_n = request.query_params.get("n") or None
+    if raw_n is not None and not (raw_n.isascii() and raw_n.isdigit()):
+        raise BadRequest(f"n must be a non-negative integer, not {raw_n[:40]!r}")
     last = request.query_params.get("last", "")
-    n = int(raw_n) if raw_n is not None else None
+    n = None
+    if raw_n is not None:
+        # Any page size is asked for (the service answers at most its own
+        # page); a huge one is not parsed digit by digit.
+        digits = raw_n.lstrip("0")
+        n = int(digits or "0") if len(digits) < 10 else 10**9
     page = await services(request).oci.tags(functools.partial(credentials, request), name, n, last)
-    headers = dict(API_VERSION)
+    # A tag list changes with every release: revalidated, and never shared
+    # when its namespace is private.
+    headers = {**API_VERSION, "Cache-Control": PRIVATE if page.private else "no-cache"}
     if page.more and page.tags:
         after = quote(page.tags[-1], safe="")
         size = f"n={len(page.tags)}&" if n is not None else ""
@@ -193,10 +202,10 @@ async def referrers(request: Request) -> Response:
     found = await services(request).oci.referrers(
         functools.partial(credentials, request), name, digest, wanted
     )
-    headers = {"Cache-Control": "no-cache"}
+    headers = {"Cache-Control": PRIVATE if found.private else "no-cache"}
     if wanted:
         headers["OCI-Filters-Applied"] = "artifactType"
-    return _document(request, found, headers)
+    return _document(request, found.document, headers)
 
 
 @_oci()
@@ -251,18 +260,21 @@ async def _form(request: Request) -> dict[str, list[str]]:
 
 
 def routes() -> list[BaseRoute]:
-    """One mount: a path outside `/v2/` costs the other routes one prefix test."""
+    """One mount: a path outside `/v2/` costs the other routes one prefix test.
+    Every route takes every method, so that whatever is not a read (OPTIONS
+    and WebDAV's included) is refused by the handler in the spec's words."""
     inner: list[Route] = [
-        Route("/", base, methods=ALL),
-        Route("/token", token, methods=ALL),
-        Route("/{name:path}/tags/list", tags_list, methods=ALL),
-        Route("/{name:path}/manifests/{reference}", manifest, methods=ALL),
-        Route("/{name:path}/blobs/{digest}", blob, methods=ALL),
-        Route("/{name:path}/referrers/{digest}", referrers, methods=ALL),
-        Route("/{rest:path}", unknown_route, methods=ALL),
+        Route("/", base),
+        Route("/token", token),
+        Route("/{name:path}/tags/list", tags_list),
+        Route("/{name:path}/manifests/{reference}", manifest),
+        Route("/{name:path}/blobs/{digest}", blob),
+        Route("/{name:path}/referrers/{digest}", referrers),
+        Route("/{rest:path}", unknown_route),
     ]
     for route in inner:
         # Matching was compiled from the path relative to the mount; the access
         # line and the metrics name a route by `path`, which is made whole here.
         route.path = "/v2" + route.path
+        route.methods = None  # every method reaches the handler (a Route's default is GET)
     return [Mount("/v2", routes=inner)]

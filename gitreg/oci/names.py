@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gitreg.errors import NotAVersion
+from gitreg.errors import BadRequest, NotAVersion
 from gitreg.versions import Version, parse_tag_version
 
 # distribution-spec v1.1, "Pulling manifests": <name> and <reference>.
@@ -23,6 +23,10 @@ NAME_RE = re.compile(
 TAG_RE = re.compile(r"^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 MAX_NAME = 255
+
+
+class NameInvalid(BadRequest):
+    """A repository name outside the spec's grammar (`NAME_INVALID`)."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ def _prefix_parts(prefix: str) -> tuple[str, ...]:
 def parse_name(name: str, module_prefix: str, provider_prefix: str) -> RepoName | None:
     """What `name` names, or None when it is no repository gitreg could serve
     (malformed, or outside both prefixes)."""
-    if len(name) > MAX_NAME or not NAME_RE.match(name):
+    if len(name) > MAX_NAME or not NAME_RE.fullmatch(name):
         return None
     parts = tuple(name.split("/"))
     for kind, prefix, sizes in (

@@ -131,6 +131,7 @@ class TagPage:
     tags: list[str]
     more: bool  # a next page exists: the answer carries a `Link` to it
     body: bytes = b""  # the whole list's answer, made once per view, when that was asked
+    private: bool = False  # its namespace is private: never kept by a shared cache
 
 
 @dataclass(frozen=True)
@@ -279,56 +280,64 @@ class Oci:
 
     async def pull_token(self, who: Credentials, scopes: list[str]) -> PullToken:
         """The `/v2/token` answer: a token for those of the `repository:NAME:pull`
-        scopes asked that `who` may read. The others are left out (no error),
-        those refused to credentials recorded as such, so that the registry
-        answers them 404 rather than another challenge. Unauthorized for bad
-        credentials."""
+        scopes asked that are private and that `who` may read. Other
+        well-formed scopes (another action, another resource type, a public
+        repository, one gitreg does not serve or `who` may not read) are left
+        out, those refused to credentials recorded as such, so that the
+        registry answers them 404 rather than another challenge. BadRequest
+        for a malformed scope, Unauthorized for bad credentials."""
+        asked = grants.parse_scopes(scopes)
         principal = await self._principal(who, None) if who.authorization else None
         granted: list[str] = []
         denied: list[str] = []
-        for scope in scopes[: grants.MAX_SCOPES]:
-            kind, _, rest = scope.partition(":")
-            name, _, actions = rest.rpartition(":")
-            if kind != "repository" or "pull" not in actions.split(","):
+        for scope in asked:
+            if scope.type != "repository" or "pull" not in scope.actions:
                 continue
-            repo = parse_name(name, self._module_prefix, self._provider_prefix)
+            repo = parse_name(scope.name, self._module_prefix, self._provider_prefix)
             if repo is None:
                 continue
-            if await self._may_read(repo, principal):
+            private = await self._private_for(repo, principal)
+            if private:
                 granted.append(repo.name)
-            elif principal is not None:
+            elif private is None and principal is not None:
                 denied.append(repo.name)
         token_id = principal.token_id if principal is not None else 0
         token, ttl = grants.issue(self._access.signer, granted, denied, token_id)
         issued = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         return PullToken(token, ttl, issued)
 
-    async def _may_read(self, repo: RepoName, principal: Principal | None) -> bool:
+    async def _private_for(self, repo: RepoName, principal: Principal | None) -> bool | None:
+        """True when `repo` is private and `principal` may read it, False when
+        it is public, None when `principal` may not read it. Only the first
+        goes into a pull token: a public repository is read without one, and
+        a token listing it would open it for its lifetime should its
+        namespace be made private."""
+
         async def holder() -> Principal | None:
             return principal
 
         try:
-            await self._access.check_read(repo.namespace, "", holder)
+            return await self._access.check_read(repo.namespace, "", holder)
         except (Unauthorized, NotFound):
-            return False
-        return True
+            return None
 
     # -- the read side --------------------------------------------------------------------
 
     async def tags(self, who: Who, name: str, n: int | None, last: str) -> TagPage:
         """`tags/list`: at most `n` tags after `last`, in lexical order."""
         repo = self.repository(name)
-        await self._allow(who, repo)
+        private = await self._allow(who, repo)
         view = await self._view(repo)
         if n is None and not last and not view.proxied and len(view.tags) <= MAX_TAGS_PAGE:
-            return TagPage(repo.name, list(view.tags), False, view.tags_body(repo.name))
+            body = view.tags_body(repo.name)
+            return TagPage(repo.name, list(view.tags), False, body, private)
         tags = list(view.tags)
         if view.proxied:
             tags = sorted(tag_of(v) for v in await self._proxy.versions(self._module(repo)))
         if last:
             tags = [t for t in tags if t > last]
         limit = MAX_TAGS_PAGE if n is None else min(n, MAX_TAGS_PAGE)
-        return TagPage(repo.name, tags[:limit], len(tags) > limit)
+        return TagPage(repo.name, tags[:limit], len(tags) > limit, private=private)
 
     async def manifest(self, who: Who, name: str, reference: str) -> Manifest:
         """A manifest or index by tag or digest; UnknownReference (MANIFEST_UNKNOWN)
@@ -345,7 +354,7 @@ class Oci:
             if found is None or found.media_type not in (MANIFEST, INDEX):
                 raise unknown
             return found
-        if not TAG_RE.match(reference):
+        if not TAG_RE.fullmatch(reference):
             raise unknown
         found = view.manifests.get(reference)
         if found is not None:
@@ -362,7 +371,7 @@ class Oci:
         (DIGEST_INVALID) for a malformed digest, UnknownReference (BLOB_UNKNOWN)
         for one the repository does not hold."""
         repo = self.repository(name)
-        if not DIGEST_RE.match(digest):
+        if not DIGEST_RE.fullmatch(digest):
             raise BadRequest(f"invalid digest {digest[:80]!r}: only sha256 digests are served")
         private = await self._allow(who, repo)
         view = await self._view(repo)
@@ -376,20 +385,20 @@ class Oci:
 
     async def referrers(
         self, who: Who, name: str, digest: str, artifact_type: str = ""
-    ) -> Document:
+    ) -> Manifest:
         """The referrers API: an image index of the manifests whose subject is
         `digest`, filtered by `artifact_type` when given. Empty when nothing
         refers to it, as the spec asks even for an unknown digest."""
         repo = self.repository(name)
-        if not DIGEST_RE.match(digest):
+        if not DIGEST_RE.fullmatch(digest):
             raise BadRequest(f"invalid digest {digest[:80]!r}: only sha256 digests are served")
-        await self._allow(who, repo)
+        private = await self._allow(who, repo)
         found: list[Document] = []
         for source in self._referrers:
             found.extend(await anyio.to_thread.run_sync(source, repo, digest))
         if artifact_type:
             found = [d for d in found if d.artifact_type == artifact_type]
-        return referrers_index(found)
+        return Manifest(referrers_index(found), private)
 
     # -- modules --------------------------------------------------------------------------
 

@@ -127,8 +127,9 @@ def test_provider_layer_is_the_release_zip(registry: tuple[TestClient, Services]
 
 def test_tags_list_pages_with_n_and_last(registry: tuple[TestClient, Services]) -> None:
     client, _ = registry
-    whole = client.get(f"{MODULE}/tags/list").json()
-    assert whole == {"name": "modules/open/vpc/aws", "tags": ["1.0.0", "1.1.0-rc.1"]}
+    whole = client.get(f"{MODULE}/tags/list")
+    assert whole.json() == {"name": "modules/open/vpc/aws", "tags": ["1.0.0", "1.1.0-rc.1"]}
+    assert whole.headers["cache-control"] == "no-cache"
     first = client.get(f"{MODULE}/tags/list", params={"n": "1"})
     assert first.json()["tags"] == ["1.0.0"]
     assert first.headers["link"] == (
@@ -138,6 +139,25 @@ def test_tags_list_pages_with_n_and_last(registry: tuple[TestClient, Services]) 
     assert second.json()["tags"] == ["1.1.0-rc.1"]
     assert "link" not in second.headers
     assert client.get(f"{MODULE}/tags/list", params={"n": "0"}).json()["tags"] == []
+
+
+@pytest.mark.parametrize("n", ["2", "1000", "1001", "99999999999", "9" * 5000, "0002", ""])
+def test_tags_list_takes_any_page_size(registry: tuple[TestClient, Services], n: str) -> None:
+    client, _ = registry
+    answer = client.get(f"{MODULE}/tags/list?n={n}")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["tags"] == ["1.0.0", "1.1.0-rc.1"]
+    assert "link" not in answer.headers
+
+
+@pytest.mark.parametrize("n", ["-1", "abc", "1e3", "1.5", " 1", "%EF%BC%91", "%ff"])
+def test_tags_list_refuses_a_page_size_that_is_no_number(
+    registry: tuple[TestClient, Services], n: str
+) -> None:
+    client, _ = registry
+    answer = client.get(f"{MODULE}/tags/list?n={n}")
+    assert answer.status_code == 400
+    assert _codes(answer) == ["PAGINATION_NUMBER_INVALID"]
 
 
 def test_yanked_version_leaves_the_tags_but_stays_pullable(
@@ -185,6 +205,12 @@ def test_errors_use_the_spec_codes(
         ("PUT", f"{MODULE}/blobs/uploads/x?digest=sha256:{'0' * 64}"),
         ("DELETE", f"{PROVIDER}/blobs/sha256:{'0' * 64}"),
         ("POST", "/v2/"),
+        ("OPTIONS", f"{MODULE}/manifests/1.0.0"),
+        ("TRACE", f"{MODULE}/tags/list"),
+        ("PROPFIND", f"{PROVIDER}/blobs/sha256:{'0' * 64}"),
+        ("MKCOL", "/v2/"),
+        ("OPTIONS", f"{MODULE}/referrers/sha256:{'0' * 64}"),
+        ("COPY", "/v2/_catalog"),
     ],
 )
 def test_pushes_answer_405_with_an_error_body(
@@ -195,6 +221,17 @@ def test_pushes_answer_405_with_an_error_body(
     assert answer.status_code == 405
     assert _codes(answer) == ["UNSUPPORTED"]
     assert answer.headers["allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "OPTIONS", "PROPFIND"])
+def test_the_token_endpoint_answers_other_methods_405(
+    registry: tuple[TestClient, Services], method: str
+) -> None:
+    client, _ = registry
+    answer = client.request(method, "/v2/token")
+    assert answer.status_code == 405
+    assert _codes(answer) == ["UNSUPPORTED"]
+    assert answer.headers["allow"] == "GET, POST"
 
 
 def test_referrers_answer_an_empty_index(registry: tuple[TestClient, Services]) -> None:

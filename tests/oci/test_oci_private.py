@@ -111,8 +111,9 @@ def test_a_read_token_reads_every_route(
     for path in secret_paths:
         answer = client.get(path, headers=headers)
         assert answer.status_code == 200, path
-        if "/blobs/" in path or "/manifests/" in path:
-            assert answer.headers["cache-control"] == "private, no-store", path
+        assert answer.headers["cache-control"] == "private, no-store", path
+        paged = client.get(f"/v2/{SECRET_MODULE}/tags/list?n=1", headers=headers)
+        assert paged.headers["cache-control"] == "private, no-store"
 
 
 def test_token_flow_with_basic_credentials(
@@ -229,3 +230,175 @@ def test_failed_credentials_count_towards_the_limit(
     assert [e["code"] for e in answer.json()["errors"]] == ["TOOMANYREQUESTS"]
     assert "retry-after" in answer.headers
     next(served, None)
+
+
+@pytest.mark.parametrize(
+    ("scope", "code"),
+    [
+        ("garbage", "UNSUPPORTED"),
+        ("repository:modules/open/vpc/aws", "UNSUPPORTED"),
+        ("Repository:modules/open/vpc/aws:pull", "UNSUPPORTED"),
+        ("repository:modules/open/vpc/aws:pull;rm", "UNSUPPORTED"),
+        ("repository:modules/open/vpc/aws:pull\n", "UNSUPPORTED"),
+        ("repository::pull", "NAME_INVALID"),
+        ("repository:MODULES/open/vpc/aws:pull", "NAME_INVALID"),
+        ("repository:modules/../secret/vpc/aws:pull", "NAME_INVALID"),
+        ("repository:modules/open/vpc/aws\n:pull", "NAME_INVALID"),
+        (f"repository:modules/{'a' * 300}/vpc/aws:pull", "NAME_INVALID"),
+        ("repository:modules/\xff/vpc/aws:pull", "NAME_INVALID"),
+    ],
+)
+def test_a_malformed_scope_is_refused_with_400(
+    registry: tuple[TestClient, Services], scope: str, code: str
+) -> None:
+    client, svc = registry
+    good = f"repository:{SECRET_MODULE}:pull"
+    for headers in ({}, _basic(make_token(svc, "read", ["secret"]))):
+        answer = client.get("/v2/token", params={"scope": [good, scope]}, headers=headers)
+        assert answer.status_code == 400, (scope, answer.text)
+        assert [e["code"] for e in answer.json()["errors"]] == [code]
+        assert "scope" in answer.json()["errors"][0]["message"]
+    form = {"grant_type": "password", "password": make_token(svc, "read", ["secret"])}
+    posted = client.post("/v2/token", data={**form, "scope": f"{good} {scope}"})
+    assert posted.status_code == 400
+
+
+def test_too_many_scopes_are_refused_with_400(registry: tuple[TestClient, Services]) -> None:
+    client, _ = registry
+    scopes = [f"repository:modules/open/vpc{i}/aws:pull" for i in range(grants.MAX_SCOPES + 1)]
+    answer = client.get("/v2/token", params={"scope": scopes})
+    assert answer.status_code == 400
+    assert client.get("/v2/token", params={"scope": scopes[:-1]}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        f"repository:{SECRET_MODULE}:push",
+        "repository(plugin):modules/open/vpc/aws:pull",
+        "registry:catalog:*",
+        "repository:library/ubuntu:pull",
+        "repository:registry.example.com:443/modules/open/vpc/aws:pull",
+        "repository:localhost/modules/open/vpc/aws:pull",
+        "repository:Registry.Example.com/modules/open/vpc/aws:pull",
+        "repository:modules/open/vpc/aws:",
+    ],
+)
+def test_a_well_formed_scope_gitreg_cannot_grant_gives_a_token_without_it(
+    registry: tuple[TestClient, Services], scope: str
+) -> None:
+    client, svc = registry
+    credentials = _basic(make_token(svc, "read", ["secret"]))
+    issued = client.get("/v2/token", params={"scope": scope}, headers=credentials)
+    assert issued.status_code == 200, issued.text
+    grant = grants.read(svc.access.signer, issued.json()["token"])
+    assert grant.repositories == frozenset() and grant.denied == frozenset()
+    pull = _bearer(issued.json()["token"])
+    refused = client.get(f"/v2/{SECRET_MODULE}/manifests/1.0.0", headers=pull)
+    assert refused.status_code == 401
+    assert [e["code"] for e in refused.json()["errors"]] == ["UNAUTHORIZED"]
+
+
+def test_an_empty_scope_is_no_scope(registry: tuple[TestClient, Services]) -> None:
+    client, _ = registry
+    assert client.get("/v2/token", params={"scope": ["", " "]}).status_code == 200
+
+
+def test_a_scope_that_is_not_utf8_is_refused_with_400(
+    registry: tuple[TestClient, Services],
+) -> None:
+    client, _ = registry
+    answer = client.get("/v2/token?scope=repository:modules/%ff%fe/vpc/aws:pull")
+    assert answer.status_code == 400
+    assert [e["code"] for e in answer.json()["errors"]] == ["NAME_INVALID"]
+
+
+def test_a_pull_token_does_not_open_a_namespace_made_private_after_it(
+    registry: tuple[TestClient, Services],
+) -> None:
+    client, svc = registry
+    public = "modules/open/vpc/aws"
+    scope = {"scope": f"repository:{public}:pull"}
+    anonymous = client.get("/v2/token", params=scope).json()["token"]
+    other = _basic(make_token(svc, "read", ["secret"]))
+    credentialed = client.get("/v2/token", params=scope, headers=other).json()["token"]
+    for token in (anonymous, credentialed):
+        assert grants.read(svc.access.signer, token).repositories == frozenset()
+        assert client.get(f"/v2/{public}/tags/list", headers=_bearer(token)).status_code == 200
+    svc.auth.set_namespace_private("open", True)
+    svc.cache.invalidate()
+    for token in (anonymous, credentialed):
+        answer = client.get(f"/v2/{public}/manifests/1.0.0", headers=_bearer(token))
+        assert answer.status_code == 401
+        assert f'scope="repository:{public}:pull"' in answer.headers["www-authenticate"]
+    # Asked again, the credentials that may not read it are told so.
+    again = client.get("/v2/token", params=scope, headers=other).json()["token"]
+    answer = client.get(f"/v2/{public}/manifests/1.0.0", headers=_bearer(again))
+    assert answer.status_code == 404
+
+
+def test_an_oversized_token_form_is_413(registry: tuple[TestClient, Services]) -> None:
+    client, _ = registry
+    form = {"grant_type": "password", "password": "x" * 20_000}
+    answer = client.post("/v2/token", data=form)
+    assert answer.status_code == 413
+    assert [e["code"] for e in answer.json()["errors"]] == ["UNSUPPORTED"]
+
+
+def test_without_access_a_private_repository_is_indistinguishable_from_none(
+    registry: tuple[TestClient, Services], secret_paths: list[str]
+) -> None:
+    """Every route, query and method answers a repository that exists exactly
+    as one that does not, but for the name it echoes."""
+    client, svc = registry
+    other = make_token(svc, "read", ["open"])
+    pull_other = client.get(
+        "/v2/token",
+        params={
+            "scope": [f"repository:{SECRET_MODULE}:pull", "repository:modules/secret/nope/aws:pull"]
+        },
+        headers=_basic(other),
+    ).json()["token"]
+    queries = ["", "?n=1", "?n=1&last=1.0.0", "?last=9.9.9", "?last=zzz", "?n=0"]
+    suffixes = [f"/tags/list{q}" for q in queries]
+    suffixes += [p.split(SECRET_MODULE, 1)[1] for p in secret_paths if SECRET_MODULE in p]
+    suffixes += ["/manifests/9.9.9", f"/blobs/sha256:{'1' * 64}", f"/referrers/sha256:{'1' * 64}"]
+    for headers in ({}, _bearer(other), _basic(other), _bearer(pull_other)):
+        for suffix in suffixes:
+            for method in ("GET", "HEAD"):
+                there = client.request(method, f"/v2/{SECRET_MODULE}{suffix}", headers=headers)
+                gone = client.request(
+                    method, f"/v2/modules/secret/nope/aws{suffix}", headers=headers
+                )
+                assert there.status_code in (401, 404), (suffix, there.status_code)
+                assert there.status_code == gone.status_code, (headers, suffix)
+                assert sorted(there.headers) == sorted(gone.headers), (headers, suffix)
+                assert there.content.replace(b"vpc", b"nope") == gone.content, (headers, suffix)
+
+
+def test_a_private_digest_asked_through_a_public_repository_is_unknown(
+    registry: tuple[TestClient, Services], secret_paths: list[str]
+) -> None:
+    client, svc = registry
+    token = _bearer(make_token(svc, "read", ["secret"]))
+    # Config blobs ({} and {"architecture", "os"}) are the same in every
+    # repository: public wherever they are.
+    configs = {
+        client.get(p, headers=token).json()["config"]["digest"]
+        for p in secret_paths
+        if "/manifests/sha256:" in p and "config" in client.get(p, headers=token).json()
+    }
+    digests = {p.rsplit("/", 1)[1] for p in secret_paths if "/sha256:" in p} - configs
+    assert len(digests) == 5  # module manifest and zip, provider index, manifest and zip
+    unknown = f"sha256:{'1' * 64}"
+    for public in ("/v2/modules/open/vpc/aws", "/v2/providers/open/null"):
+        for route in ("manifests", "blobs", "referrers"):
+            for method in ("GET", "HEAD"):
+                baseline = client.request(method, f"{public}/{route}/{unknown}")
+                for digest in digests:
+                    answer = client.request(method, f"{public}/{route}/{digest}")
+                    assert answer.status_code == baseline.status_code, (public, route, digest)
+                    assert sorted(answer.headers) == sorted(baseline.headers)
+                    assert answer.content.replace(digest.encode(), unknown.encode()) == (
+                        baseline.content
+                    )
