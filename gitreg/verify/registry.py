@@ -51,6 +51,10 @@ class Registry:
             return self._client.get(url, headers=headers)
         except httpx.HTTPError as exc:
             raise RegistryError(f"cannot reach {self.host}: {exc}") from None
+        except (httpx.InvalidURL, UnicodeError) as exc:  # IDNA refuses the host name
+            raise RegistryError(
+                f"{self.host} is not a host name that can be reached: {exc}"
+            ) from None
 
     def bases(self) -> tuple[str, str]:
         """(attestations base, modules base)."""

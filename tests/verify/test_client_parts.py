@@ -18,10 +18,12 @@ from gitreg.archives.dirhash import archive_dirhash, tree_dirhash
 from gitreg.errors import BadRequest
 from gitreg.verify.credentials import token_for
 from gitreg.verify.lockfile import Locked, LockedCheckpoint, LockFile, read_lock, write_lock
-from gitreg.verify.manifest import Installed, registry_module
+from gitreg.verify.manifest import Installed, read_manifest, registry_module
 from gitreg.verify.registry import Registry
 from gitreg.verify.service import Report, Verifier
 from tests.attestations import spec_check
+
+ROOT = base64.b64encode(bytes(range(32))).decode()
 
 
 def test_credentials_follow_terraforms_order(tmp_path: Path) -> None:
@@ -93,7 +95,7 @@ def test_lock_file_round_trip_and_refusal(tmp_path: Path) -> None:
     assert read_lock(path).modules == {}
     lock = LockFile(
         {"net": Locked("h.example.com/a/b/c", "1.0.0", "h1:x", "k", 3)},
-        {"h.example.com": LockedCheckpoint("h.example.com/v1/attestations/log", 4, "cm9vdA==")},
+        {"h.example.com": LockedCheckpoint("h.example.com/v1/attestations/log", 4, ROOT)},
     )
     write_lock(path, lock)
     assert read_lock(path) == lock
@@ -101,6 +103,38 @@ def test_lock_file_round_trip_and_refusal(tmp_path: Path) -> None:
     path.write_text('{"version": 9}')
     with pytest.raises(BadRequest):
         read_lock(path)
+
+
+@pytest.mark.parametrize("root", ["!!!", "cm9vdA=="], ids=["not-base64", "not-32-bytes"])
+def test_a_lock_file_with_a_broken_checkpoint_root_is_refused(tmp_path: Path, root: str) -> None:
+    # Not a rewritten log, nor a malformed answer of the registry: the lock file is wrong.
+    path = tmp_path / "modules.lock.json"
+    lock = LockFile(checkpoints={"h.example.com": LockedCheckpoint("h/log", 4, ROOT)})
+    write_lock(path, lock)
+    path.write_text(path.read_text().replace(ROOT, root))
+    with pytest.raises(BadRequest, match="checkpoint root"):
+        read_lock(path)
+
+
+def test_a_manifest_that_cannot_be_read_is_a_usage_error(tmp_path: Path) -> None:
+    manifest = tmp_path / ".terraform" / "modules" / "modules.json"
+    manifest.mkdir(parents=True)
+    with pytest.raises(BadRequest, match="cannot read"):
+        read_manifest(tmp_path)
+    manifest.rmdir()
+    entry = {"Key": "net", "Source": "h.example.com/a/b/c", "Version": "1.0.0", "Dir": "x\u0000"}
+    manifest.write_text(json.dumps({"Modules": [entry]}))
+    with pytest.raises(BadRequest, match="not a module manifest"):
+        read_manifest(tmp_path)
+
+
+def test_a_host_name_idna_refuses_fails_its_module_in_one_line(tmp_path: Path) -> None:
+    _installed(tmp_path)
+    manifest = tmp_path / ".terraform" / "modules" / "modules.json"
+    manifest.write_text(manifest.read_text().replace("public.example.com", "xn--zz.example.com"))
+    report = _verify_against(tmp_path, _no_attestations, LockFile())
+    (failed,) = report.failed
+    assert "xn--zz.example.com is not a host name that can be reached" in failed
 
 
 def test_a_statement_changed_by_one_byte_is_refused() -> None:
