@@ -80,8 +80,8 @@ def read_lock(path: Path) -> LockFile:
         document = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
         return LockFile()
-    except (OSError, ValueError) as exc:
-        raise BadRequest(f"cannot read {path}: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise BadRequest(f"cannot read {path}: {exc}"[:300]) from None
     try:
         if document.get("version") != FORMAT:
             raise ValueError(f"unknown format version {document.get('version')!r}")

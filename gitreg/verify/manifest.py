@@ -58,7 +58,7 @@ def read_manifest(workdir: Path) -> list[Installed]:
         raise BadRequest(f"no {path}: run `terraform init` (or `tofu init`) there first") from None
     except OSError as exc:
         raise BadRequest(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise BadRequest(f"{path} is not a module manifest") from None
     found = []
     for entry in entries if isinstance(entries, list) else []:

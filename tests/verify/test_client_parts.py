@@ -216,3 +216,42 @@ def test_a_locked_module_whose_registry_stopped_signing_fails(tmp_path: Path) ->
     report = _verify_against(tmp_path, _no_attestations, LockFile({"net": locked}))
     assert len(report.failed) == 1
     assert "modules.lock.json has it verified" in report.failed[0]
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("deep", "reason"),
+    [("statement", "not a DSSE envelope: RecursionError"), ("keys", "malformed")],
+)
+def test_json_nested_too_deep_fails_its_module_in_one_line(
+    tmp_path: Path, deep: str, reason: str
+) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/.well-known/terraform.json":
+            return httpx.Response(200, json={"modules.v1": "/m/", "attestations.v1": "/a/"})
+        if path == "/m/acme/net/aws/1.0.0/attestation":
+            body = DEEP if deep == "statement" else b"{}"
+            return httpx.Response(200, content=body, headers={"Gitreg-Log-Index": "0"})
+        assert path == "/a/keys"
+        return httpx.Response(200, content=DEEP if deep == "keys" else b'{"keys": []}')
+
+    _installed(tmp_path)
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        report = Verifier(lambda host: Registry(client, host)).verify(tmp_path, LockFile(), False)
+    (failed,) = report.failed
+    assert reason in failed
+
+
+def test_local_files_nested_too_deep_are_usage_errors(tmp_path: Path) -> None:
+    lock = tmp_path / "modules.lock.json"
+    lock.write_bytes(DEEP)
+    with pytest.raises(BadRequest, match="cannot read"):
+        read_lock(lock)
+    manifest = tmp_path / ".terraform" / "modules" / "modules.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_bytes(DEEP)
+    with pytest.raises(BadRequest, match="not a module manifest"):
+        read_manifest(tmp_path)
