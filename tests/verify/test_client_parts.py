@@ -255,3 +255,42 @@ def test_local_files_nested_too_deep_are_usage_errors(tmp_path: Path) -> None:
     manifest.write_bytes(DEEP)
     with pytest.raises(BadRequest, match="not a module manifest"):
         read_manifest(tmp_path)
+
+
+def test_a_checkpoint_signed_for_another_log_fails(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from gitreg.archives.dirhash import hash1
+    from gitreg.attestations import dsse, note
+    from gitreg.attestations.keys import keyid_of, pem_of
+
+    private = Ed25519PrivateKey.generate()
+    raw = private.public_key().public_bytes_raw()
+    keyid = keyid_of(raw)
+    statement = {
+        "subject": [
+            {"name": "acme/net/aws/1.0.0.tar.gz", "digest": {"sha256": "0" * 64}},
+            {"name": "acme/net/aws/1.0.0", "digest": {"dirHash": hash1([])}},
+        ],
+        "predicate": {"buildDefinition": {"externalParameters": {}}},
+    }
+    envelope = dsse.envelope(json.dumps(statement).encode(), keyid, private.sign)
+    # Signed by this registry's key, but for a log that is not this registry's.
+    elsewhere = note.sign(note.Checkpoint("other.example.com/log", 1, bytes(32)), raw, private.sign)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/.well-known/terraform.json":
+            return httpx.Response(200, json={"modules.v1": "/m/", "attestations.v1": "/a/"})
+        if path == "/m/acme/net/aws/1.0.0/attestation":
+            return httpx.Response(200, json=envelope, headers={"Gitreg-Log-Index": "0"})
+        if path == "/a/keys":
+            return httpx.Response(200, json={"keys": [{"keyid": keyid, "pem": pem_of(raw)}]})
+        assert path == "/a/log/checkpoint"
+        return httpx.Response(200, content=elsewhere)
+
+    _installed(tmp_path)
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        report = Verifier(lambda host: Registry(client, host)).verify(tmp_path, LockFile(), False)
+    (failed,) = report.failed
+    assert "the checkpoint is for log 'other.example.com/log'" in failed
