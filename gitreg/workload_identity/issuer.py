@@ -110,7 +110,7 @@ class IssuerKeys:
     async def _refresh(self, previous: _Keys | None) -> _Keys:
         failed = self._failed_at
         if failed is not None and self._clock() - failed < FAILURE_BACKOFF:
-            if previous is not None:
+            if previous is not None and self._clock() - previous.fetched < KEYS_TTL:
                 return previous
             raise IssuerUnavailable(self._failure, FAILURE_BACKOFF)
         try:
