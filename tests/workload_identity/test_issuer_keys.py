@@ -21,13 +21,14 @@ class _Issuer:
     def __init__(self) -> None:
         self.down = False
         self.key = new_key("k1").as_dict(private=False)
+        self.others: list[dict[str, Any]] = []
 
     async def json(self, url: str, what: str) -> tuple[dict[str, Any], object]:
         if self.down:
             raise UpstreamError(f"{what}: connection refused")
         if url.endswith("/.well-known/openid-configuration"):
             return {"issuer": ISSUER, "jwks_uri": ISSUER + "/jwks"}, None
-        return {"keys": [self.key]}, None
+        return {"keys": [*self.others, self.key]}, None
 
 
 def test_keys_past_their_life_are_not_used_while_the_issuer_is_down() -> None:
@@ -52,3 +53,29 @@ def test_keys_past_their_life_are_not_used_while_the_issuer_is_down() -> None:
     upstream.down = False
     now[0] += FAILURE_BACKOFF
     assert known()
+
+
+UNREADABLE = [
+    {"kty": "RSA", "kid": "no-modulus", "e": "AQAB"},
+    {"kty": "EC", "kid": "unknown-curve", "crv": "P-999", "x": "AA", "y": "AA"},
+    {"kty": "OKP", "kid": "short", "crv": "Ed25519", "x": "AAAA"},
+    {"kty": "future", "kid": "unknown-type"},
+]
+
+
+def test_keys_gitreg_cannot_read_leave_the_others_usable() -> None:
+    upstream = _Issuer()
+    upstream.others = UNREADABLE
+    keys = IssuerKeys(ISSUER, http=upstream)  # type: ignore[arg-type]
+    _, found, known = asyncio.run(keys.keys_for("k1"))
+    assert known
+    assert [k.kid for k in found] == ["k1"]
+
+
+def test_a_jwks_of_only_unreadable_keys_is_503() -> None:
+    upstream = _Issuer()
+    upstream.others = UNREADABLE
+    upstream.key = UNREADABLE[0]
+    keys = IssuerKeys(ISSUER, http=upstream)  # type: ignore[arg-type]
+    with pytest.raises(IssuerUnavailable, match="no signing key"):
+        asyncio.run(keys.keys_for("k1"))
