@@ -30,7 +30,7 @@ from gitreg.auth.login import OAuthError
 from gitreg.auth.ratelimit import FailureLimiter
 from gitreg.auth.store import AuthIndex, Identity
 from gitreg.auth.tokens import Principal, Scope, new_token, token_hash
-from gitreg.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from gitreg.errors import BadRequest, Forbidden, Unauthorized
 from gitreg.workload_identity.config import TrustedIssuer
 from gitreg.workload_identity.issuer import IssuerKeys
 from gitreg.workload_identity.rules import grants_of, matching_rules
@@ -154,7 +154,10 @@ class WorkloadIdentity:
         (RFC 6749 5.2, `invalid_request` as RFC 8693 2.2.2 says) for a request
         or a subject token that cannot be accepted; IssuerUnavailable (503)."""
         if not self._trusted:
-            raise NotFound("workload identity is not configured on this registry")
+            raise OAuthError(
+                "unsupported_grant_type",
+                "token exchange needs [[workload_identity]], which this registry does not have",
+            )
         subject_type = form.get("subject_token_type", "")
         if subject_type not in (ID_TOKEN, JWT):
             raise OAuthError("invalid_request", f"subject_token_type must be {ID_TOKEN}")
