@@ -20,7 +20,7 @@ class _Issuer:
 
     def __init__(self) -> None:
         self.down = False
-        self.key = new_key("k1").as_dict(private=False)
+        self.key: dict[str, Any] = dict(new_key("k1").as_dict(private=False))
         self.others: list[dict[str, Any]] = []
 
     async def json(self, url: str, what: str) -> tuple[dict[str, Any], object]:
@@ -55,7 +55,7 @@ def test_keys_past_their_life_are_not_used_while_the_issuer_is_down() -> None:
     assert known()
 
 
-UNREADABLE = [
+UNREADABLE: list[dict[str, Any]] = [
     {"kty": "RSA", "kid": "no-modulus", "e": "AQAB"},
     {"kty": "EC", "kid": "unknown-curve", "crv": "P-999", "x": "AA", "y": "AA"},
     {"kty": "OKP", "kid": "short", "crv": "Ed25519", "x": "AAAA"},
