@@ -294,3 +294,24 @@ def test_a_checkpoint_signed_for_another_log_fails(tmp_path: Path) -> None:
         report = Verifier(lambda host: Registry(client, host)).verify(tmp_path, LockFile(), False)
     (failed,) = report.failed
     assert "the checkpoint is for log 'other.example.com/log'" in failed
+
+
+def test_a_registry_that_cannot_be_reached_is_asked_once_per_run(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    def unreachable(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    modules = [
+        {"Key": f"m{n}", "Source": "slow.example.com/acme/net/aws", "Version": "1.0.0", "Dir": "x"}
+        for n in range(5)
+    ]
+    manifest = tmp_path / ".terraform" / "modules" / "modules.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"Modules": modules}))
+    with httpx.Client(transport=httpx.MockTransport(unreachable)) as client:
+        report = Verifier(lambda host: Registry(client, host)).verify(tmp_path, LockFile(), False)
+    assert len(report.failed) == 5
+    assert all("cannot reach slow.example.com" in line for line in report.failed)
+    assert asked == ["/.well-known/terraform.json"]  # each timeout is waited out once
