@@ -127,7 +127,12 @@ class WorkloadIdentity:
                 known = _Decision(principal, verified.expires_at)
                 self._remember(token, known, now)
                 who = Actor(actor.kind, actor.name, actor.rule, client)
-                await anyio.to_thread.run_sync(self._audit_first_use, principal, who)
+                try:
+                    await anyio.to_thread.run_sync(self._audit_first_use, principal, who)
+                except BaseException:
+                    # Unrecorded, so not decided: the next use is a first use again.
+                    self._decisions.pop(token, None)
+                    raise
         if known.principal is None:
             raise Forbidden(NO_RULE)
         return known.principal

@@ -16,7 +16,7 @@ import pytest
 from gitreg.audit.store import AuditQuery
 from gitreg.auth.service import Credentials
 from gitreg.auth.tokens import Principal, Scope
-from gitreg.errors import Forbidden, IssuerUnavailable, Unauthorized
+from gitreg.errors import DatabaseUnavailable, Forbidden, IssuerUnavailable, Unauthorized
 from gitreg.services import Services
 from gitreg.workload_identity import issuer as issuer_module
 from gitreg.workload_identity.service import NO_RULE
@@ -275,3 +275,21 @@ def test_concurrent_first_uses_of_one_token_are_one_audit_row(
     found = asyncio.run(at_once())
     assert all(p is not None and p.allows(Scope.read, "acme") for p in found)
     assert len(svc.audit.entries(AuditQuery(action="sign_in.workload"))) == 1
+
+
+def test_a_first_use_whose_audit_row_fails_is_a_first_use_again(
+    svc: Services, issuers: WorkloadIssuers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = issuers["github"].sign(AUDIENCE, repository="acme/infra-live", run_id="78")
+    record = svc.audit.record
+
+    def database_down(*args: Any, **kwargs: Any) -> None:
+        raise DatabaseUnavailable("the index is away")
+
+    monkeypatch.setattr(svc.audit, "record", database_down)
+    with pytest.raises(DatabaseUnavailable):
+        _principal(svc, token)
+    monkeypatch.setattr(svc.audit, "record", record)
+    assert _principal(svc, token).allows(Scope.read, "acme")
+    (row,) = svc.audit.entries(AuditQuery(action="sign_in.workload"))
+    assert row.result == "ok"
