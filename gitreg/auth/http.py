@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import html
+import logging
 from urllib.parse import parse_qsl, unquote
 
 from starlette.requests import Request
@@ -31,10 +32,12 @@ from gitreg.api.urls import base_url
 from gitreg.auth.login import CLIENT_ID, PORTS, OAuthError, Redirect, Refusal
 from gitreg.auth.pending import SignInsBusy
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import PayloadTooLarge
+from gitreg.errors import IssuerUnavailable, PayloadTooLarge
 from gitreg.settings import Settings
 from gitreg.workload_identity.service import TOKEN_EXCHANGE
 from gitreg.workload_identity.verify import MAX_TOKEN_BYTES
+
+log = logging.getLogger("gitreg.auth.http")
 
 AUTHZ = "/oauth/authorization"
 TOKEN = "/oauth/token"  # noqa: S105 - a path, not a secret
@@ -136,6 +139,11 @@ async def token(request: Request) -> Response:
         return _oauth_error(exc.error, exc.description, status)
     except PayloadTooLarge as exc:
         return _oauth_error("invalid_request", str(exc), exc.status)
+    except IssuerUnavailable as exc:
+        log.warning("POST %s: %s", TOKEN, exc)
+        refused = _oauth_error("temporarily_unavailable", str(exc), exc.status)
+        refused.headers["Retry-After"] = str(exc.retry_after)
+        return refused
     return json_response(json_bytes(answer), headers=NO_STORE)
 
 

@@ -9,13 +9,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.server import RunningServer, start_server
-from tests.support.workload_issuer import WorkloadIssuers
+from tests.support.server import RunningServer, free_port, start_server
+from tests.support.workload_issuer import Issuer, WorkloadIssuers, new_key
 from tests.workload_identity.conftest import AUDIENCE, workload_config, write_config
 
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
 FORM = "application/x-www-form-urlencoded"
+# An issuer gitreg trusts that nothing answers for.
+LOST = Issuer("github", f"https://127.0.0.1:{free_port()}/lost", [new_key("lost-1")])
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +25,17 @@ def server(
     tmp_path_factory: pytest.TempPathFactory, issuers: WorkloadIssuers
 ) -> Iterator[RunningServer]:
     data_dir: Path = tmp_path_factory.mktemp("token-endpoint") / "data"
-    write_config(data_dir, "auth_fail_limit = 1000\n" + workload_config(issuers))
+    unreachable = f"""
+[[workload_identity]]
+issuer = "{LOST.url}"
+audience = "{AUDIENCE}"
+
+[[workload_identity.rules]]
+claims = {{ repository = "acme/infra-live" }}
+namespace = "acme"
+scope = "read"
+"""
+    write_config(data_dir, "auth_fail_limit = 1000\n" + workload_config(issuers, unreachable))
     running = start_server(data_dir)
     yield running
     running.stop()
@@ -112,3 +124,15 @@ def test_an_oversized_body_or_token_and_other_media_types_are_oauth_errors(
     assert "bytes" in _refused(_post(server, body), 400, "invalid_request")
     _refused(_post(server, "grant_type=" + "a" * 100_000), 413, "invalid_request")
     _refused(_post(server, '{"grant_type": "x"}', "application/json"), 400, "invalid_request")
+
+
+def test_an_issuer_that_cannot_be_reached_is_503_temporarily_unavailable(
+    server: RunningServer,
+) -> None:
+    token = LOST.sign(AUDIENCE, repository="acme/infra-live")
+    body = _form(
+        ("grant_type", EXCHANGE), ("subject_token", token), ("subject_token_type", ID_TOKEN)
+    )
+    answer = _post(server, body)
+    assert "cannot be used" in _refused(answer, 503, "temporarily_unavailable")
+    assert answer.headers["retry-after"].isdigit()
