@@ -43,8 +43,9 @@ def open_envelope(
         payload = base64.b64decode(document["payload"], validate=True)
         payload_type = document["payloadType"]
         signatures = document["signatures"]
-    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-        raise BadRequest(f"not a DSSE envelope: {exc}") from None
+    except (ValueError, KeyError, TypeError, binascii.Error, RecursionError) as exc:
+        # RecursionError: JSON nested deeper than the parser goes.
+        raise BadRequest(f"not a DSSE envelope: {type(exc).__name__}: {exc}"[:300]) from None
     if payload_type != IN_TOTO:
         raise BadRequest(f"unexpected payload type {payload_type!r}")
     message = pae(payload_type, payload)

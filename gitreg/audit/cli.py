@@ -10,10 +10,13 @@ from typing import Any
 from gitreg.audit.store import AuditEntry, AuditQuery
 from gitreg.audit.times import iso, parse_since
 from gitreg.cli_handlers import ReadOnly
+from gitreg.errors import BadRequest
 from gitreg.services import Services
 
 
 def _query(args: argparse.Namespace) -> AuditQuery:
+    if args.limit < 1:
+        raise BadRequest(f"--limit must be a positive number of rows, not {args.limit}")
     return AuditQuery(
         since=parse_since(args.since) if args.since else None,
         actor=args.actor,

@@ -2,8 +2,9 @@
 
     GET /v1/admin/audit?since=24h&actor=A&action=token.*&object=O&limit=100&before=ID
 
-Rows newest first; `next` is the `before` of the next page (absent on the
-last one). Needs a registry-wide `admin` token.
+Rows newest first, at most 1000 a page whatever `limit` asks; `next` is the
+`before` of the next page (absent on the last one). Needs a registry-wide
+`admin` token.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from starlette.routing import Route
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
 from gitreg.api.services import services
+from gitreg.audit.service import MAX_PAGE
 from gitreg.audit.store import AuditQuery
 from gitreg.audit.times import parse_since
 from gitreg.auth.tokens import Scope
@@ -46,7 +48,8 @@ async def listing(request: Request) -> Response:
         action=params.get("action") or None,
         object=params.get("object") or None,
         before_id=_number(params.get("before"), "before"),
-        limit=_number(params.get("limit"), "limit") or 100,
+        # Above MAX_PAGE a page is MAX_PAGE rows, and `next` must still lead on.
+        limit=min(_number(params.get("limit"), "limit") or 100, MAX_PAGE),
     )
     found = await run_in_threadpool(svc.audit.entries, query)
     answer: dict[str, object] = {"entries": [e.to_json() for e in found]}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import html
+import logging
 from urllib.parse import parse_qsl, unquote
 
 from starlette.requests import Request
@@ -31,14 +32,17 @@ from gitreg.api.urls import base_url
 from gitreg.auth.login import CLIENT_ID, PORTS, OAuthError, Redirect, Refusal
 from gitreg.auth.pending import SignInsBusy
 from gitreg.canonical_json import json_bytes
-from gitreg.errors import PayloadTooLarge
+from gitreg.errors import IssuerUnavailable, PayloadTooLarge
 from gitreg.settings import Settings
 from gitreg.workload_identity.service import TOKEN_EXCHANGE
+from gitreg.workload_identity.verify import MAX_TOKEN_BYTES
+
+log = logging.getLogger("gitreg.auth.http")
 
 AUTHZ = "/oauth/authorization"
 TOKEN = "/oauth/token"  # noqa: S105 - a path, not a secret
 CALLBACK = "/oauth/callback"
-MAX_FORM_BYTES = 16 * 1024
+MAX_FORM_BYTES = MAX_TOKEN_BYTES + 4 * 1024  # a subject_token of the longest size taken
 # RFC 6749 5.1: token answers must not be cached.
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
@@ -114,20 +118,49 @@ async def token(request: Request) -> Response:
         login.check_client(client)
     svc.access.limiter.check(client)
     try:
-        body = await _form_body(request)
-        form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
-        if form.get("grant_type") == TOKEN_EXCHANGE:
+        form = _form(await _form_body(request))
+        grant = form.get("grant_type", "")
+        if not grant:
+            raise OAuthError("invalid_request", "grant_type is required")
+        if grant == TOKEN_EXCHANGE:
             # RFC 8693: a CI workload's ID token for a gitreg token (docs/ci.md).
             answer = await svc.workload_identity.exchange(form, client)
             return json_response(json_bytes(answer), headers=NO_STORE)
+        if not svc.settings.oidc_issuer:
+            raise OAuthError(
+                "unsupported_grant_type",
+                f"grant_type must be {TOKEN_EXCHANGE}: sign-in is not configured on this registry",
+            )
         login.check_client(client)
         form.setdefault("client_id", _basic_client_id(request))
         answer = await login.token(form, client)
     except OAuthError as exc:
-        error = {"error": exc.error, "error_description": exc.description}
         status = 401 if exc.error == "invalid_client" else 400
-        return json_response(json_bytes(error), status=status, headers=NO_STORE)
+        return _oauth_error(exc.error, exc.description, status)
+    except PayloadTooLarge as exc:
+        return _oauth_error("invalid_request", str(exc), exc.status)
+    except IssuerUnavailable as exc:
+        log.warning("POST %s: %s", TOKEN, exc)
+        refused = _oauth_error("temporarily_unavailable", str(exc), exc.status)
+        refused.headers["Retry-After"] = str(exc.retry_after)
+        return refused
     return json_response(json_bytes(answer), headers=NO_STORE)
+
+
+def _oauth_error(error: str, description: str, status: int) -> Response:
+    body = {"error": error, "error_description": description}
+    return json_response(json_bytes(body), status=status, headers=NO_STORE)
+
+
+def _form(body: bytes) -> dict[str, str]:
+    """The fields of a token request; RFC 6749 3.2 forbids sending one twice,
+    and taking either copy could let a proxy and gitreg read different requests."""
+    form: dict[str, str] = {}
+    for name, value in parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True):
+        if name in form:
+            raise OAuthError("invalid_request", f"{name[:40]} is sent more than once")
+        form[name] = value
+    return form
 
 
 async def _form_body(request: Request) -> bytes:

@@ -18,6 +18,7 @@ diff in review.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import tempfile
@@ -79,8 +80,8 @@ def read_lock(path: Path) -> LockFile:
         document = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
         return LockFile()
-    except (OSError, ValueError) as exc:
-        raise BadRequest(f"cannot read {path}: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise BadRequest(f"cannot read {path}: {exc}"[:300]) from None
     try:
         if document.get("version") != FORMAT:
             raise ValueError(f"unknown format version {document.get('version')!r}")
@@ -98,13 +99,25 @@ def read_lock(path: Path) -> LockFile:
             str(host): LockedCheckpoint(
                 str(r["checkpoint"]["origin"]),
                 int(r["checkpoint"]["size"]),
-                str(r["checkpoint"]["root"]),
+                _root(r["checkpoint"]["root"]),
             )
             for host, r in document.get("registries", {}).items()
         }
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise BadRequest(f"{path} is not a modules lock file: {exc}") from None
     return LockFile(modules, checkpoints)
+
+
+def _root(value: object) -> str:
+    """A checkpoint's root hash as recorded: base64 of 32 bytes (SHA-256)."""
+    text = str(value)
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        raw = b""
+    if len(raw) != 32:
+        raise ValueError(f"checkpoint root {text[:60]!r} is not the base64 of a SHA-256 hash")
+    return text
 
 
 def write_lock(path: Path, lock: LockFile) -> None:

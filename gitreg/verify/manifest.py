@@ -56,18 +56,24 @@ def read_manifest(workdir: Path) -> list[Installed]:
         entries = document["Modules"]
     except FileNotFoundError:
         raise BadRequest(f"no {path}: run `terraform init` (or `tofu init`) there first") from None
-    except (ValueError, KeyError, TypeError):
+    except OSError as exc:
+        raise BadRequest(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise BadRequest(f"{path} is not a module manifest") from None
     found = []
     for entry in entries if isinstance(entries, list) else []:
         if not isinstance(entry, dict) or not entry.get("Key"):
             continue  # the root module
+        try:
+            directory = (workdir / str(entry.get("Dir", ""))).resolve()
+        except (OSError, ValueError):  # a NUL byte, a symlink loop
+            raise BadRequest(f"{path} is not a module manifest") from None
         found.append(
             Installed(
                 key=str(entry["Key"]),
                 source=str(entry.get("Source", "")),
                 version=str(entry.get("Version", "")),
-                dir=(workdir / str(entry.get("Dir", ""))).resolve(),
+                dir=directory,
             )
         )
     return sorted(found, key=lambda m: m.key)

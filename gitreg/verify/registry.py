@@ -39,6 +39,7 @@ class Registry:
         self._token = token_for(host)
         self._lock = threading.Lock()
         self._bases: tuple[str, str] | None = None
+        self._unusable: RegistryError | NoAttestations | None = None
         self._keys: dict[str, bytes] | None = None
         self._tiles: dict[tuple[int, int], bytes] = {}
         self._bundles: dict[tuple[int, int], bytes] = {}
@@ -51,28 +52,43 @@ class Registry:
             return self._client.get(url, headers=headers)
         except httpx.HTTPError as exc:
             raise RegistryError(f"cannot reach {self.host}: {exc}") from None
+        except (httpx.InvalidURL, UnicodeError) as exc:  # IDNA refuses the host name
+            raise RegistryError(
+                f"{self.host} is not a host name that can be reached: {exc}"
+            ) from None
 
     def bases(self) -> tuple[str, str]:
-        """(attestations base, modules base)."""
+        """(attestations base, modules base). Asked once per run: when the
+        registry cannot answer, every module from it fails with that answer
+        rather than each waiting out the timeout again."""
         with self._lock:
-            if self._bases is None:
-                url = f"https://{self.host}/.well-known/terraform.json"
-                answer = self._get(url, auth=True)
-                if answer.status_code != 200:
-                    raise RegistryError(f"{url} answered {answer.status_code}")
-                try:
-                    services = answer.json()
-                except ValueError:
-                    raise RegistryError(f"{url} is not JSON") from None
-                attestations = services.get("attestations.v1")
-                if not isinstance(attestations, str):
-                    raise NoAttestations(f"{self.host} serves no attestations")
-                modules = services.get("modules.v1")
-                self._bases = (
-                    urljoin(url, attestations),
-                    urljoin(url, modules if isinstance(modules, str) else "/v1/modules/"),
-                )
-            return self._bases
+            if self._unusable is not None:
+                raise type(self._unusable)(str(self._unusable))
+            try:
+                return self._discover()
+            except (RegistryError, NoAttestations) as exc:
+                self._unusable = exc
+                raise
+
+    def _discover(self) -> tuple[str, str]:
+        if self._bases is None:
+            url = f"https://{self.host}/.well-known/terraform.json"
+            answer = self._get(url, auth=True)
+            if answer.status_code != 200:
+                raise RegistryError(f"{url} answered {answer.status_code}")
+            try:
+                services = answer.json()
+            except ValueError:
+                raise RegistryError(f"{url} is not JSON") from None
+            attestations = services.get("attestations.v1")
+            if not isinstance(attestations, str):
+                raise NoAttestations(f"{self.host} serves no attestations")
+            modules = services.get("modules.v1")
+            self._bases = (
+                urljoin(url, attestations),
+                urljoin(url, modules if isinstance(modules, str) else "/v1/modules/"),
+            )
+        return self._bases
 
     @property
     def origin(self) -> str:

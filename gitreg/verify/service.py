@@ -125,9 +125,9 @@ class Verifier:
             return exc
         except OSError as exc:  # the installed tree cannot be read
             return Failed(f"cannot read the installed module: {exc}")
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, LookupError, TypeError, AttributeError, RecursionError) as exc:
             # What a registry answered is not what the protocol says (JSON, tiles).
-            return Failed(f"the registry's answer is malformed: {exc!r}")
+            return Failed(f"the registry's answer is malformed: {exc!r}"[:300])
 
     def _check(self, module: RegistryModule, lock: LockFile, readonly: bool) -> _Checked:
         installed = module.installed

@@ -19,13 +19,13 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitreg.errors import ConfigError, IssuerUnavailable, UpstreamError, UpstreamNotFound
 from gitreg.upstream.client import HttpLimits, UpstreamHttp, outbound_ssl_context, require_https
 
 if TYPE_CHECKING:
-    from joserfc.jwk import KeySet
+    from joserfc.jwk import Key, KeySet
 
 KEYS_TTL = 3600.0
 REFRESH_INTERVAL = 60.0
@@ -57,6 +57,18 @@ def _algorithms(advertised: object) -> frozenset[str]:
     if not isinstance(advertised, list):
         return frozenset({"RS256"})  # Discovery 3: RS256 is the default
     return frozenset(a for a in advertised if isinstance(a, str)) & ASYMMETRIC
+
+
+def _imported(raw: dict[str, Any]) -> Key | None:
+    """One JWK, or None for one gitreg cannot read (a key type or curve it does
+    not know, a missing parameter): the issuer's other keys stay usable."""
+    from joserfc.errors import JoseError
+    from joserfc.jwk import JWKRegistry
+
+    try:
+        return JWKRegistry.import_key(raw)
+    except (JoseError, ValueError, TypeError, LookupError):
+        return None
 
 
 class IssuerKeys:
@@ -110,7 +122,7 @@ class IssuerKeys:
     async def _refresh(self, previous: _Keys | None) -> _Keys:
         failed = self._failed_at
         if failed is not None and self._clock() - failed < FAILURE_BACKOFF:
-            if previous is not None:
+            if previous is not None and self._clock() - previous.fetched < KEYS_TTL:
                 return previous
             raise IssuerUnavailable(self._failure, FAILURE_BACKOFF)
         try:
@@ -146,7 +158,9 @@ class IssuerKeys:
             for k in listed
             if isinstance(k, dict) and k.get("use", "sig") == "sig" and k.get("kty") != "oct"
         ]
-        keys = KeySet.import_key_set({"keys": signing})
+        keys = KeySet([k for k in map(_imported, signing) if k is not None])
+        if not keys.keys:
+            raise UpstreamError("its JWKS has no signing key gitreg can read")
         kids = frozenset(k.kid for k in keys if k.kid)
         algorithms = _algorithms(document.get("id_token_signing_alg_values_supported"))
         return _Keys(self._clock(), algorithms, keys, kids)

@@ -30,11 +30,11 @@ from gitreg.auth.login import OAuthError
 from gitreg.auth.ratelimit import FailureLimiter
 from gitreg.auth.store import AuthIndex, Identity
 from gitreg.auth.tokens import Principal, Scope, new_token, token_hash
-from gitreg.errors import Forbidden, NotFound, Unauthorized
+from gitreg.errors import BadRequest, Forbidden, Unauthorized
 from gitreg.workload_identity.config import TrustedIssuer
 from gitreg.workload_identity.issuer import IssuerKeys
 from gitreg.workload_identity.rules import grants_of, matching_rules
-from gitreg.workload_identity.verify import Verified, looks_like_jwt, verify
+from gitreg.workload_identity.verify import MAX_TOKEN_BYTES, Verified, looks_like_jwt, verify
 
 NO_RULE = "no workload identity rule matches this token"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"  # noqa: S105 - a URN
@@ -127,7 +127,12 @@ class WorkloadIdentity:
                 known = _Decision(principal, verified.expires_at)
                 self._remember(token, known, now)
                 who = Actor(actor.kind, actor.name, actor.rule, client)
-                await anyio.to_thread.run_sync(self._audit_first_use, principal, who)
+                try:
+                    await anyio.to_thread.run_sync(self._audit_first_use, principal, who)
+                except BaseException:
+                    # Unrecorded, so not decided: the next use is a first use again.
+                    self._decisions.pop(token, None)
+                    raise
         if known.principal is None:
             raise Forbidden(NO_RULE)
         return known.principal
@@ -154,7 +159,10 @@ class WorkloadIdentity:
         (RFC 6749 5.2, `invalid_request` as RFC 8693 2.2.2 says) for a request
         or a subject token that cannot be accepted; IssuerUnavailable (503)."""
         if not self._trusted:
-            raise NotFound("workload identity is not configured on this registry")
+            raise OAuthError(
+                "unsupported_grant_type",
+                "token exchange needs [[workload_identity]], which this registry does not have",
+            )
         subject_type = form.get("subject_token_type", "")
         if subject_type not in (ID_TOKEN, JWT):
             raise OAuthError("invalid_request", f"subject_token_type must be {ID_TOKEN}")
@@ -163,6 +171,9 @@ class WorkloadIdentity:
         if "actor_token" in form:
             raise OAuthError("invalid_request", "delegation (actor_token) is not supported")
         token = form.get("subject_token", "").strip()
+        if len(token) > MAX_TOKEN_BYTES:
+            raise OAuthError("invalid_request", f"subject_token is over {MAX_TOKEN_BYTES} bytes")
+        requested = _requested_scope(form.get("scope", ""))
         if not looks_like_jwt(token):
             raise OAuthError("invalid_request", "subject_token is not a signed JWT")
         now = self._clock()
@@ -180,11 +191,23 @@ class WorkloadIdentity:
                 )
             )
             raise OAuthError("invalid_request", NO_RULE)
+        granted = principal.grants
+        if requested is not None:
+            if requested > max(granted.values()):
+                # RFC 6749 5.2: beyond what the rules grant this token.
+                refusal = f"the matched rules do not grant {requested.name}"
+                await anyio.to_thread.run_sync(
+                    lambda: self._audit.record(
+                        "sign_in.token_exchange", "", result="refused", detail=refusal, who=actor
+                    )
+                )
+                raise OAuthError("invalid_scope", refusal)
+            granted = {ns: min(scope, requested) for ns, scope in granted.items()}
         expires_at = min(verified.expires_at, now + self._token_ttl)
         if expires_at <= now:
             raise OAuthError("invalid_request", "the workload token has expired")
         secret = new_token()
-        grants = {ns: scope.name for ns, scope in principal.grants.items()}
+        grants = {ns: Scope(scope).name for ns, scope in granted.items()}
         who = Identity(actor.name, "", ())
 
         def store() -> None:
@@ -202,9 +225,25 @@ class WorkloadIdentity:
 
         await anyio.to_thread.run_sync(store)
         self._on_change()
-        return {
+        answer: dict[str, object] = {
             "access_token": secret,
             "issued_token_type": ACCESS_TOKEN,
             "token_type": "Bearer",
             "expires_in": max(1, int(expires_at - now)),
         }
+        if requested is not None:
+            answer["scope"] = requested.name
+        return answer
+
+
+def _requested_scope(text: str) -> Scope | None:
+    """The `scope` of an exchange (RFC 8693 2.1): gitreg's scope names, space
+    separated; the token gets at most the highest one named, never more than
+    the rules grant. None when none is asked for."""
+    names = text.split()
+    if not names:
+        return None
+    try:
+        return max(Scope.parse(name) for name in names)
+    except BadRequest as exc:
+        raise OAuthError("invalid_scope", str(exc)) from exc

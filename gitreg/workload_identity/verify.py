@@ -43,7 +43,8 @@ def _unverified(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         compact = jws.extract_compact(token.encode())
         payload = json.loads(compact.payload)
-    except (JoseError, ValueError, UnicodeDecodeError) as exc:
+    except (JoseError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+        # RecursionError: JSON nested deeper than the parser goes, sent on purpose.
         raise Unauthorized("the workload token is not a signed JWT") from exc
     if not isinstance(payload, dict):
         raise Unauthorized("the workload token is not a signed JWT")
@@ -65,7 +66,7 @@ async def verify(
     if not entries:
         raise Unauthorized("the workload token's issuer is not trusted by this registry")
     alg = header.get("alg")
-    if alg not in ASYMMETRIC:
+    if not isinstance(alg, str) or alg not in ASYMMETRIC:
         raise Unauthorized(f"the workload token's algorithm {str(alg)[:20]!r} is not accepted")
     kid = header.get("kid")
     if not isinstance(kid, str) or not kid:

@@ -293,6 +293,15 @@ def test_the_client_id_may_come_as_basic_credentials(registry: Registry) -> None
     ("form", "error", "status"),
     [
         ({"grant_type": "password"}, "unsupported_grant_type", 400),
+        (  # no [[workload_identity]] here
+            {
+                "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                "subject_token": "eyJh.b.c",
+                "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+            },
+            "unsupported_grant_type",
+            400,
+        ),
         ({"grant_type": "authorization_code", "client_id": "x"}, "invalid_client", 401),
         ({"grant_type": "authorization_code", "client_id": "terraform-cli"}, "invalid_grant", 400),
     ],

@@ -61,3 +61,11 @@ def test_each_command_is_one_row_naming_the_operator(tmp_path: Path) -> None:
     assert "by operator " in text and "read on acme" in text
     bad = cli(data, "audit", "--since", "last week", check=False)
     assert bad.returncode == 2 and "since must look like" in bad.stderr
+
+
+def test_a_limit_below_one_is_a_usage_error(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    cli(data, "namespace", "set", "acme", "--private")
+    done = cli(data, "audit", "--limit", "0", check=False)
+    assert done.returncode == 2
+    assert "gitreg: error: --limit must be a positive number" in done.stderr

@@ -18,10 +18,12 @@ from gitreg.archives.dirhash import archive_dirhash, tree_dirhash
 from gitreg.errors import BadRequest
 from gitreg.verify.credentials import token_for
 from gitreg.verify.lockfile import Locked, LockedCheckpoint, LockFile, read_lock, write_lock
-from gitreg.verify.manifest import Installed, registry_module
+from gitreg.verify.manifest import Installed, read_manifest, registry_module
 from gitreg.verify.registry import Registry
 from gitreg.verify.service import Report, Verifier
 from tests.attestations import spec_check
+
+ROOT = base64.b64encode(bytes(range(32))).decode()
 
 
 def test_credentials_follow_terraforms_order(tmp_path: Path) -> None:
@@ -93,7 +95,7 @@ def test_lock_file_round_trip_and_refusal(tmp_path: Path) -> None:
     assert read_lock(path).modules == {}
     lock = LockFile(
         {"net": Locked("h.example.com/a/b/c", "1.0.0", "h1:x", "k", 3)},
-        {"h.example.com": LockedCheckpoint("h.example.com/v1/attestations/log", 4, "cm9vdA==")},
+        {"h.example.com": LockedCheckpoint("h.example.com/v1/attestations/log", 4, ROOT)},
     )
     write_lock(path, lock)
     assert read_lock(path) == lock
@@ -101,6 +103,38 @@ def test_lock_file_round_trip_and_refusal(tmp_path: Path) -> None:
     path.write_text('{"version": 9}')
     with pytest.raises(BadRequest):
         read_lock(path)
+
+
+@pytest.mark.parametrize("root", ["!!!", "cm9vdA=="], ids=["not-base64", "not-32-bytes"])
+def test_a_lock_file_with_a_broken_checkpoint_root_is_refused(tmp_path: Path, root: str) -> None:
+    # Not a rewritten log, nor a malformed answer of the registry: the lock file is wrong.
+    path = tmp_path / "modules.lock.json"
+    lock = LockFile(checkpoints={"h.example.com": LockedCheckpoint("h/log", 4, ROOT)})
+    write_lock(path, lock)
+    path.write_text(path.read_text().replace(ROOT, root))
+    with pytest.raises(BadRequest, match="checkpoint root"):
+        read_lock(path)
+
+
+def test_a_manifest_that_cannot_be_read_is_a_usage_error(tmp_path: Path) -> None:
+    manifest = tmp_path / ".terraform" / "modules" / "modules.json"
+    manifest.mkdir(parents=True)
+    with pytest.raises(BadRequest, match="cannot read"):
+        read_manifest(tmp_path)
+    manifest.rmdir()
+    entry = {"Key": "net", "Source": "h.example.com/a/b/c", "Version": "1.0.0", "Dir": "x\u0000"}
+    manifest.write_text(json.dumps({"Modules": [entry]}))
+    with pytest.raises(BadRequest, match="not a module manifest"):
+        read_manifest(tmp_path)
+
+
+def test_a_host_name_idna_refuses_fails_its_module_in_one_line(tmp_path: Path) -> None:
+    _installed(tmp_path)
+    manifest = tmp_path / ".terraform" / "modules" / "modules.json"
+    manifest.write_text(manifest.read_text().replace("public.example.com", "xn--zz.example.com"))
+    report = _verify_against(tmp_path, _no_attestations, LockFile())
+    (failed,) = report.failed
+    assert "xn--zz.example.com is not a host name that can be reached" in failed
 
 
 def test_a_statement_changed_by_one_byte_is_refused() -> None:
@@ -182,3 +216,102 @@ def test_a_locked_module_whose_registry_stopped_signing_fails(tmp_path: Path) ->
     report = _verify_against(tmp_path, _no_attestations, LockFile({"net": locked}))
     assert len(report.failed) == 1
     assert "modules.lock.json has it verified" in report.failed[0]
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("deep", "reason"),
+    [("statement", "not a DSSE envelope: RecursionError"), ("keys", "malformed")],
+)
+def test_json_nested_too_deep_fails_its_module_in_one_line(
+    tmp_path: Path, deep: str, reason: str
+) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/.well-known/terraform.json":
+            return httpx.Response(200, json={"modules.v1": "/m/", "attestations.v1": "/a/"})
+        if path == "/m/acme/net/aws/1.0.0/attestation":
+            body = DEEP if deep == "statement" else b"{}"
+            return httpx.Response(200, content=body, headers={"Gitreg-Log-Index": "0"})
+        assert path == "/a/keys"
+        return httpx.Response(200, content=DEEP if deep == "keys" else b'{"keys": []}')
+
+    _installed(tmp_path)
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        report = Verifier(lambda host: Registry(client, host)).verify(tmp_path, LockFile(), False)
+    (failed,) = report.failed
+    assert reason in failed
+
+
+def test_local_files_nested_too_deep_are_usage_errors(tmp_path: Path) -> None:
+    lock = tmp_path / "modules.lock.json"
+    lock.write_bytes(DEEP)
+    with pytest.raises(BadRequest, match="cannot read"):
+        read_lock(lock)
+    manifest = tmp_path / ".terraform" / "modules" / "modules.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_bytes(DEEP)
+    with pytest.raises(BadRequest, match="not a module manifest"):
+        read_manifest(tmp_path)
+
+
+def test_a_checkpoint_signed_for_another_log_fails(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from gitreg.archives.dirhash import hash1
+    from gitreg.attestations import dsse, note
+    from gitreg.attestations.keys import keyid_of, pem_of
+
+    private = Ed25519PrivateKey.generate()
+    raw = private.public_key().public_bytes_raw()
+    keyid = keyid_of(raw)
+    statement = {
+        "subject": [
+            {"name": "acme/net/aws/1.0.0.tar.gz", "digest": {"sha256": "0" * 64}},
+            {"name": "acme/net/aws/1.0.0", "digest": {"dirHash": hash1([])}},
+        ],
+        "predicate": {"buildDefinition": {"externalParameters": {}}},
+    }
+    envelope = dsse.envelope(json.dumps(statement).encode(), keyid, private.sign)
+    # Signed by this registry's key, but for a log that is not this registry's.
+    elsewhere = note.sign(note.Checkpoint("other.example.com/log", 1, bytes(32)), raw, private.sign)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/.well-known/terraform.json":
+            return httpx.Response(200, json={"modules.v1": "/m/", "attestations.v1": "/a/"})
+        if path == "/m/acme/net/aws/1.0.0/attestation":
+            return httpx.Response(200, json=envelope, headers={"Gitreg-Log-Index": "0"})
+        if path == "/a/keys":
+            return httpx.Response(200, json={"keys": [{"keyid": keyid, "pem": pem_of(raw)}]})
+        assert path == "/a/log/checkpoint"
+        return httpx.Response(200, content=elsewhere)
+
+    _installed(tmp_path)
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        report = Verifier(lambda host: Registry(client, host)).verify(tmp_path, LockFile(), False)
+    (failed,) = report.failed
+    assert "the checkpoint is for log 'other.example.com/log'" in failed
+
+
+def test_a_registry_that_cannot_be_reached_is_asked_once_per_run(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    def unreachable(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    modules = [
+        {"Key": f"m{n}", "Source": "slow.example.com/acme/net/aws", "Version": "1.0.0", "Dir": "x"}
+        for n in range(5)
+    ]
+    manifest = tmp_path / ".terraform" / "modules" / "modules.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"Modules": modules}))
+    with httpx.Client(transport=httpx.MockTransport(unreachable)) as client:
+        report = Verifier(lambda host: Registry(client, host)).verify(tmp_path, LockFile(), False)
+    assert len(report.failed) == 5
+    assert all("cannot reach slow.example.com" in line for line in report.failed)
+    assert asked == ["/.well-known/terraform.json"]  # each timeout is waited out once

@@ -120,3 +120,19 @@ def test_exchanges_are_audited_with_the_rule(svc: Services, issuers: WorkloadIss
     )
     assert issued.object == f"token {str(answer['access_token'])[:12]}"
     assert (refused.result, refused.detail) == ("refused", NO_RULE)
+
+
+def test_a_requested_scope_narrows_the_token(svc: Services, issuers: WorkloadIssuers) -> None:
+    release = issuers["github"].sign(
+        AUDIENCE, repository="acme/provider-ourcloud", ref="refs/tags/v1.0.0"
+    )
+    answer = _exchange(svc, release, scope="read")
+    assert answer["scope"] == "read"
+    holder = _holder(svc, str(answer["access_token"]))
+    assert holder.allows(Scope.read, "acme")
+    assert not holder.allows(Scope.publish, "acme")
+    with pytest.raises(OAuthError) as refused:
+        _exchange(svc, release, scope="admin")
+    assert refused.value.error == "invalid_scope"
+    (row, *_) = svc.audit.entries(AuditQuery(action="sign_in.token_exchange"))
+    assert (row.result, row.detail) == ("refused", "the matched rules do not grant admin")

@@ -5,6 +5,7 @@ issue tokens shaped exactly like GitHub Actions', GitLab CI's and Kubernetes'.""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,13 +16,13 @@ import pytest
 from gitreg.audit.store import AuditQuery
 from gitreg.auth.service import Credentials
 from gitreg.auth.tokens import Principal, Scope
-from gitreg.errors import Forbidden, IssuerUnavailable, Unauthorized
+from gitreg.errors import DatabaseUnavailable, Forbidden, IssuerUnavailable, Unauthorized
 from gitreg.services import Services
 from gitreg.workload_identity import issuer as issuer_module
 from gitreg.workload_identity.service import NO_RULE
 from tests.support.provider_dist import make_services
 from tests.support.server import free_port
-from tests.support.workload_issuer import Issuer, WorkloadIssuers, new_key
+from tests.support.workload_issuer import Issuer, WorkloadIssuers, b64, new_key
 from tests.workload_identity.conftest import AUDIENCE, workload_config, write_config
 
 
@@ -88,6 +89,29 @@ def test_forged_algorithms_are_refused(svc: Services, issuers: WorkloadIssuers, 
     # HS256 keyed with the issuer's public key: the algorithm confusion attack.
     with pytest.raises(Unauthorized, match="algorithm"):
         _principal(svc, issuers["github"].forged(AUDIENCE, alg))
+
+
+def _shaped(header: object, payload: bytes) -> str:
+    head = b64(json.dumps(header).encode())
+    return f"{head}.{b64(payload)}.{b64(b'not a signature')}"
+
+
+@pytest.mark.parametrize(
+    ("header", "payload"),
+    [
+        ({"alg": ["RS256"], "kid": "github-key-1"}, None),
+        ({"alg": {"name": "RS256"}, "kid": "github-key-1"}, None),
+        ({"alg": "RS256", "kid": "github-key-1"}, b"[" * 5000 + b"]" * 5000),
+    ],
+    ids=["alg-list", "alg-object", "deeply-nested-payload"],
+)
+def test_a_token_of_the_wrong_shape_is_401(
+    svc: Services, issuers: WorkloadIssuers, header: dict[str, Any], payload: bytes | None
+) -> None:
+    github = issuers["github"]
+    claims = json.dumps(github.claims(AUDIENCE, repository="acme/infra-live")).encode()
+    with pytest.raises(Unauthorized):
+        _principal(svc, _shaped(header, payload or claims))
 
 
 def test_an_unknown_kid_fetches_the_jwks_again_at_most_once_a_minute(
@@ -251,3 +275,21 @@ def test_concurrent_first_uses_of_one_token_are_one_audit_row(
     found = asyncio.run(at_once())
     assert all(p is not None and p.allows(Scope.read, "acme") for p in found)
     assert len(svc.audit.entries(AuditQuery(action="sign_in.workload"))) == 1
+
+
+def test_a_first_use_whose_audit_row_fails_is_a_first_use_again(
+    svc: Services, issuers: WorkloadIssuers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = issuers["github"].sign(AUDIENCE, repository="acme/infra-live", run_id="78")
+    record = svc.audit.record
+
+    def database_down(*args: Any, **kwargs: Any) -> None:
+        raise DatabaseUnavailable("the index is away")
+
+    monkeypatch.setattr(svc.audit, "record", database_down)
+    with pytest.raises(DatabaseUnavailable):
+        _principal(svc, token)
+    monkeypatch.setattr(svc.audit, "record", record)
+    assert _principal(svc, token).allows(Scope.read, "acme")
+    (row,) = svc.audit.entries(AuditQuery(action="sign_in.workload"))
+    assert row.result == "ok"
