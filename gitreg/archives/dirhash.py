@@ -19,10 +19,11 @@ import base64
 import hashlib
 import os
 import posixpath
-import tarfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
+
+from gitreg.archives.entries import open_tar
 
 _CHUNK = 1 << 16
 _MAX_LINKS = 40  # symlink hops followed inside an archive, as an OS allows
@@ -107,7 +108,7 @@ def archive_files(archive: BinaryIO) -> dict[str, str]:
     """Slash path -> hex sha256 of every file a tar.gz module archive extracts to."""
     contents: dict[str, str] = {}
     links: dict[str, str] = {}
-    with tarfile.open(fileobj=archive, mode="r:gz") as tar:
+    with open_tar(mode="r:gz", fileobj=archive) as tar:
         for member in tar:
             name = posixpath.normpath(member.name.lstrip("/"))
             if name in (".", "") or name.startswith("../"):

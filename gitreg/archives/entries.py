@@ -11,21 +11,27 @@ What is left out is tallied and reported as one line, never a line per entry.
 A zip's central directory is counted before `zipfile` reads it: zipfile makes
 an object of every entry first, so a 1 GiB zip of empty entries would cost
 gigabytes before anyone could count them.
+
+A tar is opened with `open_tar`: `tarfile` reads a pax or GNU long-name
+header whole into memory, whatever size its block claims, and a few
+megabytes of gzip unpack to gigabytes of header; sparse files (whose maps
+grow the same way) have no place in a module and are refused.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import tarfile
 import zipfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from gitreg.errors import ArchiveTooLarge
 
-__all__ = ["EntryCounter", "check_zip_entries", "left_out_line", "open_zip"]
+__all__ = ["EntryCounter", "check_zip_entries", "left_out_line", "open_tar", "open_zip"]
 
 # APPNOTE.TXT 4.3.16, 4.3.15, 4.3.14 and 4.3.12, as zipfile reads them.
 _END = struct.Struct("<4s4H2LH")
@@ -151,3 +157,45 @@ def _central_directory(raw: BinaryIO) -> tuple[int, int] | None:
                 end_of_directory = end - _END64_LOCATOR.size - _END64.size
     start = end_of_directory - size
     return (start, size) if start >= 0 else None
+
+
+# A pax header holds a path, a link target and a few numbers: kilobytes.
+MAX_TAR_HEADER_BYTES = 256 * 1024
+_HEADER_TYPES = {
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+}
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A member whose metadata header is read only when it is small, and
+    never a sparse file. The hooks are tarfile's per-kind readers, the only
+    places such a header's size is known before it is read."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type in _HEADER_TYPES and self.size > MAX_TAR_HEADER_BYTES:
+            raise tarfile.HeaderError(
+                f"a tar header of {self.size} bytes (more than {MAX_TAR_HEADER_BYTES})"
+            )
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise tarfile.HeaderError("a sparse file")
+        member: tarfile.TarInfo = super()._proc_member(tarfile_)  # type: ignore[misc]
+        return member
+
+    def _proc_gnusparse_00(self, *_: object) -> None:
+        raise tarfile.HeaderError("a sparse file")
+
+    _proc_gnusparse_01 = _proc_gnusparse_10 = _proc_gnusparse_00
+
+
+def open_tar(
+    source: Path | None = None,
+    mode: Literal["r:*", "r:gz"] = "r:*",
+    fileobj: BinaryIO | None = None,
+) -> tarfile.TarFile:
+    """A tar from outside, read as `tarfile.open` reads it, with its headers
+    bounded (`tarfile.HeaderError`, a `TarError`, when one is not)."""
+    return tarfile.open(source, mode=mode, fileobj=fileobj, tarinfo=_BoundedTarInfo)

@@ -28,7 +28,7 @@ from dulwich.objects import Blob, ObjectID, Tree
 from dulwich.repo import Repo
 
 from gitreg.archives.build import build_archive
-from gitreg.archives.entries import EntryCounter, open_zip
+from gitreg.archives.entries import EntryCounter, open_tar, open_zip
 from gitreg.errors import ArchiveTooLarge, UpstreamError
 from gitreg.module_proxy.fetch import FetchedArchive, FetchLimits
 from gitreg.storage.blobs import BlobStore
@@ -67,7 +67,7 @@ def _members(
                 with archive.open(info) as opened:
                     yield info.filename, git_mode, info.file_size, opened
         return
-    with tarfile.open(path, mode="r:*") as archive:
+    with open_tar(path) as archive:
         for member in archive:
             entries.count()
             if member.isdir():

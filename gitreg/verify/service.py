@@ -28,7 +28,9 @@ import base64
 import hashlib
 import io
 import json
+import tarfile
 import threading
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -169,7 +171,10 @@ class Verifier:
         data = registry.archive(module.address, module.installed.version)
         if hashlib.sha256(data).hexdigest() != sha256:
             return "the registry's archive does not match its own statement"
-        published = archive_files(io.BytesIO(data))
+        try:
+            published = archive_files(io.BytesIO(data))
+        except (tarfile.TarError, zlib.error, EOFError) as exc:
+            return f"the registry's archive cannot be read: {exc}"
         for name in sorted(set(published) | set(files), key=lambda n: n.encode()):
             if name not in files:
                 return f"{name} is missing from the installed module"

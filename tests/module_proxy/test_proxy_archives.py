@@ -97,6 +97,20 @@ def test_an_archive_bomb_is_refused_before_it_is_unpacked(
     assert service.cached_versions() == []
 
 
+def test_a_tar_whose_header_unpacks_to_megabytes_is_refused(
+    service: ModuleProxyService, upstream: Upstream
+) -> None:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo("main.tf")
+        info.pax_headers = {"comment": "A" * (8 * 1024 * 1024)}
+        tar.addfile(info, io.BytesIO(b""))
+    _serve(upstream, "header.tar.gz", out.getvalue())
+    with pytest.raises(UpstreamError, match="the archive cannot be read: a tar header of"):
+        asyncio.run(service.cached(ADDRESS, "3.0.0"))
+    assert service.cached_versions() == []
+
+
 def test_the_temp_directory_is_made_and_removed_off_the_event_loop(
     service: ModuleProxyService, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
