@@ -315,16 +315,6 @@ class Index:
             )
             return cursor.rowcount == 1
 
-    def forget_refusals(self, module_id: int, version: str) -> None:
-        """Drop the conflicts that refused `version` before anything was published
-        (`published_commit` empty: the semver guard's), now that it is published."""
-        with self._write() as conn:
-            conn.execute(
-                "DELETE FROM module_conflicts WHERE module_id = ? AND version = ?"
-                " AND published_commit = ''",
-                (module_id, version),
-            )
-
     def conflicts(self, module_id: int | None = None) -> list[ConflictRecord]:
         if module_id is None:
             rows = self._rows("SELECT * FROM module_conflicts ORDER BY id")

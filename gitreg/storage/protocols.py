@@ -146,11 +146,6 @@ class ModuleIndex(Protocol):
         the first time (idempotent)."""
         ...
 
-    def forget_refusals(self, module_id: int, version: str) -> None:
-        """Drop the conflicts that refused `version` without a published commit
-        (the semver guard's), once it is published."""
-        ...
-
     def conflicts(self, module_id: int | None = None) -> list[ConflictRecord]: ...
 
 
