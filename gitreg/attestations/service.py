@@ -3,8 +3,9 @@ ask of the attestations feature (docs/verify.md).
 
 Publishing a version asks `for_publish` before its transaction, with the
 `dirHash` its archive build computed: the statement is signed then, and the
-returned step runs inside the transaction that records the version, storing
-the envelope and appending the log entry that binds it. A yank or a deprecation asks
+returned block, around the call that records the version, attaches the
+writes that store the envelope and append the log entry that binds it to
+that transaction (gitreg/storage/attached.py). A yank or a deprecation asks
 `for_change` the same way. So an event and its log entry commit together or
 not at all.
 
@@ -18,6 +19,7 @@ when asked for, over the size and root the committed tiles give.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import threading
@@ -38,8 +40,8 @@ from gitreg.auth.service import Access, Credentials
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import NotFound
 from gitreg.settings import Settings
+from gitreg.storage.attached import Attached, attach
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.database import Connection, InTransaction
 from gitreg.storage.index import utcnow
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, NewVersion, RepoRecord, VersionRecord
@@ -47,7 +49,8 @@ from gitreg.versions import parse_tag_version
 
 log = logging.getLogger("gitreg.attestations")
 
-Step = InTransaction  # runs inside the event's write transaction
+# Around the call that performs the event: its log entry rides in that transaction.
+Step = contextlib.AbstractContextManager[Attached]
 Who = Callable[[], Credentials]
 LOG_PATH = "/v1/attestations/log"
 MAX_TILE_INDEX = 1 << 48  # far beyond any log, well inside the engines' 64-bit integers
@@ -97,14 +100,30 @@ class Attestations:
         self,
         module: ModuleRecord,
         repo: RepoRecord,
+        version: NewVersion,
+        version_key: str,
+        dir_hash: str = "",
+        allowed_breaking: bool = False,
+    ) -> Step:
+        """Sign the statement of a version about to be recorded (`_statement`);
+        the block stores it and logs the publish inside the transaction that
+        records the version."""
+        record, entry = self._statement(
+            module, repo, version, version_key, "", dir_hash, allowed_breaking
+        )
+        return attach(lambda conn: self._store.record(conn, record, entry))
+
+    def _statement(
+        self,
+        module: ModuleRecord,
+        repo: RepoRecord,
         version: VersionRecord | NewVersion,
         version_key: str,
         published_at: str = "",
         dir_hash: str = "",
         allowed_breaking: bool = False,
-    ) -> Step:
-        """Sign the statement of a version about to be recorded; the step stores
-        it and logs the publish inside the recording transaction. `dir_hash` is
+    ) -> tuple[AttestationRecord, bytes]:
+        """Sign the statement of a version, and make its log entry. `dir_hash` is
         the build's, when the archive was built now; otherwise that of another
         version with the same archive, or read from the archive.
         `allowed_breaking`: the semver guard refused this version and an
@@ -154,16 +173,13 @@ class Attestations:
             log_index=-1,
             created_at=utcnow(),
         )
-
-        def step(conn: Connection) -> bool:
-            return self._store.record(conn, record, entry)
-
-        return step
+        return record, entry
 
     def for_change(self, module: ModuleRecord, version_key: str, event: str) -> Step:
-        """The log step of a yank, unyank, deprecation or undeprecation: the
-        entry names the version by its statement's hash, never by address, so
-        the public log shows nothing of a private namespace."""
+        """The log entry of a yank, unyank, deprecation or undeprecation, as a
+        block around the call that performs it: the entry names the version by
+        its statement's hash, never by address, so the public log shows
+        nothing of a private namespace."""
         found = self._store.attestation(module.id, version_key)
         entry = json_bytes(
             {
@@ -172,11 +188,7 @@ class Attestations:
                 "time": utcnow(),
             }
         )
-
-        def step(conn: Connection) -> None:
-            self._store.append(conn, entry)
-
-        return step
+        return attach(lambda conn: self._store.append(conn, entry))
 
     def rotate_key(self) -> PublicKey:
         """A new current key; the old ones stay listed, retired. Logged, and
@@ -229,10 +241,10 @@ class Attestations:
                     continue
                 try:
                     repo = self._index.repo(module.repo_id)
-                    step = self.for_publish(
+                    record, entry = self._statement(
                         module, repo, version, missing.version_key, version.published_at
                     )
-                    made += self._store.write(step)
+                    made += self._store.record_now(record, entry)
                 except (OSError, NotFound) as exc:
                     failed += 1
                     first_failure = first_failure or f"{module.address} {version.version}: {exc}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -39,8 +38,8 @@ class AttestationIndex(Protocol):
         already has a statement."""
         ...
 
-    def write(self, step: Callable[[Connection], object]) -> int:
-        """Run `step` in a write transaction of its own; 1 if it returned True."""
+    def record_now(self, record: AttestationRecord, entry: bytes) -> bool:
+        """`record` in a transaction of its own."""
         ...
 
     def append(self, conn: Connection, entry: bytes) -> int:

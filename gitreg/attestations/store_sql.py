@@ -9,8 +9,6 @@ their subtree is stored at the level above, in the same transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from gitreg.attestations.store import AttestationRecord, Unattested
 from gitreg.attestations.tlog import TILE_WIDTH, leaf_hash, node_hash
 from gitreg.storage.database import Connection
@@ -56,9 +54,9 @@ class AttestationStore(IndexBackedStore):
         with self._write() as conn:
             return self.append(conn, entry)
 
-    def write(self, step: Callable[[Connection], object]) -> int:
+    def record_now(self, record: AttestationRecord, entry: bytes) -> bool:
         with self._write() as conn:
-            return 1 if step(conn) is True else 0
+            return self.record(conn, record, entry)
 
     def record(self, conn: Connection, record: AttestationRecord, entry: bytes) -> bool:
         present = conn.execute(

@@ -34,7 +34,6 @@ from gitreg.modules.globs import discover_modules
 from gitreg.semver_guard.service import SemverGuard
 from gitreg.settings import Settings
 from gitreg.storage.blobs import BlobStore
-from gitreg.storage.database import InTransaction
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ModuleRecord, NewVersion, RepoRecord, VersionRecord
 from gitreg.versions import TagVersion, parse_version, sort_key, version_from_tag
@@ -301,12 +300,19 @@ class Publisher:
             key = str(parse_version(version.version).without_build())
             if version.yanked or key in live:
                 continue
-            self._index.set_yanked(module.id, key, True, self._log_change(module, key))
+            with self._log_change(module, key):
+                self._index.set_yanked(module.id, key, True)
             log.info("yanked %s %s: tag %s was deleted", module.address, key, version.tag)
             result.yanked.append(f"{module.address} {version.version}")
 
-    def _log_change(self, module: ModuleRecord, key: str) -> InTransaction | None:
-        return self._attest.for_change(module, key, "yank") if self._attest else None
+    def _log_change(
+        self, module: ModuleRecord, key: str
+    ) -> contextlib.AbstractContextManager[object]:
+        return (
+            self._attest.for_change(module, key, "yank")
+            if self._attest
+            else contextlib.nullcontext()
+        )
 
     def _refused(self, module: ModuleRecord, tv: TagVersion, ref: TagRef) -> str:
         if self._semver is None:
@@ -380,11 +386,11 @@ class Publisher:
                 module, repo, new, tv.key, dir_hash=built.dir_hash, allowed_breaking=allowed
             )
             if self._attest
-            else None
+            else contextlib.nullcontext()
         )
         version = f"{module.address} {tv.version}"
-        with self._audit.recording("module.publish", version, detail=f"tag {ref.name}"):
-            inserted = self._index.publish_version(new, attest)
+        with self._audit.recording("module.publish", version, detail=f"tag {ref.name}"), attest:
+            inserted = self._index.publish_version(new)
         if not inserted:
             # Another process published this version between our check and insert.
             return self._publish_one(repo, module, tv, ref, notes, archives)

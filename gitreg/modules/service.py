@@ -10,6 +10,7 @@ they notice a publish, and this process's metadata cache is cleared at once.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -23,7 +24,6 @@ from gitreg.cache import MISSING, MetadataCache
 from gitreg.catalog.documenter import Documenter
 from gitreg.errors import BadRequest, NotFound
 from gitreg.modules.downloads import ModuleDownloads
-from gitreg.storage.database import InTransaction
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.records import ConflictRecord, ModuleRecord, VersionRecord
 from gitreg.versions import parse_tag_version, sort_key
@@ -189,8 +189,11 @@ class Modules:
         if changed:
             action = "module.yank" if yanked else "module.unyank"
             event = "yank" if yanked else "unyank"
-            with self._audit.recording(action, f"{module.address} {found.version}"):
-                self._index.set_yanked(module.id, key, yanked, self._logged(module, key, event))
+            with (
+                self._audit.recording(action, f"{module.address} {found.version}"),
+                self._logged(module, key, event),
+            ):
+                self._index.set_yanked(module.id, key, yanked)
             self._docs.refresh_search(module)
             self._cache.invalidate()
         return VersionChange(module.address, found.version, changed)
@@ -208,10 +211,13 @@ class Modules:
         if (found.deprecation_reason, found.deprecation_link) == (reason, link):
             return VersionChange(module.address, found.version, changed=False)
         logged = self._logged(module, key, "deprecate")
-        with self._audit.recording(
-            "module.deprecate", f"{module.address} {found.version}", detail=reason
+        with (
+            self._audit.recording(
+                "module.deprecate", f"{module.address} {found.version}", detail=reason
+            ),
+            logged,
         ):
-            self._index.set_deprecation(module.id, key, reason, link, logged)
+            self._index.set_deprecation(module.id, key, reason, link)
         self._cache.invalidate()
         return VersionChange(module.address, found.version, True, updated=found.deprecated)
 
@@ -220,15 +226,23 @@ class Modules:
         module, key, found = self._version(address, version)
         if not found.deprecated:
             return VersionChange(module.address, found.version, changed=False)
-        with self._audit.recording("module.undeprecate", f"{module.address} {found.version}"):
-            self._index.set_deprecation(
-                module.id, key, None, then=self._logged(module, key, "undeprecate")
-            )
+        with (
+            self._audit.recording("module.undeprecate", f"{module.address} {found.version}"),
+            self._logged(module, key, "undeprecate"),
+        ):
+            self._index.set_deprecation(module.id, key, None)
         self._cache.invalidate()
         return VersionChange(module.address, found.version, changed=True)
 
-    def _logged(self, module: ModuleRecord, key: str, event: str) -> InTransaction | None:
-        return self._attest.for_change(module, key, event) if self._attest else None
+    def _logged(
+        self, module: ModuleRecord, key: str, event: str
+    ) -> contextlib.AbstractContextManager[object]:
+        """The event's log entry, attached to the transaction the block opens."""
+        return (
+            self._attest.for_change(module, key, event)
+            if self._attest
+            else contextlib.nullcontext()
+        )
 
     def conflicts(self) -> list[Conflict]:
         """Every recorded tag that disagrees with its published version."""

@@ -277,7 +277,7 @@ class SemverGuard:
         stored[check.version_key] = check
         if earlier is not None and earlier.status == "refused":
             self._store.put_checks([check])
-            self._index.forget_refusals(check.module_id, check.version_key)
+            self._store.forget_refusals(check.module_id, check.version_key)
         else:
             self._sync_state().checks.append(check)
         if check.status in ("breaking", "allowed"):

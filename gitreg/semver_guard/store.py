@@ -45,6 +45,11 @@ class SemverIndex(Protocol):
         """`put_check` for each, in one transaction."""
         ...
 
+    def forget_refusals(self, module_id: int, version: str) -> None:
+        """Drop the conflict rows that refused `version` before anything was
+        published (`published_commit` empty: the guard's), now that it is."""
+        ...
+
     def check(self, module_id: int, version_key: str) -> Check | None: ...
 
     def checks(self, module_id: int) -> list[Check]:

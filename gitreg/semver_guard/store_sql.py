@@ -1,4 +1,5 @@
-"""All SQL of the semver guard (migrations `0030-semver-checks`, `0031-semver-policies`)."""
+"""All SQL of the semver guard (migrations `0030-semver-checks`, `0031-semver-policies`),
+and its refusals' rows in the index's `module_conflicts` (recorded by the publisher)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,14 @@ class SemverStore(IndexBackedStore):
         with self._write() as conn:
             for check in checks:
                 _put(conn, check)
+
+    def forget_refusals(self, module_id: int, version: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM module_conflicts WHERE module_id = ? AND version = ?"
+                " AND published_commit = ''",
+                (module_id, version),
+            )
 
     def check(self, module_id: int, version_key: str) -> Check | None:
         rows = self._rows(

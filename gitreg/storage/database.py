@@ -21,7 +21,7 @@ Both give the same guarantees to the stores above them:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -56,12 +56,6 @@ class Connection(Protocol):
     """What a store may do inside `Database.write()`."""
 
     def execute(self, sql: str, parameters: Params = (), /) -> Cursor: ...
-
-
-# A step another feature runs inside a store's write transaction, so its rows
-# commit with the event they record (gitreg/attestations: the log entry of a
-# publish, yank or deprecation).
-InTransaction = Callable[[Connection], object]
 
 
 class Database(Protocol):

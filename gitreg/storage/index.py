@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gitreg.errors import ConfigError, Conflict, NotFound
+from gitreg.storage.attached import leave_attached
 from gitreg.storage.database import (
     Connection,
     Database,
     Dialect,
-    InTransaction,
     Params,
     Row,
     is_postgres_url,
@@ -211,7 +211,7 @@ class Index:
         )
         return _version(rows[0]) if rows else None
 
-    def publish_version(self, new: NewVersion, then: InTransaction | None = None) -> bool:
+    def publish_version(self, new: NewVersion) -> bool:
         """Record a version in one transaction; False if that version already exists.
 
         The archive blob is already durable in the blob store, so a crash
@@ -238,14 +238,11 @@ class Index:
                 ),
             )
             if cursor.rowcount != 1:
+                leave_attached()  # no publish happened here
                 return False
-            if then is not None:
-                then(conn)
             return True
 
-    def set_yanked(
-        self, module_id: int, version_key: str, yanked: bool, then: InTransaction | None = None
-    ) -> None:
+    def set_yanked(self, module_id: int, version_key: str, yanked: bool) -> None:
         with self._write() as conn:
             cursor = conn.execute(
                 "UPDATE module_versions SET yanked = ? WHERE module_id = ? AND version_key = ?",
@@ -253,8 +250,6 @@ class Index:
             )
             if cursor.rowcount == 0:
                 raise NotFound(f"no version {version_key}")
-            if then is not None:
-                then(conn)
 
     def set_deprecation(
         self,
@@ -262,7 +257,6 @@ class Index:
         version_key: str,
         reason: str | None,
         link: str = "",
-        then: InTransaction | None = None,
     ) -> None:
         """Deprecate a version (reason given) or lift its deprecation (None); an
         ordinary write, noticed by serving processes as a publish is."""
@@ -274,8 +268,6 @@ class Index:
             )
             if cursor.rowcount == 0:
                 raise NotFound(f"no version {version_key}")
-            if then is not None:
-                then(conn)
 
     def archive_for_tree(self, tree_sha: str, mtime: int) -> tuple[str, int] | None:
         """An archive already built from this tree and mtime (build once)."""
@@ -322,16 +314,6 @@ class Index:
                 (module_id, version, tag, published, seen, reason, utcnow()),
             )
             return cursor.rowcount == 1
-
-    def forget_refusals(self, module_id: int, version: str) -> None:
-        """Drop the conflicts that refused `version` before anything was published
-        (`published_commit` empty: the semver guard's), now that it is published."""
-        with self._write() as conn:
-            conn.execute(
-                "DELETE FROM module_conflicts WHERE module_id = ? AND version = ?"
-                " AND published_commit = ''",
-                (module_id, version),
-            )
 
     def conflicts(self, module_id: int | None = None) -> list[ConflictRecord]:
         if module_id is None:

@@ -30,7 +30,7 @@ from psycopg.adapt import Dumper
 from psycopg.rows import tuple_row
 
 from gitreg.errors import ConfigError, DatabaseUnavailable, StorageFull
-from gitreg.storage.attached import run_attached
+from gitreg.storage.attached import carrying
 from gitreg.storage.database import Connection, Cursor, Dialect, Params, Row
 from gitreg.storage.migrations import check_known, pending
 
@@ -200,8 +200,8 @@ class PostgresDatabase:
             if exclusive:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
             wrapped = _Connection(conn)
-            yield wrapped
-            run_attached(wrapped)
+            with carrying(wrapped):
+                yield wrapped
             if notify:
                 # Delivered at COMMIT, to every replica's change feed.
                 conn.execute("UPDATE gitreg_changes SET seq = seq + 1")

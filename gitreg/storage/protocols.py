@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from gitreg.storage.database import InTransaction
 from gitreg.storage.records import (
     ConflictRecord,
     ModuleGlob,
@@ -100,17 +99,15 @@ class ModuleIndex(Protocol):
 
     def version_by_key(self, module_id: int, version_key: str) -> VersionRecord | None: ...
 
-    def publish_version(self, new: NewVersion, then: InTransaction | None = None) -> bool:
+    def publish_version(self, new: NewVersion) -> bool:
         """Record a version in one transaction; False, changing nothing, when
         that version is already published (re-publishing is idempotent and a
-        published version is immutable). Its archive blob is durable first.
-        `then` runs inside that transaction once the version is inserted (its
-        statement and log entry, gitreg/attestations)."""
+        published version is immutable): the writes attached to the publish
+        (gitreg/storage/attached.py) then do not run. Its archive blob is
+        durable first."""
         ...
 
-    def set_yanked(
-        self, module_id: int, version_key: str, yanked: bool, then: InTransaction | None = None
-    ) -> None: ...
+    def set_yanked(self, module_id: int, version_key: str, yanked: bool) -> None: ...
 
     def set_deprecation(
         self,
@@ -118,12 +115,10 @@ class ModuleIndex(Protocol):
         version_key: str,
         reason: str | None,
         link: str = "",
-        then: InTransaction | None = None,
     ) -> None:
         """Deprecate one version with a reason and optional link, or lift its
         deprecation (reason None); `NotFound` for an unknown version. A
-        deprecated version stays listed and installable. `then` as for
-        `publish_version`."""
+        deprecated version stays listed and installable."""
         ...
 
     def archive_for_tree(self, tree_sha: str, mtime: int) -> tuple[str, int] | None:
@@ -149,11 +144,6 @@ class ModuleIndex(Protocol):
     ) -> bool:
         """Remember a tag that disagrees with a published version; True only
         the first time (idempotent)."""
-        ...
-
-    def forget_refusals(self, module_id: int, version: str) -> None:
-        """Drop the conflicts that refused `version` without a published commit
-        (the semver guard's), once it is published."""
         ...
 
     def conflicts(self, module_id: int | None = None) -> list[ConflictRecord]: ...

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gitreg.errors import ConfigError, DatabaseUnavailable, StorageFull, storage_full
-from gitreg.storage.attached import run_attached
+from gitreg.storage.attached import carrying
 from gitreg.storage.database import Connection, Dialect, Params, Row
 from gitreg.storage.migrations import check_known, pending
 
@@ -161,8 +161,8 @@ class SQLiteDatabase:
         with self._lock, _engine_errors(self.path):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self.conn
-                run_attached(self.conn)
+                with carrying(self.conn):
+                    yield self.conn
                 if notify:  # other processes' caches see it (`data_version`)
                     self.conn.execute("UPDATE gitreg_changes SET seq = seq + 1")
             except BaseException:

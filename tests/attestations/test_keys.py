@@ -12,6 +12,7 @@ import pytest
 
 from gitreg.attestations.keys import KEYS_NAME, KeyRing
 from gitreg.attestations.store_sql import AttestationStore
+from gitreg.storage.attached import attach
 from gitreg.storage.database import Connection
 from gitreg.storage.index import Index, SQLiteIndex, open_index
 from gitreg.storage.records import NewVersion
@@ -90,11 +91,13 @@ def test_a_failing_log_step_rolls_the_publish_back(tmp_path: Path) -> None:
             store.append(conn, b'{"event":"publish"}')
             raise RuntimeError("the signature step failed")
 
-        with pytest.raises(RuntimeError):
-            index.publish_version(new, failing)
+        with pytest.raises(RuntimeError), attach(failing):
+            index.publish_version(new)
         assert index.versions(module.id) == []
         assert store.size() == 0
-        assert index.publish_version(new, lambda conn: store.append(conn, b"{}"))
+        with attach(lambda conn: store.append(conn, b"{}")) as logged:
+            assert index.publish_version(new)
+        assert logged.ran
         assert store.size() == 1
     finally:
         index.close()

@@ -109,3 +109,16 @@ def test_enforce_and_allow_on_postgresql(
     listed = cli(data, "modules", env=env).stdout
     assert "1.3.0 (latest, breaking change in a minor release (allowed by ops))" in listed
     assert "conflict" not in listed
+
+
+def test_a_published_version_forgets_only_its_refusals(
+    svc: Services, make_repo: Callable[[str], GitRepo]
+) -> None:
+    _, module_id = _module(svc, make_repo)
+    index = svc.index
+    index.record_conflict(module_id, "1.3.0", "v1.3.0", "", "a" * 40, "refused")
+    index.record_conflict(module_id, "1.3.0", "v1.3.0-b", "c" * 40, "b" * 40, "moved tag")
+    index.record_conflict(module_id, "1.4.0", "v1.4.0", "", "d" * 40, "refused")
+    svc.semver._store.forget_refusals(module_id, "1.3.0")
+    left = {(c.version, c.published_commit) for c in index.conflicts(module_id)}
+    assert left == {("1.3.0", "c" * 40), ("1.4.0", "")}
