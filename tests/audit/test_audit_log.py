@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -20,20 +18,9 @@ from gitreg.auth.store_sql import AuthStore
 from gitreg.auth.tokens import Tokens
 from gitreg.errors import NotFound
 from gitreg.logs import JsonFormatter
-from gitreg.storage.index import Index, SQLiteIndex, open_index
+from gitreg.storage.index import Index
 
 OPERATOR = Actor("operator", "alice", client="cli")
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
-    if request.param == "sqlite":
-        opened: Index = SQLiteIndex(tmp_path / "index.sqlite3")
-    else:
-        url = request.getfixturevalue("postgres_database").url
-        opened = open_index(url, tmp_path / "unused.sqlite3")
-    yield opened
-    opened.close()
 
 
 class Clock:

@@ -18,19 +18,11 @@ from gitreg.oci.store import ModuleZip
 from gitreg.oci.store_sql import OciStore
 from gitreg.services import Services
 from gitreg.settings import load_settings
-from gitreg.storage.index import Index, open_index
+from gitreg.storage.index import Index
 from gitreg.storage.records import NewVersion
 from tests.oci.conftest import publish_module, serve
 from tests.support.gitrepo import GitRepo
 from tests.support.s3 import S3Bucket
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
-    url = request.getfixturevalue("postgres_database").url if request.param != "sqlite" else ""
-    opened = open_index(url, tmp_path / "index.sqlite3")
-    yield opened
-    opened.close()
 
 
 def _version(index: Index, namespace: str, archive: str) -> None:

@@ -6,29 +6,17 @@ whether they ran, and the context reaches a task's worker threads."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from gitreg.errors import NotFound
 from gitreg.storage.attached import attach, leave_attached
 from gitreg.storage.database import Connection
-from gitreg.storage.index import Index, SQLiteIndex, open_index
+from gitreg.storage.index import Index
 from gitreg.storage.records import NewVersion
 
 URL = "https://example.com/acme/net.git"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
-    if request.param == "sqlite":
-        opened: Index = SQLiteIndex(tmp_path / "index.sqlite3")
-    else:
-        url = request.getfixturevalue("postgres_database").url
-        opened = open_index(url, tmp_path / "unused.sqlite3")
-    yield opened
-    opened.close()
 
 
 def _version(module_id: int, key: str = "1.0.0") -> NewVersion:

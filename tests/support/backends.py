@@ -29,7 +29,7 @@ from gitreg.repositories.store import RegistrationIndex
 from gitreg.repositories.store_sql import RegistrationStore
 from gitreg.settings import load_settings
 from gitreg.storage.blobs import BlobStore, FileBlobStore
-from gitreg.storage.index import SQLiteIndex, open_index
+from gitreg.storage.index import Index, SQLiteIndex, open_index
 from gitreg.storage.protocols import ModuleIndex
 from gitreg.storage.select import open_blob_store
 from tests.support.postgres import Database
@@ -88,6 +88,16 @@ def implementation(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[B
         backend = _sqlite_and_files(tmp_path)
     yield backend
     backend.index.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
+    """The shared index alone, once per engine: for a feature whose store
+    writes through it (the audit log, the OCI records, attached writes)."""
+    url = request.getfixturevalue("postgres_database").url if request.param != "sqlite" else ""
+    opened = open_index(url, tmp_path / "index.sqlite3")
+    yield opened
+    opened.close()
 
 
 @pytest.fixture
