@@ -96,7 +96,7 @@ resource "ourcloud_server" "web" {
 """
 
 
-def _png(size: int = 16) -> bytes:
+def png(size: int = 16) -> bytes:
     """A small opaque PNG (a blue square with a white diagonal), made here."""
     rows = b"".join(
         b"\0" + b"".join(b"\xff\xff\xff" if x == y else b"\x0b\x5c\xad" for x in range(size))
@@ -118,7 +118,7 @@ def _png(size: int = 16) -> bytes:
 
 
 # A PNG, and an SVG that would run a script if it were ever a document.
-PNG = _png()
+PNG = png()
 SVG = (
     '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10" onload="alert(1)">'
     "<script>alert(2)</script><rect width='10' height='10'/></svg>"
