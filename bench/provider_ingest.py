@@ -59,11 +59,11 @@ def make_release(platforms: int, size: int) -> Dist:
 
 def local_round(dist: Dist, work: Path) -> float:
     svc = make_services(work / "data")
-    svc.providers.keys.add("acme", public_armor(publisher_key()))
-    provider = svc.providers.store.add_provider("acme", "big")
+    svc.provider_publisher.keys.add("acme", public_armor(publisher_key()))
+    provider = svc.provider_publisher.store.add_provider("acme", "big")
     files = collect(dist.write(work / "dist").iterdir(), "big", "1.0.0", strict=False)
     started = time.perf_counter()
-    result = svc.providers.publish(provider, "1.0.0", files, sign=False, source="bench")
+    result = svc.provider_publisher.publish(provider, "1.0.0", files, sign=False, source="bench")
     elapsed = time.perf_counter() - started
     assert result.status == "published"
     svc.close()
@@ -80,12 +80,12 @@ def forge_round(dist: Dist, work: Path) -> float:
             f'ca_file = "{github.ca_file}"\n'
         )
         svc = make_services(data)
-        svc.providers.keys.add("acme", public_armor(publisher_key()))
+        svc.provider_publisher.keys.add("acme", public_armor(publisher_key()))
         repo = svc.index.add_repo(str(work), "acme/terraform-provider-big")
-        svc.providers.store.add_provider("acme", "big", repo.id, "github")
+        svc.provider_publisher.store.add_provider("acme", "big", repo.id, "github")
         github.add_release("acme/terraform-provider-big", "v1.0.0", dist.files)
         started = time.perf_counter()
-        result = svc.providers.sync_repo(repo)
+        result = svc.provider_publisher.sync_repo(repo)
         elapsed = time.perf_counter() - started
         assert result.published, result.summary()
         svc.close()

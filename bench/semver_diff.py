@@ -130,7 +130,7 @@ def through_service(old: str, new: str, runs: int) -> list[float]:
                         "",
                     )
                 )
-                svc.catalog.put_docs(module.id, version, 2, text)
+                svc.catalog_index.put_docs(module.id, version, 2, text)
             times = []
             for _ in range(runs):
                 start = time.perf_counter()

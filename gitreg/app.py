@@ -143,7 +143,7 @@ async def _note_access_tables(svc: Services) -> None:
 
 
 def _clean_staging(svc: Services, ttl: float) -> None:
-    uploads = svc.provider_service.remove_stale_uploads()
+    uploads = svc.providers.remove_stale_uploads()
     temps = svc.storage.remove_stale_temp_files(older_than=ttl)
     if uploads or temps:
         log.info("removed %d expired staged upload(s), %d blob temp file(s)", uploads, temps)

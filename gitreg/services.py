@@ -101,11 +101,11 @@ class Services:
     repositories: Repositories  # registering repositories, webhook deliveries
     modules: Modules  # versions, downloads, yank and deprecation, conflicts
     job_service: Jobs  # the ingestion queue as operators see it
-    provider_service: ProviderService  # hosted providers: protocol, uploads, keys, publishing
+    providers: ProviderService  # hosted providers: protocol, uploads, keys, publishing
     mirror: MirrorService  # the provider network mirror
     module_proxy: ModuleProxyService  # the pull-through cache of public modules
     oci: Oci  # every release over the OCI Distribution API, under /v2/
-    catalog_service: Catalog  # listing, search, records and documentation
+    catalog: Catalog  # listing, search, records and documentation
     attestations: Attestations  # signed statements, their keys and the transparency log
     usage: DownloadUsage  # who uses which version
     workload_identity: WorkloadIdentity  # CI jobs' ID tokens, by [[workload_identity]] rules
@@ -121,12 +121,12 @@ class Services:
     jobs: JobQueue
     sync: SyncService
     auth: AuthIndex
-    providers: ProviderPublisher
+    provider_publisher: ProviderPublisher
     registrations: RegistrationIndex
     secrets: SecretStore
     uploads: UploadStore  # staged CI uploads: DATA_DIR/uploads, or beside the S3 blobs
     staged_bytes: StagedBytesIndex  # what staged uploads hold, for the quotas
-    catalog: CatalogIndex
+    catalog_index: CatalogIndex
     docs: Documenter
     provider_docs: ProviderDocsIndex
     searches: SearchCache
@@ -327,7 +327,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         ),
         attestations=attestations,
         job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync, audit=audit),
-        provider_service=provider_service,
+        providers=provider_service,
         mirror=build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),
         module_proxy=module_proxy,
         oci=Oci(
@@ -342,7 +342,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
             cache=cache,
             access=access,
         ),
-        catalog_service=catalog_service,
+        catalog=catalog_service,
         usage=DownloadUsage(counts=counts, modules=index),
         workload_identity=workload_identity,
         audit=audit,
@@ -356,12 +356,12 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         jobs=jobs,
         sync=sync,
         auth=auth,
-        providers=providers,
+        provider_publisher=providers,
         registrations=RegistrationStore(shared),
         secrets=secrets,
         uploads=uploads,
         staged_bytes=staged_bytes,
-        catalog=catalog,
+        catalog_index=catalog,
         docs=docs,
         provider_docs=provider_docs,
         searches=searches,

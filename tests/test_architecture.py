@@ -358,12 +358,12 @@ STORE_FIELDS = frozenset(
         "registrations",
         "secrets",
         "uploads",
-        "catalog",
+        "catalog_index",
         "provider_docs",
         "staged_bytes",
         "docs",
         "publisher",
-        "providers",
+        "provider_publisher",
         "searches",
     }
 )

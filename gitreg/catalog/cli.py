@@ -40,7 +40,7 @@ class Bar:
 
 def reindex(svc: Services, out: TextIO | None = None, quiet: bool = False) -> int:
     out = out or sys.stdout  # looked up per call: tests and callers swap sys.stdout
-    done = svc.catalog_service.reindex(Bar(out, quiet))
+    done = svc.catalog.reindex(Bar(out, quiet))
     failed = done.failed
     signed = svc.attestations.backfill()
     if signed:

@@ -101,7 +101,7 @@ async def list_modules(request: Request) -> Response:
     if request.query_params.get("q", "").strip():
         return await search(request)
     svc = services(request)
-    return _page(request, svc, await svc.catalog_service.modules(await _visible(request)))
+    return _page(request, svc, await svc.catalog.modules(await _visible(request)))
 
 
 async def search(request: Request) -> Response:
@@ -111,7 +111,7 @@ async def search(request: Request) -> Response:
         raise BadRequest("q is required: the words to search for")
     if len(query) > 200:
         raise BadRequest("q is longer than 200 characters")
-    found = await svc.catalog_service.search(query, await _visible(request))
+    found = await svc.catalog.search(query, await _visible(request))
     return _page(request, svc, found)
 
 
@@ -119,7 +119,7 @@ async def namespace_modules(request: Request) -> Response:
     svc = services(request)
     visible = await _visible(request)
     # An unreadable namespace lists as empty, exactly like one that does not exist.
-    found = await svc.catalog_service.modules(visible, request.path_params["namespace"])
+    found = await svc.catalog.modules(visible, request.path_params["namespace"])
     return _page(request, svc, found)
 
 
@@ -127,9 +127,7 @@ async def module_systems(request: Request) -> Response:
     svc = services(request)
     p = request.path_params
     visible = await _visible(request)
-    return _page(
-        request, svc, await svc.catalog_service.modules(visible, p["namespace"], p["name"])
-    )
+    return _page(request, svc, await svc.catalog.modules(visible, p["namespace"], p["name"]))
 
 
 @dataclass
@@ -165,7 +163,7 @@ class _Page:
 def _module_body(svc: Services, request: Request, version: str | None) -> _Page | None:
     p = request.path_params
     names = (p["namespace"], p["name"], p["system"])
-    found = svc.catalog_service.module_version(names, version)
+    found = svc.catalog.module_version(names, version)
     if found is None:
         return None
     page = _Page("module", found.module_id, found.record)
@@ -224,7 +222,7 @@ async def _provider(request: Request, version: str | None) -> Response:
     if version is not None:
         version = check_version(version)
     await svc.access.require_read(credentials(request), p["namespace"], not_found)
-    found = await svc.catalog_service.provider(p["namespace"], p["type"])
+    found = await svc.catalog.provider(p["namespace"], p["type"])
     if version is not None:
         not_found = f"provider {p['namespace']}/{p['type']} {version} not found"
     if found is None:
@@ -240,7 +238,7 @@ async def _provider(request: Request, version: str | None) -> Response:
 def _provider_page(svc: Services, p: dict[str, Any], version: str | None) -> _Page | None:
     """One version's answer, serialised in the loader (not per request on the
     event loop: a release lists all its doc pages)."""
-    found = svc.catalog_service.provider_release(p["namespace"], p["type"], version)
+    found = svc.catalog.provider_release(p["namespace"], p["type"], version)
     if found is None:
         return None
     page = _Page("provider", found.provider_id, found.body)
@@ -275,7 +273,7 @@ async def provider_doc_page(request: Request) -> Response:
 def _doc_answer(svc: Services, p: dict[str, Any]) -> CachedJson | None:
     """A doc page serialised once, in the loader: its HTML is not encoded
     again per request, and the cache's byte bound sees the page's size."""
-    found = svc.catalog_service.provider_doc(p["namespace"], p["type"], p["version"], p["id"])
+    found = svc.catalog.provider_doc(p["namespace"], p["type"], p["version"], p["id"])
     if found is None:
         return None
     fields = ("id", "title", "path", "category", "slug", "subcategory")

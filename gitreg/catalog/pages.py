@@ -38,10 +38,10 @@ async def home(request: Request) -> Response:
     key = ("home", viewer.key)
     if (cached := state.pages.get(key, generation)) is not None:
         return cached.response(request)
-    modules = await svc.catalog_service.modules(viewer.may_read)
+    modules = await svc.catalog.modules(viewer.may_read)
     recent = sorted(modules, key=lambda m: m.record["published_at"], reverse=True)[:RECENT]
     counts = Counter(m.namespace for m in modules)
-    providers = await svc.catalog_service.providers(viewer.may_read)
+    providers = await svc.catalog.providers(viewer.may_read)
     context = {
         "title": "Terraform registry",
         "recent": _with_downloads(request, recent),
@@ -102,9 +102,9 @@ async def search(request: Request) -> Response:
     asked = bool(query or namespace or system or examples or "sort" in params)
     found: list[Listed] = []
     if query:
-        found = await svc.catalog_service.search(query, viewer.may_read)
+        found = await svc.catalog.search(query, viewer.may_read)
     elif asked:
-        found = await svc.catalog_service.modules(viewer.may_read)
+        found = await svc.catalog.modules(viewer.may_read)
     namespaces = Counter(m.namespace for m in found)
     systems = Counter(m.record["provider"] for m in found)
     found = [
@@ -128,7 +128,7 @@ async def search(request: Request) -> Response:
         words = query.lower().split()
         providers = [
             p
-            for p in await svc.catalog_service.providers(viewer.may_read)
+            for p in await svc.catalog.providers(viewer.may_read)
             if all(w in f"{p[0]}/{p[1]}".lower() for w in words)
             and (not namespace or p[0].lower() == namespace.lower())
         ]
@@ -159,8 +159,8 @@ async def namespace(request: Request) -> Response:
     name = request.path_params["namespace"]
     if not viewer.may_read(name):
         return not_found_page(request, viewer)
-    found = await svc.catalog_service.modules(viewer.may_read, name)
-    providers = await svc.catalog_service.providers(viewer.may_read, name)
+    found = await svc.catalog.modules(viewer.may_read, name)
+    providers = await svc.catalog.providers(viewer.may_read, name)
     if not found and not providers:
         return not_found_page(request, viewer)
     context = {"title": name, "namespace": name, "providers": providers}
@@ -171,6 +171,6 @@ async def namespace(request: Request) -> Response:
 async def mirror(request: Request) -> Response:
     svc = services(request)
     viewer = await current_viewer(request)
-    providers, modules = await svc.catalog_service.mirrored(viewer.may_read)
+    providers, modules = await svc.catalog.mirrored(viewer.may_read)
     context = {"title": "Mirror", "providers": providers, "modules": modules}
     return Page(render(request, viewer, "mirror.html", context)).response(request)

@@ -61,7 +61,7 @@ async def _file(request: Request) -> ArchiveFile | None:
     if not viewer.may_read(names[0]):
         return None
     p = request.path_params
-    catalog = services(request).catalog_service
+    catalog = services(request).catalog
     return await run_in_threadpool(catalog.module_file, names, p["version"], p["path"])
 
 

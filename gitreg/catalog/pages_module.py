@@ -50,7 +50,7 @@ def module_path(record: dict[str, Any], version: str | None = None) -> str:
 async def served(request: Request) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
     """The modules and providers this reader may see: where dependencies link."""
     viewer = await current_viewer(request)
-    catalog = services(request).catalog_service
+    catalog = services(request).catalog
     modules = await catalog.modules(viewer.may_read)
     providers = await catalog.providers(viewer.may_read)
     return [(m.namespace, m.record["name"], m.record["provider"]) for m in modules], providers
@@ -73,7 +73,7 @@ async def module_page(request: Request) -> Response:
     state, generation = ui_state(request), svc.cache.generation
     if not picked and (cached := state.pages.get(key, generation)) is not None:
         return cached.response(request)
-    found = await svc.catalog_service.module(names, version)
+    found = await svc.catalog.module(names, version)
     if found is None:
         return not_found_page(request, viewer)
     if picked:

@@ -48,7 +48,7 @@ async def _nested_page(request: Request, kind: str) -> Response:
     state, generation = ui_state(request), svc.cache.generation
     if (cached := state.pages.get(key, generation)) is not None:
         return cached.response(request)
-    found = await svc.catalog_service.module(names, p["version"])
+    found = await svc.catalog.module(names, p["version"])
     path = f"{kind}/{p['sub']}"
     items = found.record[KINDS[kind]] if found is not None else []
     nested = next((m for m in items if m.get("path") == path), None)
@@ -58,7 +58,7 @@ async def _nested_page(request: Request, kind: str) -> Response:
     page_path = module_path(record, record["version"])
     files: list[ArchiveFile] | None = []
     if kind == "examples":
-        read = svc.catalog_service.module_directory_files
+        read = svc.catalog.module_directory_files
         files = await run_in_threadpool(read, names, record["version"], path, ".tf")
     context = {
         "title": f"{'/'.join(names)}//{path}",

@@ -84,7 +84,7 @@ async def provider_page(request: Request) -> Response:
     state, generation = ui_state(request), svc.cache.generation
     if (cached := state.pages.get(key, generation)) is not None:
         return cached.response(request)
-    found = await svc.catalog_service.provider(p["namespace"], p["type"])
+    found = await svc.catalog.provider(p["namespace"], p["type"])
     chosen = choose_release(found, version) if found is not None else None
     if found is None or chosen is None:
         return not_found_page(request, viewer)
@@ -106,10 +106,10 @@ async def provider_doc_page(request: Request) -> Response:
     state, generation = ui_state(request), svc.cache.generation
     if (cached := state.pages.get(key, generation)) is not None:
         return cached.response(request)
-    found = await svc.catalog_service.provider(p["namespace"], p["type"])
+    found = await svc.catalog.provider(p["namespace"], p["type"])
     # Read per page, not kept in the metadata cache (a page may be megabytes):
     # the rendered page is cached instead, like every other page.
-    doc = await run_in_threadpool(svc.catalog_service.provider_doc, *names)
+    doc = await run_in_threadpool(svc.catalog.provider_doc, *names)
     if found is None or doc is None:
         return not_found_page(request, viewer)
     ns, type_, version = found["namespace"], found["name"], p["version"]

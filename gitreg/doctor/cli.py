@@ -28,7 +28,7 @@ def exit_code(results: list[CheckResult]) -> int:
 def _read_stored(settings: Settings) -> Stored:
     svc = build_services(settings)
     try:
-        return Stored(svc.repositories.repos(), svc.provider_service.active_keys())
+        return Stored(svc.repositories.repos(), svc.providers.active_keys())
     finally:
         svc.close()
 

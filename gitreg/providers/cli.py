@@ -50,7 +50,7 @@ def repo_add_provider(svc: Services, args: argparse.Namespace) -> int:
     if args.no_sync:
         return 0
     address = parse_local_provider_address(f"{link.namespace}/{link.type}")
-    return _print_sync(svc.provider_service.sync_releases(address))
+    return _print_sync(svc.providers.sync_releases(address))
 
 
 def _print_sync(synced: Iterable[RepoSync]) -> int:
@@ -75,10 +75,10 @@ def _print_outcomes(result: ProviderSyncResult) -> None:
 def provider_sync(svc: Services, args: argparse.Namespace) -> int:
     address = parse_local_provider_address(args.provider) if args.provider else None
     if args.tag:
-        for outcome in svc.provider_service.ingest_tag(address, args.tag):
+        for outcome in svc.providers.ingest_tag(address, args.tag):
             print(outcome.line())
         return 0
-    return _print_sync(svc.provider_service.sync_releases(address))
+    return _print_sync(svc.providers.sync_releases(address))
 
 
 # -- publishing a directory -------------------------------------------------------
@@ -92,7 +92,7 @@ def _dist_files(directory: Path) -> list[Path]:
 
 def provider_publish_local(svc: Services, args: argparse.Namespace) -> int:
     address = parse_local_provider_address(args.provider)
-    result = svc.provider_service.publish_files(
+    result = svc.providers.publish_files(
         address, args.version, _dist_files(args.dir), sign=args.sign
     )
     _print_published(result.to_json())
@@ -203,7 +203,7 @@ def _latest(versions: Sequence[VersionSummary]) -> ProviderVersionRecord | None:
 
 
 def providers_list(svc: Services, args: argparse.Namespace) -> int:
-    rows = [_provider_row(summary) for summary in svc.provider_service.providers()]
+    rows = [_provider_row(summary) for summary in svc.providers.providers()]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -241,7 +241,7 @@ def key_add(svc: Services, args: argparse.Namespace) -> int:
         data = Path(args.file).read_bytes()
     except OSError as exc:
         raise BadRequest(f"cannot read {args.file}: {exc.strerror}") from exc
-    registered = svc.provider_service.register_key(namespace, data)
+    registered = svc.providers.register_key(namespace, data)
     key = registered.key
     verb = "registered" if registered.created else "already registered:"
     print(f"{verb} key {key.key_id} ({_algorithms(key.algorithms)}) for namespace {namespace}")
@@ -252,7 +252,7 @@ def key_add(svc: Services, args: argparse.Namespace) -> int:
 
 def key_generate(svc: Services, args: argparse.Namespace) -> int:
     namespace = check_provider_namespace(args.namespace)
-    generated = svc.provider_service.generate_key(namespace, args.algorithm)
+    generated = svc.providers.generate_key(namespace, args.algorithm)
     key = generated.key
     print(f"generated key {key.key_id} ({_algorithms(key.algorithms)}) for namespace {namespace}")
     print(f"secret key: {generated.secret_location} (readable by this user only)")
@@ -261,7 +261,7 @@ def key_generate(svc: Services, args: argparse.Namespace) -> int:
 
 def key_retire(svc: Services, args: argparse.Namespace) -> int:
     namespace = check_provider_namespace(args.namespace)
-    retired = svc.provider_service.retire_key(namespace, args.key_id)
+    retired = svc.providers.retire_key(namespace, args.key_id)
     print(
         f"retired key {retired.key.key_id} of {namespace}: it signs and verifies nothing new;"
         f" the {retired.versions_signed} version(s) it signed keep serving it"
@@ -270,7 +270,7 @@ def key_retire(svc: Services, args: argparse.Namespace) -> int:
 
 
 def key_export(svc: Services, args: argparse.Namespace) -> int:
-    print(svc.provider_service.export_key(args.namespace, args.key_id), end="")
+    print(svc.providers.export_key(args.namespace, args.key_id), end="")
     return 0
 
 
@@ -290,7 +290,7 @@ def _key_row(use: KeyUse) -> dict[str, Any]:
 
 
 def keys_list(svc: Services, args: argparse.Namespace) -> int:
-    rows = [_key_row(use) for use in svc.provider_service.keys(args.namespace)]
+    rows = [_key_row(use) for use in svc.providers.keys(args.namespace)]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -395,6 +395,6 @@ PROVIDER_YANKED = (
 
 
 def _provider_yank(svc: Services, address: str, version: str, yanked: bool) -> int:
-    done = svc.provider_service.set_yanked(parse_local_provider_address(address), version, yanked)
+    done = svc.providers.set_yanked(parse_local_provider_address(address), version, yanked)
     report_yank(f"provider {done.address}", done.version, yanked, done.changed, PROVIDER_YANKED)
     return 0

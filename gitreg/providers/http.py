@@ -55,9 +55,7 @@ def _version(request: Request) -> str:
 
 async def versions(request: Request) -> Response:
     svc = services(request)
-    body = await svc.provider_service.versions(
-        credentials(request), _address(request), CachedJson.of
-    )
+    body = await svc.providers.versions(credentials(request), _address(request), CachedJson.of)
     return body.response(request)
 
 
@@ -67,7 +65,7 @@ async def versions(request: Request) -> Response:
 async def download(request: Request) -> Response:
     p = request.path_params
     svc = services(request)
-    body = await svc.provider_service.download(
+    body = await svc.providers.download(
         credentials(request),
         p["namespace"],
         p["type"],
@@ -93,9 +91,7 @@ def _media_type(filename: str) -> str:
 
 async def file(request: Request) -> Response:
     filename = request.path_params["filename"]
-    sha256 = await services(request).provider_service.file(
-        _address(request), _version(request), filename
-    )
+    sha256 = await services(request).providers.file(_address(request), _version(request), filename)
     # Private namespaces' files need the signed URL the download answer gave.
     return await blob_response(request, sha256, _media_type(filename))
 
@@ -107,7 +103,7 @@ async def create_upload(request: Request) -> Response:
     address = _address(request)
     version = _version(request)
     svc = services(request)
-    upload_id = await svc.provider_service.create_upload(credentials(request), address, version)
+    upload_id = await svc.providers.create_upload(credentials(request), address, version)
     base = base_url(request, svc.settings)
     location = f"{UPLOADS}/{address.namespace}/{address.type}/{version}/uploads/{upload_id}"
     return json_response(
@@ -119,7 +115,7 @@ async def create_upload(request: Request) -> Response:
 
 async def put_file(request: Request) -> Response:
     filename = request.path_params["filename"]
-    size = await services(request).provider_service.receive_file(
+    size = await services(request).providers.receive_file(
         credentials(request),
         _address(request),
         _version(request),
@@ -149,7 +145,7 @@ async def _publish_options(request: Request) -> bool:
 
 
 async def publish_upload(request: Request) -> Response:
-    published = await services(request).provider_service.publish_upload(
+    published = await services(request).providers.publish_upload(
         credentials(request),
         _address(request),
         _version(request),

@@ -114,11 +114,11 @@ def _publish_module(svc: Services, repo: GitRepo) -> Blob:
 
 
 def _publish_provider(svc: Services, directory: Path) -> list[Blob]:
-    svc.providers.keys.add("team", public_armor(publisher_key()))
+    svc.provider_publisher.keys.add("team", public_armor(publisher_key()))
     dist = make_dist("null", "1.2.0", ["linux_amd64"], b"\x7fELF private", publisher_key())
-    provider = svc.providers.store.add_provider("team", "null")
+    provider = svc.provider_publisher.store.add_provider("team", "null")
     files = collect(dist.write(directory).iterdir(), "null", "1.2.0", strict=False)
-    svc.providers.publish(provider, "1.2.0", files, sign=False, source="test")
+    svc.provider_publisher.publish(provider, "1.2.0", files, sign=False, source="test")
     kinds = {
         dist.zip_name("linux_amd64"): "provider zip",
         dist.shasums_name: "SHA256SUMS",

@@ -274,7 +274,7 @@ def test_private_matches_ranking_first_leave_public_ones_in_the_results(
     for module in svc.index.modules():
         if module.namespace == "secret" and module.name.startswith("greeting-"):
             entry = SearchEntry(module.id, "secret", module.name, "aws", "Greeting greeting", "")
-            svc.catalog.put_search(entry)
+            svc.catalog_index.put_search(entry)
     svc.cache.invalidate()
     assert client.get(route).json() == before
     assert client.get(route, headers=_token(svc, ["acme"])).json() == before

@@ -47,7 +47,7 @@ def test_source_is_the_repository_address_or_left_out(
         repo = svc.index.add_repo(
             "git@github.com:acme/terraform-provider-null.git", "acme/terraform-provider-null"
         )
-        svc.providers.store.add_provider("acme", "null", repo_id=repo.id, forge="github")
+        svc.provider_publisher.store.add_provider("acme", "null", repo_id=repo.id, forge="github")
     finally:
         svc.close()
     with _registry(data) as client:

@@ -38,7 +38,7 @@ def test_lists_and_searches_leave_out_what_the_reader_may_not_see(
     svc: Services, make_repo: Callable[[str], GitRepo]
 ) -> None:
     _publish(svc, make_repo)
-    catalog = svc.catalog_service
+    catalog = svc.catalog
 
     everything = asyncio.run(catalog.modules(lambda _ns: True))
     assert _ids(everything) == [
@@ -62,7 +62,7 @@ def test_a_module_version_by_address_and_a_malformed_address(
     svc: Services, make_repo: Callable[[str], GitRepo]
 ) -> None:
     _publish(svc, make_repo)
-    catalog = svc.catalog_service
+    catalog = svc.catalog
     latest = catalog.module_version(("acme", "vpc", "aws"), None)
     assert latest is not None and latest.record["version"] == "1.0.0"
     assert latest.yanked is False and latest.moved == ()
@@ -79,7 +79,7 @@ def test_a_module_version_by_address_and_a_malformed_address(
 def test_an_empty_registry_has_no_providers_mirrored_entries_or_releases(
     svc: Services,
 ) -> None:
-    catalog = svc.catalog_service
+    catalog = svc.catalog
     assert asyncio.run(catalog.providers(lambda _ns: True)) == []
     assert asyncio.run(catalog.mirrored(lambda _ns: True)) == ([], [])
     assert asyncio.run(catalog.provider("acme", "null")) is None
@@ -124,7 +124,7 @@ def test_mirrored_entries_newest_first_and_only_of_namespaces_the_reader_may_see
             svc.mirror._store.add_package(_package(namespace, version, platform))
         for version in ("0.9.0", "0.25.0"):
             svc.module_proxy._store.add_version(_proxied(namespace, version))
-    providers, modules = asyncio.run(svc.catalog_service.mirrored(_public))
+    providers, modules = asyncio.run(svc.catalog.mirrored(_public))
     assert [(p.address, p.versions, p.detail) for p in providers] == [
         (
             "registry.terraform.io/hashicorp/random",
@@ -135,5 +135,5 @@ def test_mirrored_entries_newest_first_and_only_of_namespaces_the_reader_may_see
     assert [(m.address, m.versions) for m in modules] == [
         ("registry.terraform.io/hashicorp/label/null", ("0.25.0", "0.9.0"))
     ]
-    everything = asyncio.run(svc.catalog_service.mirrored(lambda _ns: True))
+    everything = asyncio.run(svc.catalog.mirrored(lambda _ns: True))
     assert [len(found) for found in everything] == [2, 2]

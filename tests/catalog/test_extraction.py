@@ -84,7 +84,7 @@ def publish(svc: Services, repo: GitRepo, remote: str = "") -> None:
 def document(svc: Services, version: str) -> dict[str, Any]:
     module = svc.index.find_module("acme", "vpc", "aws")
     assert module is not None
-    stored = svc.catalog.docs(module.id, version)
+    stored = svc.catalog_index.docs(module.id, version)
     assert stored is not None, f"no document for {version}"
     found = json.loads(stored)
     assert isinstance(found, dict)

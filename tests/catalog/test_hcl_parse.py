@@ -235,7 +235,7 @@ def test_a_file_hcl2_refuses_after_parsing_is_reported_and_the_sync_goes_on(
     result = svc.publisher.sync_repo(svc.index.repo(record.id))
     assert result.published == ["acme/vpc/aws 1.0.0", "acme/vpc/aws 1.1.0"]
     for key in ("1.0.0", "1.1.0"):
-        stored = svc.catalog.docs(module.id, key)
+        stored = svc.catalog_index.docs(module.id, key)
         assert stored is not None
         doc = json.loads(stored)
         assert [i["name"] for i in doc["root"]["inputs"]] == ["ok"]

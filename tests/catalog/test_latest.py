@@ -107,9 +107,9 @@ def test_search_row_holds_the_latest_release_words(registry: Registry) -> None:
     svc = registry.svc
     module = svc.index.find_module("acme", "vpc", "aws")
     assert module is not None
-    assert svc.catalog.search("giraffe", 10) == [(module.id, "acme")]
-    assert svc.catalog.search("zebra", 10) == []  # the prerelease's README is not searched
-    assert svc.catalog.search_version_keys()[module.id] == "1.3.0"
+    assert svc.catalog_index.search("giraffe", 10) == [(module.id, "acme")]
+    assert svc.catalog_index.search("zebra", 10) == []  # the prerelease's README is not searched
+    assert svc.catalog_index.search_version_keys()[module.id] == "1.3.0"
 
 
 def test_reindex_rebuilds_a_search_row_made_from_a_prerelease(registry: Registry) -> None:
@@ -117,14 +117,14 @@ def test_reindex_rebuilds_a_search_row_made_from_a_prerelease(registry: Registry
     svc = registry.svc
     module = svc.index.find_module("acme", "vpc", "aws")
     assert module is not None
-    stored = json.loads(svc.catalog.docs(module.id, "2.0.0-rc.1") or "{}")
+    stored = json.loads(svc.catalog_index.docs(module.id, "2.0.0-rc.1") or "{}")
     words = (description(stored), search_text(stored))
-    svc.catalog.put_search(SearchEntry(module.id, "acme", "vpc", "aws", *words))
-    assert svc.catalog.search("zebra", 10) == [(module.id, "acme")]
+    svc.catalog_index.put_search(SearchEntry(module.id, "acme", "vpc", "aws", *words))
+    assert svc.catalog_index.search("zebra", 10) == [(module.id, "acme")]
     assert main(["reindex", "--quiet", *registry.flags]) == 0
-    assert svc.catalog.search("zebra", 10) == []
-    assert svc.catalog.search("giraffe", 10) == [(module.id, "acme")]
-    assert svc.catalog.search_version_keys()[module.id] == "1.3.0"
+    assert svc.catalog_index.search("zebra", 10) == []
+    assert svc.catalog_index.search("giraffe", 10) == [(module.id, "acme")]
+    assert svc.catalog_index.search_version_keys()[module.id] == "1.3.0"
 
 
 def test_ui_pages_snippets_and_cards(registry: Registry) -> None:
@@ -184,7 +184,7 @@ def test_yanking_the_release_falls_back_to_the_prerelease(
     assert client.get("/v1/modules/acme/vpc/aws").json()["version"] == "2.0.0-rc.1"
     module = registry.svc.index.find_module("acme", "vpc", "aws")
     assert module is not None
-    assert registry.svc.catalog.search("zebra", 10) == [(module.id, "acme")]
+    assert registry.svc.catalog_index.search("zebra", 10) == [(module.id, "acme")]
     assert _run(capsys, "module", "yank", "acme/vpc/aws", "2.0.0-rc.1", *flags)[0] == 0
     registry.svc.cache.invalidate()
     # Every version yanked: no latest, as before (each still answers by exact version).

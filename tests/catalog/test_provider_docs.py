@@ -66,18 +66,18 @@ def svc(tmp_path: Path) -> Services:
         f'[forges.ghe]\nkind = "github"\napi_url = "{API}"\ntoken = "{TOKEN}"\n'
     )
     services = make_services(data, public_url=BASE)
-    services.providers.keys.add("acme", public_armor(publisher_key()))
+    services.provider_publisher.keys.add("acme", public_armor(publisher_key()))
     return services
 
 
 def _ingest(svc: Services, tmp_path: Path, documented: bool = True) -> None:
     git = _repo(tmp_path)
     repo = svc.index.add_repo(str(git.path), REPO)
-    svc.providers.store.add_provider("acme", "null", repo.id, "ghe", False)
+    svc.provider_publisher.store.add_provider("acme", "null", repo.id, "ghe", False)
     fake = FakeReleases()
     fake.releases["v1.0.0"] = _dist().files
     documenter = ProviderDocumenter(
-        svc.providers.store,
+        svc.provider_publisher.store,
         svc.provider_docs,
         DulwichBackend(svc.settings.git_timeout, svc.settings.max_fetch_bytes),
         svc.publisher.fetch_mirror,
@@ -85,7 +85,7 @@ def _ingest(svc: Services, tmp_path: Path, documented: bool = True) -> None:
     )
     publisher = ProviderPublisher(
         svc.settings,
-        svc.providers.store,
+        svc.provider_publisher.store,
         svc.blobs,
         transport=httpx.MockTransport(fake.handler),
         documenter=documenter if documented else None,
@@ -231,12 +231,14 @@ def test_a_doc_page_reads_only_its_own_version_listing(
 
     monkeypatch.setattr(svc.provider_docs, "provider_docs", every_listing)
     found = provider_doc(
-        svc.providers.store, svc.provider_docs, "acme", "null", "1.0.0", "guides-start"
+        svc.provider_publisher.store, svc.provider_docs, "acme", "null", "1.0.0", "guides-start"
     )
     assert found is not None and found["title"] == "Getting started"
     assert "Hello" in found["html"]
     assert (
-        provider_doc(svc.providers.store, svc.provider_docs, "acme", "null", "1.0.0", "guides-nope")
+        provider_doc(
+            svc.provider_publisher.store, svc.provider_docs, "acme", "null", "1.0.0", "guides-nope"
+        )
         is None
     )
 
@@ -256,7 +258,7 @@ def test_private_provider_docs_follow_the_provider_routes(svc: Services, tmp_pat
 
 def test_reindex_back_fills_provider_docs(svc: Services, tmp_path: Path) -> None:
     _ingest(svc, tmp_path, documented=False)
-    version = svc.providers.store.provider_version(1, "1.0.0")
+    version = svc.provider_publisher.store.provider_version(1, "1.0.0")
     assert version is not None and svc.provider_docs.provider_docs(1) == {}
     out = io.StringIO()
     assert reindex(svc, out) == 0
@@ -270,7 +272,7 @@ def test_a_provider_release_is_chosen_by_version_yanked_ones_by_exact_version_on
     svc: Services, tmp_path: Path
 ) -> None:
     _ingest(svc, tmp_path)
-    catalog = svc.catalog_service
+    catalog = svc.catalog
     latest = catalog.provider_release("ACME", "Null", None)
     assert latest is not None and latest.body["version"] == "1.0.0"
     assert latest.body["namespace"] == "acme" and latest.body["versions"] == ["1.0.0"]
@@ -279,7 +281,7 @@ def test_a_provider_release_is_chosen_by_version_yanked_ones_by_exact_version_on
     assert asyncio.run(catalog.providers(lambda _ns: True, "ACME")) == [("acme", "null")]
     assert asyncio.run(catalog.providers(lambda ns: ns != "acme")) == []
 
-    svc.providers.store.set_provider_yanked(latest.provider_id, "1.0.0", True)
+    svc.provider_publisher.store.set_provider_yanked(latest.provider_id, "1.0.0", True)
     svc.cache.invalidate()
     assert catalog.provider_release("acme", "null", None) is None
     exact = catalog.provider_release("acme", "null", "1.0.0")

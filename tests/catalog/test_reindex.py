@@ -46,9 +46,9 @@ def test_reindex_documents_old_versions_and_resumes(
     data = tmp_path / "data"
     tags = ("v1.0.0", "v1.1.0", "v1.2.0")
     svc, record, module, old = _published_undocumented(data, make_repo("vpc"), tags)
-    assert [svc.catalog.docs(module.id, v) for v in ("1.0.0", "1.1.0", "1.2.0")] == [None] * 3
+    assert [svc.catalog_index.docs(module.id, v) for v in ("1.0.0", "1.1.0", "1.2.0")] == [None] * 3
     # An interrupted run: it had documented the first version when it stopped.
-    first = svc.catalog.missing_docs(1, 0, 1)[0]
+    first = svc.catalog_index.missing_docs(1, 0, 1)[0]
     assert first.version_key == "1.0.0"
     stored = svc.index.version_by_key(module.id, "1.0.0")
     assert stored is not None
@@ -70,8 +70,8 @@ def test_reindex_documents_old_versions_and_resumes(
     svc = build_services(load_settings({"data_dir": data}, environ={}))
     try:
         for version in ("1.0.0", "1.1.0", "1.2.0"):
-            assert '"greeting"' in (svc.catalog.docs(module.id, version) or "")
-        assert svc.catalog.search("greeting", 10) == [(module.id, "acme")]
+            assert '"greeting"' in (svc.catalog_index.docs(module.id, version) or "")
+        assert svc.catalog_index.search("greeting", 10) == [(module.id, "acme")]
     finally:
         svc.close()
 
@@ -86,15 +86,15 @@ def test_reindex_rebuilds_search_rows_a_module_lacks(
     assert stored is not None
     published = Published(stored.version, "1.0.0", stored.commit_sha, stored.tree_sha)
     document = svc.docs.build(old.mirror_path(record), record, module, published)
-    svc.catalog.put_docs(module.id, "1.0.0", DOCS_FORMAT, json.dumps(document))
-    assert svc.catalog.searchable_modules() == set()
+    svc.catalog_index.put_docs(module.id, "1.0.0", DOCS_FORMAT, json.dumps(document))
+    assert svc.catalog_index.searchable_modules() == set()
     assert "module_search" not in tables_in_order() and "module_docs" in tables_in_order()
     svc.close()
     assert main(["reindex", "--data-dir", str(data)]) == 0
     assert "reindex: 0 documented, 0 failed" in capsys.readouterr().out
     svc = build_services(load_settings({"data_dir": data}, environ={}))
     try:
-        assert svc.catalog.search("greeting", 10) == [(module.id, "acme")]
+        assert svc.catalog_index.search("greeting", 10) == [(module.id, "acme")]
     finally:
         svc.close()
 
@@ -127,15 +127,15 @@ def test_reindex_renders_again_the_documents_of_an_older_format(
     data = tmp_path / "data"
     svc, _, module, _ = _published_undocumented(data, make_repo("vpc"))
     old = {"format": 1, "root": {"readme_html": "<h1>test module</h1>"}}
-    assert svc.catalog.put_docs(module.id, "1.0.0", 1, json.dumps(old))
-    assert [m.version_key for m in svc.catalog.missing_docs(DOCS_FORMAT, 0, 10)] == ["1.0.0"]
+    assert svc.catalog_index.put_docs(module.id, "1.0.0", 1, json.dumps(old))
+    assert [m.version_key for m in svc.catalog_index.missing_docs(DOCS_FORMAT, 0, 10)] == ["1.0.0"]
     svc.close()
 
     assert main(["reindex", "--data-dir", str(data)]) == 0
     assert "reindex: 1 documented, 0 failed" in capsys.readouterr().out
     svc = build_services(load_settings({"data_dir": data}, environ={}))
     try:
-        doc = json.loads(svc.catalog.docs(module.id, "1.0.0") or "{}")
+        doc = json.loads(svc.catalog_index.docs(module.id, "1.0.0") or "{}")
         assert doc["format"] == DOCS_FORMAT
         assert doc["root"]["readme_html"] == '<h1 id="readme-test-module">test module</h1>\n'
     finally:

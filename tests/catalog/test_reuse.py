@@ -104,7 +104,7 @@ def test_published_versions_store_their_own_commit_and_extract_once(
     _two_commits_same_files(repo, "# Changelog\n")  # no section for either version
     record, module = _published(svc, repo)
     for key in ("1.0.0", "1.1.0"):
-        stored = svc.catalog.docs(module.id, key)
+        stored = svc.catalog_index.docs(module.id, key)
         assert stored is not None
         version = _version(svc, module, key)
         assert json.loads(stored) == _fresh(svc, record, version)
@@ -114,7 +114,7 @@ def test_published_versions_store_their_own_commit_and_extract_once(
     repo.commit("three")
     repo.tag("v1.2.0")
     svc.publisher.sync_repo(record)
-    stored = svc.catalog.docs(module.id, "1.2.0")
+    stored = svc.catalog_index.docs(module.id, "1.2.0")
     assert stored is not None and json.loads(stored)["root"]["inputs"][0]["name"] == "other"
     assert calls == ["1.0.0", "1.2.0"]  # new content: extracted again
 

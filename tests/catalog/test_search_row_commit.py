@@ -73,9 +73,9 @@ def test_one_sync_writes_its_documents_and_the_search_row_in_one_call(
     catalog = _recording(svc)
     module_id = _sync(svc, repo)
     assert catalog.writes == ["put_docs_and_search"]
-    assert all(svc.catalog.docs(module_id, v) for v in ("1.0.0", "1.1.0", "1.2.0"))
-    assert svc.catalog.search("charlie", 10) == [(module_id, "acme")]
-    assert svc.catalog.search("bravo", 10) == []
+    assert all(svc.catalog_index.docs(module_id, v) for v in ("1.0.0", "1.1.0", "1.2.0"))
+    assert svc.catalog_index.search("charlie", 10) == [(module_id, "acme")]
+    assert svc.catalog_index.search("bravo", 10) == []
 
 
 def test_a_sync_of_an_older_version_keeps_the_newest_versions_row(
@@ -89,9 +89,9 @@ def test_a_sync_of_an_older_version_keeps_the_newest_versions_row(
     _sync(svc, repo)
     # The newest version's document was stored before: the row is rebuilt from it.
     assert catalog.writes == ["put_docs_and_search", "put_search"]
-    assert svc.catalog.docs(module_id, "1.0.1") is not None
-    assert svc.catalog.search("alpha", 10) == [(module_id, "acme")]
-    assert svc.catalog.search("backport", 10) == []
+    assert svc.catalog_index.docs(module_id, "1.0.1") is not None
+    assert svc.catalog_index.search("alpha", 10) == [(module_id, "acme")]
+    assert svc.catalog_index.search("backport", 10) == []
 
 
 def test_a_document_that_cannot_be_made_leaves_the_others_of_the_sync(
@@ -116,9 +116,9 @@ def test_a_document_that_cannot_be_made_leaves_the_others_of_the_sync(
     with caplog.at_level(logging.WARNING, logger="gitreg.catalog"):
         module_id = _sync(svc, repo)
     assert "no documentation for acme/vpc/aws 1.1.0: unreadable" in caplog.text
-    assert svc.catalog.docs(module_id, "1.1.0") is None
-    assert svc.catalog.docs(module_id, "1.0.0") and svc.catalog.docs(module_id, "1.2.0")
-    assert svc.catalog.search("charlie", 10) == [(module_id, "acme")]
+    assert svc.catalog_index.docs(module_id, "1.1.0") is None
+    assert svc.catalog_index.docs(module_id, "1.0.0") and svc.catalog_index.docs(module_id, "1.2.0")
+    assert svc.catalog_index.search("charlie", 10) == [(module_id, "acme")]
     assert [v.version for v in svc.index.versions(module_id)] == ["1.0.0", "1.1.0", "1.2.0"]
 
 
@@ -142,9 +142,9 @@ def test_documents_left_by_a_failed_sync_never_make_another_modules_row(
         with pytest.raises(OSError):
             svc.publisher.sync_repo(svc.index.repo(net_record.id))
     vpc_id = _sync(svc, vpc)
-    assert svc.catalog.search("bravo", 10) == [(vpc_id, "acme")]
-    assert svc.catalog.search("alpha", 10) == []
-    assert svc.catalog.docs(net_id, "1.0.0") is not None
+    assert svc.catalog_index.search("bravo", 10) == [(vpc_id, "acme")]
+    assert svc.catalog_index.search("alpha", 10) == []
+    assert svc.catalog_index.docs(net_id, "1.0.0") is not None
 
 
 def _second_tag_fails(
@@ -177,8 +177,8 @@ def test_versions_published_before_a_failing_tag_get_documents_and_a_search_row(
         _sync(svc, repo)
     module = svc.index.find_module("acme", "vpc", "aws")
     assert module is not None
-    assert svc.catalog.docs(module.id, "1.0.0") is not None
-    assert svc.catalog.search("alpha", 10) == [(module.id, "acme")]
+    assert svc.catalog_index.docs(module.id, "1.0.0") is not None
+    assert svc.catalog_index.search("alpha", 10) == [(module.id, "acme")]
 
 
 def test_a_failing_search_row_after_a_failed_sync_leaves_the_syncs_own_error(

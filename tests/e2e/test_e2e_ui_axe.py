@@ -75,7 +75,7 @@ def site(tmp_path: Path) -> Iterator[Site]:
         f'[forges.ghe]\nkind = "github"\napi_url = "{API}"\ntoken = "{TOKEN}"\n'
     )
     svc = make_services(data)
-    svc.providers.keys.add("acme", public_armor(publisher_key()))
+    svc.provider_publisher.keys.add("acme", public_armor(publisher_key()))
     _ingest(svc, tmp_path)  # acme/null with its documentation pages
     svc.close()
     port = free_port()

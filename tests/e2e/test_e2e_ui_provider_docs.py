@@ -28,7 +28,7 @@ def server(tmp_path: Path) -> Iterator[RunningServer]:
         f'[forges.ghe]\nkind = "github"\napi_url = "{API}"\ntoken = "{TOKEN}"\n'
     )
     svc = make_services(data)
-    svc.providers.keys.add("acme", public_armor(publisher_key()))
+    svc.provider_publisher.keys.add("acme", public_armor(publisher_key()))
     _ingest(svc, tmp_path)  # acme/null 1.0.0 from a forge release, its docs/ read
     svc.close()
     running = start_server(data, "--reconcile-interval", "0")

@@ -32,10 +32,10 @@ def publish_module(svc: Services, repo: GitRepo, namespace: str, tags: tuple[str
 
 
 def publish_provider(svc: Services, tmp_path: Path, namespace: str, version: str) -> None:
-    svc.providers.keys.add(namespace, public_armor(publisher_key()))
+    svc.provider_publisher.keys.add(namespace, public_armor(publisher_key()))
     dist = make_dist("null", version, PLATFORMS, namespace.encode() * 64, publisher_key())
     directory = dist.write(tmp_path / f"dist-{namespace}-{version}")
-    published = svc.provider_service.publish_files(
+    published = svc.providers.publish_files(
         local_provider_address(namespace, "null"), version, sorted(directory.iterdir()), sign=False
     )
     assert published.status == "published"

@@ -115,7 +115,7 @@ def test_provider_layer_is_the_release_zip(registry: tuple[TestClient, Services]
         for m in index.json()["manifests"]
     }
     assert set(platforms) == {("darwin", "arm64"), ("linux", "amd64"), ("windows", "386")}
-    [provider] = [p for p in svc.provider_service.providers() if p.provider.namespace == "open"]
+    [provider] = [p for p in svc.providers.providers() if p.provider.namespace == "open"]
     [version] = provider.versions
     for package in version.packages:
         manifest = client.get(f"{PROVIDER}/manifests/{platforms[(package.os, package.arch)]}")

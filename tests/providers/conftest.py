@@ -14,5 +14,5 @@ from tests.support.provider_dist import make_services, public_armor, publisher_k
 def svc(tmp_path: Path) -> Services:
     """Services on a fresh data directory that trusts the `acme` publisher key."""
     services = make_services(tmp_path / "data")
-    services.providers.keys.add("acme", public_armor(publisher_key()))
+    services.provider_publisher.keys.add("acme", public_armor(publisher_key()))
     return services

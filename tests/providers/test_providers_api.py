@@ -178,7 +178,7 @@ def test_upload_with_sign_is_signed_by_the_namespace_key(
     svc: Services, client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reuse_generated_key(monkeypatch)
-    key = svc.providers.keys.generate("acme")
+    key = svc.provider_publisher.keys.generate("acme")
     dist = make_dist("null", "2.0.0", PLATFORMS, BINARY, signer=None, with_shasums=False)
     answer = _upload(client, _token(svc, "publish", ["acme"]), dist, sign=True)
     assert answer.status_code == 201  # type: ignore[attr-defined]
@@ -206,7 +206,7 @@ def test_an_upload_with_more_zip_entries_than_the_limit_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     svc = make_services(tmp_path / "data", max_provider_files=5)
-    svc.providers.keys.add("acme", public_armor(publisher_key()))
+    svc.provider_publisher.keys.add("acme", public_armor(publisher_key()))
     dist = make_dist("null", "1.2.0", PLATFORMS, BINARY)
     dist.files[dist.zip_name("linux_amd64")] = zip_of_directories("null", "1.2.0", 200)
     dist.reshasum(publisher_key())
@@ -217,7 +217,7 @@ def test_an_upload_with_more_zip_entries_than_the_limit_is_refused(
     assert "more than 5 entries" in answer.json()["errors"][0]  # type: ignore[attr-defined]
     assert len(read) <= 5  # the other platform's zip only
     assert not [r for r in caplog.records if "d1/" in r.getMessage()]
-    assert svc.providers.store.provider_version(1, "1.2.0") is None
+    assert svc.provider_publisher.store.provider_version(1, "1.2.0") is None
 
 
 def test_download_lists_every_platforms_hashes(client: TestClient, published: Dist) -> None:

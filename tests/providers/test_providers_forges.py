@@ -106,7 +106,7 @@ def _services(tmp_path: Path, settings: str = "") -> Services:
         'hosts = ["ghe.example.com"]\n'
     )
     services = make_services(data)
-    services.providers.keys.add("acme", public_armor(publisher_key()))
+    services.provider_publisher.keys.add("acme", public_armor(publisher_key()))
     return services
 
 
@@ -117,13 +117,16 @@ def svc(tmp_path: Path) -> Services:
 
 def _publisher(svc: Services, fake: FakeReleases) -> ProviderPublisher:
     return ProviderPublisher(
-        svc.settings, svc.providers.store, svc.blobs, transport=httpx.MockTransport(fake.handler)
+        svc.settings,
+        svc.provider_publisher.store,
+        svc.blobs,
+        transport=httpx.MockTransport(fake.handler),
     )
 
 
 def _register(svc: Services, sign: bool = False) -> RepoRecord:
     repo = svc.index.add_repo("https://ghe.example.com/acme/terraform-provider-null.git", REPO)
-    svc.providers.store.add_provider("acme", "null", repo.id, "ghe", sign)
+    svc.provider_publisher.store.add_provider("acme", "null", repo.id, "ghe", sign)
     return repo
 
 
@@ -138,7 +141,7 @@ def test_complete_release_is_published_and_token_stays_on_the_api_origin(
     fake.releases["v1.0.0"] = _dist().files
     result = _publisher(svc, fake).sync_repo(repo)
     assert [o.status for o in result.outcomes] == ["published"]
-    assert svc.providers.store.provider_version(1, "1.0.0") is not None
+    assert svc.provider_publisher.store.provider_version(1, "1.0.0") is not None
     storage = [r for r in fake.requests if r.url.host == "objects.example.net"]
     assert storage and not any("authorization" in r.headers for r in storage)
 
@@ -190,11 +193,11 @@ def test_changed_release_is_a_conflict_and_keeps_the_published_bytes(
     fake.releases["v1.0.0"] = _dist().files
     publisher = _publisher(svc, fake)
     publisher.sync_repo(repo)
-    before = svc.providers.store.packages(1)
+    before = svc.provider_publisher.store.packages(1)
     fake.releases["v1.0.0"] = _dist(binary=BINARY + b"rebuilt").files
     outcomes = publisher.ingest_release(repo, "v1.0.0")
     assert outcomes[0].status == "conflict" and "immutable" in outcomes[0].message
-    assert svc.providers.store.packages(1) == before
+    assert svc.provider_publisher.store.packages(1) == before
 
 
 def test_refused_release_is_reported_not_retried(svc: Services, fake: FakeReleases) -> None:
@@ -219,7 +222,7 @@ def test_a_release_zip_with_more_entries_than_the_limit_is_refused(
     result = _publisher(svc, fake).sync_repo(repo)
     assert result.failed and "more than 5 entries" in result.failed[0]
     assert len(read) <= 5  # the other platform's zip only
-    assert svc.providers.store.provider_version(1, "1.0.0") is None
+    assert svc.provider_publisher.store.provider_version(1, "1.0.0") is None
 
 
 def test_unsigned_release_is_signed_when_registered_with_sign(
@@ -228,14 +231,14 @@ def test_unsigned_release_is_signed_when_registered_with_sign(
     from tests.support.provider_dist import reuse_generated_key
 
     reuse_generated_key(monkeypatch)
-    key = svc.providers.keys.generate("acme")
+    key = svc.provider_publisher.keys.generate("acme")
     repo = _register(svc, sign=True)
     files = _dist().files
     fake.releases["v1.0.0"] = {n: d for n, d in files.items() if not n.endswith(".sig")}
     assert _publisher(svc, fake).sync_repo(repo).published
-    version = svc.providers.store.provider_version(1, "1.0.0")
+    version = svc.provider_publisher.store.provider_version(1, "1.0.0")
     assert version is not None and version.signed_by == "gitreg"
-    assert svc.providers.store.key(version.key_row).key_id == key.key_id
+    assert svc.provider_publisher.store.key(version.key_row).key_id == key.key_id
 
 
 def test_redirects_to_plain_http_or_link_local_are_refused(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ PLATFORMS = ("linux_amd64", "darwin_arm64")
 
 @pytest.fixture
 def provider(svc: Services) -> ProviderRecord:
-    return svc.providers.store.add_provider("acme", "null")
+    return svc.provider_publisher.store.add_provider("acme", "null")
 
 
 def _publish(
@@ -45,7 +45,7 @@ def _publish(
 ) -> Published:
     directory = dist.write(tmp_path / f"dist-{len(list(tmp_path.iterdir()))}")
     files = collect(directory.iterdir(), provider.type, dist.version, strict=False)
-    return svc.providers.publish(provider, dist.version, files, sign=sign, source="test")
+    return svc.provider_publisher.publish(provider, dist.version, files, sign=sign, source="test")
 
 
 def _blob(svc: Services, sha256: str) -> bytes:
@@ -60,12 +60,12 @@ def test_publisher_signed_release_is_published_with_hashes(
     result = _publish(svc, provider, dist, tmp_path)
     assert result.status == "published" and result.signed_by == "publisher"
     assert result.key_id == key_id(publisher_key())
-    version = svc.providers.store.provider_version(provider.id, "1.2.0")
+    version = svc.provider_publisher.store.provider_version(provider.id, "1.2.0")
     assert version is not None and version.protocols == ("6.0",)
     # The publisher's SHA256SUMS and signature are served byte for byte.
     assert _blob(svc, version.shasums_sha256) == dist.files[dist.shasums_name]
     assert _blob(svc, version.signature_sha256) == dist.files[dist.shasums_name + ".sig"]
-    packages = svc.providers.store.packages(version.id)
+    packages = svc.provider_publisher.store.packages(version.id)
     assert {(p.os, p.arch) for p in packages} == {("linux", "amd64"), ("darwin", "arm64")}
     assert all(p.h1.startswith("h1:") for p in packages)
 
@@ -76,7 +76,7 @@ def test_identical_republish_is_a_no_op(
     dist = make_dist("null", "1.2.0", PLATFORMS, BINARY, publisher_key())
     assert _publish(svc, provider, dist, tmp_path).status == "published"
     assert _publish(svc, provider, dist, tmp_path).status == "unchanged"
-    assert len(svc.providers.store.provider_versions(provider.id)) == 1
+    assert len(svc.provider_publisher.store.provider_versions(provider.id)) == 1
 
 
 def test_republish_with_other_bytes_is_a_409_and_nothing_is_resigned(
@@ -88,7 +88,7 @@ def test_republish_with_other_bytes_is_a_409_and_nothing_is_resigned(
     with pytest.raises(Conflict) as caught:
         _publish(svc, provider, other, tmp_path)
     assert caught.value.status == 409
-    version = svc.providers.store.provider_version(provider.id, "1.2.0")
+    version = svc.provider_publisher.store.provider_version(provider.id, "1.2.0")
     assert version is not None
     assert _blob(svc, version.shasums_sha256) == first.files[first.shasums_name]
     assert _blob(svc, version.signature_sha256) == first.files[first.shasums_name + ".sig"]
@@ -112,7 +112,7 @@ def test_wrong_sha256_is_refused(svc: Services, provider: ProviderRecord, tmp_pa
     dist.files[dist.zip_name("linux_amd64")] = zip_bytes({"terraform-provider-null": b"evil"})
     with pytest.raises(ChecksumMismatch, match="SHA256SUMS says"):
         _publish(svc, provider, dist, tmp_path)
-    assert svc.providers.store.provider_versions(provider.id) == []
+    assert svc.provider_publisher.store.provider_versions(provider.id) == []
 
 
 def test_bad_signature_is_refused(svc: Services, provider: ProviderRecord, tmp_path: Path) -> None:
@@ -145,8 +145,8 @@ def test_signature_by_unregistered_key_is_refused(
 def test_ed25519_signature_is_refused_unless_allowed(tmp_path: Path) -> None:
     for allowed in (False, True):
         svc = make_services(tmp_path / f"data-{allowed}", allow_unverifiable_keys=allowed)
-        svc.providers.keys.add("acme", public_armor(publisher_key("ed25519")))
-        provider = svc.providers.store.add_provider("acme", "null")
+        svc.provider_publisher.keys.add("acme", public_armor(publisher_key("ed25519")))
+        provider = svc.provider_publisher.store.add_provider("acme", "null")
         dist = make_dist("null", "1.2.0", PLATFORMS, BINARY, publisher_key("ed25519"))
         if allowed:
             assert _publish(svc, provider, dist, tmp_path).status == "published"
@@ -172,7 +172,7 @@ def test_bad_zip_layouts_are_refused(
     with pytest.raises(GitregError, match=message) as caught:
         _publish(svc, provider, dist, tmp_path)
     assert caught.value.status == 422
-    assert svc.providers.store.provider_versions(provider.id) == []
+    assert svc.provider_publisher.store.provider_versions(provider.id) == []
 
 
 def test_listed_package_missing_and_unlisted_package_are_refused(
@@ -203,11 +203,11 @@ def test_sign_with_zips_only_writes_and_signs_shasums(
     svc: Services, provider: ProviderRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reuse_generated_key(monkeypatch)
-    key = svc.providers.keys.generate("acme")
+    key = svc.provider_publisher.keys.generate("acme")
     dist = make_dist("null", "1.2.0", PLATFORMS, BINARY, protocols=None, with_shasums=False)
     result = _publish(svc, provider, dist, tmp_path, sign=True)
     assert (result.status, result.signed_by, result.key_id) == ("published", "gitreg", key.key_id)
-    version = svc.providers.store.provider_version(provider.id, "1.2.0")
+    version = svc.provider_publisher.store.provider_version(provider.id, "1.2.0")
     assert version is not None and version.protocols == ("5.0",)
     shasums = _blob(svc, version.shasums_sha256)
     assert shasums.decode().splitlines() == sorted(shasums.decode().splitlines())
@@ -223,19 +223,19 @@ def test_sign_with_zips_only_writes_and_signs_shasums(
 def test_rotation_keeps_old_versions_on_their_key(
     svc: Services, provider: ProviderRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    old = svc.providers.store.keys("acme")[0]
+    old = svc.provider_publisher.store.keys("acme")[0]
     _publish(
         svc, provider, make_dist("null", "1.0.0", PLATFORMS, BINARY, publisher_key()), tmp_path
     )
-    svc.providers.keys.retire("acme", old.key_id)
+    svc.provider_publisher.keys.retire("acme", old.key_id)
     with pytest.raises(SignatureError, match="not retired"):
         _publish(
             svc, provider, make_dist("null", "1.1.0", PLATFORMS, BINARY, publisher_key()), tmp_path
         )
     reuse_generated_key(monkeypatch)
-    new = svc.providers.keys.generate("acme")
+    new = svc.provider_publisher.keys.generate("acme")
     _publish(svc, provider, make_dist("null", "1.1.0", PLATFORMS, BINARY), tmp_path, sign=True)
-    store = svc.providers.store
+    store = svc.provider_publisher.store
     by_version = {
         v.version: store.key(v.key_row).key_id for v in store.provider_versions(provider.id)
     }
@@ -267,5 +267,5 @@ def test_versions_must_be_strict_semver(
     dist = make_dist("null", "1.2.0", PLATFORMS, BINARY, publisher_key())
     files = collect(dist.write(tmp_path / "d").iterdir(), "null", "1.2.0", strict=False)
     with pytest.raises(GitregError) as caught:
-        svc.providers.publish(provider, version, files, sign=False, source="test")
+        svc.provider_publisher.publish(provider, version, files, sign=False, source="test")
     assert caught.value.status == 400

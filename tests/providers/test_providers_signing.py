@@ -98,7 +98,7 @@ def test_not_a_signature_is_refused() -> None:
 @pytest.mark.slow
 def test_generated_key_is_rsa_private_to_the_service_user(tmp_path: Path) -> None:
     svc = make_services(tmp_path / "data")
-    manager: KeyManager = svc.providers.keys
+    manager: KeyManager = svc.provider_publisher.keys
     key = manager.generate("acme")
     assert key.origin == "generated" and key.terraform_compatible
     assert key.algorithms[0] == "rsa3072"
@@ -130,9 +130,9 @@ def test_generated_key_secret_is_shared_sealed_with_a_secret_key(
     first = make_services(tmp_path / "data", secret_key_file=key_file)
     second = make_services(tmp_path / "data", secret_key_file=key_file)
     try:
-        key = first.providers.keys.generate("Acme")
-        assert "database" in first.secrets.where(first.providers.keys.secret_name(key))
-        record, material = second.providers.keys.signing_key("acme")
+        key = first.provider_publisher.keys.generate("Acme")
+        assert "database" in first.secrets.where(first.provider_publisher.keys.secret_name(key))
+        record, material = second.provider_publisher.keys.signing_key("acme")
         assert record.fingerprint == key.fingerprint and b"PRIVATE KEY" in material
         assert not (tmp_path / "data" / "keys").exists()
     finally:
@@ -144,26 +144,26 @@ def test_generated_key_secret_is_shared_sealed_with_a_secret_key(
 def test_keys_terraform_cannot_verify_are_never_generated(tmp_path: Path, algorithm: str) -> None:
     svc = make_services(tmp_path / "data")
     with pytest.raises(BadRequest, match=r"Terraform 1\.0\.x cannot verify"):
-        svc.providers.keys.generate("acme", algorithm)
-    assert svc.providers.store.keys("acme") == []
+        svc.provider_publisher.keys.generate("acme", algorithm)
+    assert svc.provider_publisher.store.keys("acme") == []
 
 
 def test_registering_an_ed25519_key_warns(tmp_path: Path) -> None:
     svc = make_services(tmp_path / "data")
-    registered = svc.providers.keys.add("acme", public_armor(publisher_key("ed25519")))
+    registered = svc.provider_publisher.keys.add("acme", public_armor(publisher_key("ed25519")))
     assert not registered.key.terraform_compatible
     assert any("cannot verify" in w for w in registered.warnings)
-    again = svc.providers.keys.add("acme", public_armor(publisher_key("ed25519")))
+    again = svc.provider_publisher.keys.add("acme", public_armor(publisher_key("ed25519")))
     assert not again.created and again.key.id == registered.key.id
 
 
 def test_retired_key_no_longer_verifies(tmp_path: Path) -> None:
     svc = make_services(tmp_path / "data")
-    manager = svc.providers.keys
+    manager = svc.provider_publisher.keys
     key = manager.add("acme", public_armor(publisher_key())).key
     assert [k.id for k, _ in manager.verification_keys("acme")] == [key.id]
     manager.retire("acme", key.key_id)
     assert manager.verification_keys("acme") == []
-    assert svc.providers.store.key(key.id).retired_at is not None
+    assert svc.provider_publisher.store.key(key.id).retired_at is not None
     with pytest.raises(NotFound, match="gitreg key generate acme"):
         manager.signing_key("acme")

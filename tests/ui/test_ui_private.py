@@ -149,6 +149,6 @@ def test_private_matches_ranking_first_leave_the_public_results_as_they_were(
     for module in ui.svc.index.modules():
         if module.name.startswith("greeting-"):
             entry = SearchEntry(module.id, "secret", module.name, "aws", "Greeting", "")
-            ui.svc.catalog.put_search(entry)
+            ui.svc.catalog_index.put_search(entry)
     ui.svc.cache.invalidate()
     assert ui.client.get("/search?q=greeting").text == before

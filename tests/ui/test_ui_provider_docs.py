@@ -28,7 +28,7 @@ def ui(tmp_path: Path) -> Ui:
         f'[forges.ghe]\nkind = "github"\napi_url = "{API}"\ntoken = "{TOKEN}"\n'
     )
     svc: Services = make_services(data, public_url=BASE)
-    svc.providers.keys.add("acme", public_armor(publisher_key()))
+    svc.provider_publisher.keys.add("acme", public_armor(publisher_key()))
     _ingest(svc, tmp_path)
     return Ui(
         TestClient(
