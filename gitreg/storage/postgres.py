@@ -64,6 +64,30 @@ FEED_CONNECT_TIMEOUT = 2
 SILENT_AFTER = 2.0
 
 
+# psycopg_pool logs a warning for every connection attempt that fails, and
+# while the database is down each request makes one: a line a minute says
+# the pool cannot connect; the change feed logs the outage and its end.
+POOL_WARNING_EVERY = 60.0
+
+
+class _PoolConnectWarnings(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self._last = -POOL_WARNING_EVERY
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("error connecting in"):
+            return True
+        now = time.monotonic()
+        if now - self._last < POOL_WARNING_EVERY:
+            return False
+        self._last = now
+        return True
+
+
+logging.getLogger("psycopg.pool").addFilter(_PoolConnectWarnings())
+
+
 def redact(url: str) -> str:
     """The URL without its password, for messages and logs."""
     parts = urlsplit(url)

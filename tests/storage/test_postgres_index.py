@@ -4,6 +4,7 @@ a second, and each job claimed by exactly one replica."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -16,6 +17,7 @@ import pytest
 from gitreg.errors import ConfigError, DatabaseUnavailable
 from gitreg.jobs.store import Submission
 from gitreg.jobs.store_sql import JobStore
+from gitreg.storage import postgres
 from gitreg.storage.index import Index, open_index
 from gitreg.storage.migrations import names as migration_names
 
@@ -172,3 +174,17 @@ def test_an_unreachable_or_refusing_database_is_unavailable_without_its_password
 def test_a_url_that_is_not_postgresql_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="postgresql://"):
         open_index("mysql://u:p@h/db", tmp_path / "unused.sqlite3")
+
+
+def test_the_pool_says_it_cannot_connect_once_a_minute_not_per_attempt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pool_log = logging.getLogger("psycopg.pool")
+    with caplog.at_level(logging.WARNING, logger="psycopg.pool"):
+        for attempt in range(5):
+            pool_log.warning("error connecting in %r: %s", "gitreg", f"refused {attempt}")
+        pool_log.warning("connection returned in bad state")
+    said = [r.getMessage() for r in caplog.records if r.name == "psycopg.pool"]
+    assert len([m for m in said if m.startswith("error connecting")]) <= 1
+    assert "connection returned in bad state" in said
+    assert postgres.POOL_WARNING_EVERY >= 60
