@@ -27,6 +27,7 @@ from gitreg.auth.signed_urls import RECHECK_EVERY
 from gitreg.catalog import http as browse
 from gitreg.errors import (
     GitregError,
+    IssuerUnavailable,
     QueueUnavailable,
     ResponseCut,
     Unauthorized,
@@ -62,9 +63,10 @@ CLIENT_GONE = 499
 async def _gitreg_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GitregError)
     # QueueUnavailable: the queue logged why, once for all the deliveries of the
-    # commit that failed (or the server is stopping). Storage that is away (S3,
-    # the database) comes back: a warning.
-    if exc.status >= 500 and not isinstance(exc, QueueUnavailable):
+    # commit that failed (or the server is stopping); IssuerUnavailable: the
+    # issuer's keys logged it, once per outage. Storage that is away (S3, the
+    # database) comes back: a warning.
+    if exc.status >= 500 and not isinstance(exc, (QueueUnavailable, IssuerUnavailable)):
         level = logging.WARNING if is_outage(exc) else logging.ERROR
         log.log(level, "%s %s: %s", request.method, request.url.path, operator_text(exc))
     headers = {}
