@@ -27,10 +27,9 @@ from gitreg.auth.signed_urls import RECHECK_EVERY
 from gitreg.catalog import http as browse
 from gitreg.errors import (
     GitregError,
-    QueueUnavailable,
     ResponseCut,
     Unauthorized,
-    is_outage,
+    log_level,
     operator_text,
     storage_full,
 )
@@ -61,11 +60,8 @@ CLIENT_GONE = 499
 
 async def _gitreg_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GitregError)
-    # QueueUnavailable: the queue logged why, once for all the deliveries of the
-    # commit that failed (or the server is stopping). Storage that is away (S3,
-    # the database) comes back: a warning.
-    if exc.status >= 500 and not isinstance(exc, QueueUnavailable):
-        level = logging.WARNING if is_outage(exc) else logging.ERROR
+    level = log_level(exc)
+    if level is not None:
         log.log(level, "%s %s: %s", request.method, request.url.path, operator_text(exc))
     headers = {}
     # TooManyRequests, StorageFull, QueueUnavailable: say when to come back.

@@ -21,6 +21,7 @@ become the storage errors below inside gitreg/storage/, and nowhere else.
     │                               be reached, opened or locked in time
     ├── QueueUnavailable (503)      webhook deliveries could not be stored
     ├── StorageUnavailable (503)    the blob store (S3) failed or could not be reached
+    ├── BlobMissing (503)           a blob the index names is not in the blob store
     ├── IssuerUnavailable (503)     a workload identity issuer's keys cannot be fetched
     ├── NotFound (404)              unknown module, version, blob or route
     │   ├── UpstreamNotFound (404)  the upstream registry has no such thing (mirror)
@@ -48,6 +49,7 @@ become the storage errors below inside gitreg/storage/, and nowhere else.
 from __future__ import annotations
 
 import errno
+import logging
 
 
 class GitregError(Exception):
@@ -204,6 +206,19 @@ class StorageUnavailable(GitregError):
         self.reason = reason
 
 
+class BlobMissing(GitregError):
+    """A blob the index names (an OCI layer) is not in the blob store: the
+    store lost it, or a replica's store does not hold it yet. The request was
+    right, so not a 404; logged as an error, since a lost blob needs the
+    operator."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after: int = STORAGE_RETRY_AFTER) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 def operator_text(exc: BaseException) -> str:
     """`exc` as the operator reads it: its message, and the reason behind it
     where that is kept out of answers to clients."""
@@ -216,6 +231,16 @@ def is_outage(exc: BaseException) -> bool:
     be reached: nothing was committed, and the same work succeeds once it is
     back. Logged as one warning line, never as a traceback."""
     return isinstance(exc, (StorageUnavailable, DatabaseUnavailable))
+
+
+def log_level(exc: GitregError) -> int | None:
+    """The level at which the code answering a request logs `exc`: None for a
+    4xx, and for what was logged where it happened, once for many requests
+    (QueueUnavailable by the queue, IssuerUnavailable by the issuer's keys);
+    a warning for storage that is away and comes back; an error otherwise."""
+    if exc.status < 500 or isinstance(exc, (QueueUnavailable, IssuerUnavailable)):
+        return None
+    return logging.WARNING if is_outage(exc) else logging.ERROR
 
 
 class IssuerUnavailable(GitregError):

@@ -44,7 +44,7 @@ class AuditQuery:
 
     since: float | None = None
     actor: str | None = None  # a part of the actor's name, its kind or its rule
-    action: str | None = None  # exact, or a glob with * ("token.*")
+    action: str | None = None  # exact, or a glob with * ("token.*"), in any case
     object: str | None = None  # a part of the object
     before_id: int | None = None  # the next page: rows older than this id
     limit: int = 100

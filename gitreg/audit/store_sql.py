@@ -87,8 +87,11 @@ class AuditStore(IndexBackedStore):
             )
             params += [_like(query.actor), query.actor, _like(query.actor)]
         if query.action:
+            # Actions are lower-case identifiers: the filter is too, so it matches
+            # whatever its case on both engines (PostgreSQL's LIKE minds case,
+            # SQLite's does not) and `action` stays a plain comparison.
             where.append("action LIKE ? ESCAPE '\\'")
-            params.append(_glob(query.action))
+            params.append(_glob(query.action.lower()))
         if query.object:
             where.append("lower(object) LIKE lower(?) ESCAPE '\\'")
             params.append(_like(query.object))

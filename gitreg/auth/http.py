@@ -139,8 +139,7 @@ async def token(request: Request) -> Response:
         return _oauth_error(exc.error, exc.description, status)
     except PayloadTooLarge as exc:
         return _oauth_error("invalid_request", str(exc), exc.status)
-    except IssuerUnavailable as exc:
-        log.warning("POST %s: %s", TOKEN, exc)
+    except IssuerUnavailable as exc:  # logged once per outage by the issuer's keys
         refused = _oauth_error("temporarily_unavailable", str(exc), exc.status)
         refused.headers["Retry-After"] = str(exc.retry_after)
         return refused

@@ -20,13 +20,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gitreg.auth.signed_urls import UrlSigner
-from gitreg.errors import BadRequest, Forbidden
+from gitreg.errors import BadRequest, Forbidden, Unauthorized
 from gitreg.oci.names import MAX_NAME, NameInvalid
 
 PREFIX = "oci1."
 # The path the MAC is computed over: no route serves it.
 _SIGNED_PATH = "/v2/token/grant/"
 MAX_SCOPES = 32
+
+
+class InsufficientScope(Unauthorized):
+    """A pull token that does not name the repository asked for: a 401 whose
+    challenge carries `error="insufficient_scope"` (RFC 6750 section 3) and
+    this repository's scope, as Docker's registry answers it. RFC 6750 would
+    allow a 403, but registry clients ask the realm again only on a 401."""
+
 
 # The Docker token flow's scope grammar, matched whole:
 # `TYPE:NAME:ACTION[,ACTION]*`, where TYPE may carry a class

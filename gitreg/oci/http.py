@@ -11,7 +11,10 @@ Everything else under `/v2/` that would write (a push, a delete) answers 405
 with an `UNSUPPORTED` error: releases come from git. Errors are the spec's
 `{"errors": [{"code", "message", "detail"}]}`; a 401 carries the
 `WWW-Authenticate: Bearer realm=...,service=...,scope=...` challenge that
-sends a client to `/v2/token`.
+sends a client to `/v2/token`, with `error="insufficient_scope"` for a pull
+token that does not cover the repository. A 503 (storage away, a layer the
+blob store lost) is `UNAVAILABLE`, Docker's registry code for it, with
+`Retry-After`. The token endpoint's OAuth2 `POST` refuses as RFC 6749 5.2 does.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -33,6 +37,7 @@ from gitreg.api.urls import base_url
 from gitreg.auth.service import AUTH_REQUIRED
 from gitreg.errors import (
     BadRequest,
+    BlobMissing,
     Forbidden,
     GitregError,
     NotFound,
@@ -40,7 +45,10 @@ from gitreg.errors import (
     TooManyRequests,
     Unauthorized,
     UnknownReference,
+    log_level,
+    operator_text,
 )
+from gitreg.oci.grants import InsufficientScope
 from gitreg.oci.manifests import Document, tags_document
 from gitreg.oci.names import NameInvalid
 
@@ -54,7 +62,14 @@ OCI_AUTH_REQUIRED = (
     " gitreg read token as the password (docs/oci.md)"
 )
 
+# What the OAuth2 form of the token endpoint takes (the distribution spec's
+# "Oauth2 Token Authentication"): a gitreg token as the password or as the
+# refresh token. `authorization_code` is reserved there and not served here.
+GRANT_TYPES = ("password", "refresh_token")
+
 Handler = Callable[[Request], Awaitable[Response]]
+
+log = logging.getLogger("gitreg.oci")
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -67,13 +82,15 @@ def _error(status: int, code: str, message: str, headers: dict[str, str] | None 
     )
 
 
-def _challenge(request: Request) -> dict[str, str]:
+def _challenge(request: Request, error: str = "") -> dict[str, str]:
     base = base_url(request, services(request).settings)
     service = urlsplit(base).netloc
     value = f'Bearer realm="{base}/v2/token",service="{service}"'
     name = request.path_params.get("name")
     if name:
         value += f',scope="repository:{name}:pull"'
+    if error:
+        value += f',error="{error}"'
     return {"WWW-Authenticate": value}
 
 
@@ -105,6 +122,8 @@ def _oci(
 
 def _translate(request: Request, exc: GitregError, unknown: str, invalid: str) -> Response:
     message = exc.public_message()
+    if isinstance(exc, InsufficientScope):
+        return _error(401, "UNAUTHORIZED", message, _challenge(request, "insufficient_scope"))
     if isinstance(exc, Unauthorized):
         if message == AUTH_REQUIRED:  # worded for Terraform's credentials block
             message = OCI_AUTH_REQUIRED
@@ -121,6 +140,13 @@ def _translate(request: Request, exc: GitregError, unknown: str, invalid: str) -
         return _error(400, "NAME_INVALID", message)
     if isinstance(exc, BadRequest):  # 413 for PayloadTooLarge
         return _error(exc.status, invalid, message)
+    if exc.status == 503:
+        level = log_level(exc)
+        if level is not None:
+            log.log(level, "%s %s: %s", request.method, request.url.path, operator_text(exc))
+        retry_after = getattr(exc, "retry_after", None)
+        headers = {"Retry-After": str(retry_after)} if isinstance(retry_after, int) else {}
+        return _error(503, "UNAVAILABLE", message, headers)
     raise exc
 
 
@@ -190,9 +216,12 @@ async def blob(request: Request) -> Response:
         return _document(request, found.document, {"Cache-Control": cache})
     assert found.layer is not None
     extra = {**API_VERSION, "Docker-Content-Digest": found.digest}
-    return await stored_blob(
-        request, found.layer.sha256, "application/octet-stream", found.private, extra
-    )
+    try:
+        return await stored_blob(
+            request, found.layer.sha256, "application/octet-stream", found.private, extra
+        )
+    except NotFound as exc:  # the repository's index names this layer: the store lost it
+        raise BlobMissing(f"blob {digest} of {name} is missing from the blob store") from exc
 
 
 @_oci(unknown="MANIFEST_UNKNOWN", invalid="DIGEST_INVALID")
@@ -224,9 +253,13 @@ async def token(request: Request) -> Response:
         scopes = request.query_params.getlist("scope")
         if request.method == "POST":
             form = await _form(request)
-            secret = (form.get("refresh_token") or form.get("password") or [""])[0]
-            if secret:
-                who = dataclasses.replace(who, authorization=f"Bearer {secret}")
+            grant_type = (form.get("grant_type") or [""])[0]
+            if grant_type not in GRANT_TYPES:
+                return _oauth_refusal(grant_type)
+            secret = (form.get(grant_type) or [""])[0]
+            if not secret:
+                return _oauth_error("invalid_request", f"{grant_type} is required")
+            who = dataclasses.replace(who, authorization=f"Bearer {secret}")
             scopes = [s for value in form.get("scope", []) for s in value.split(" ") if s]
         scopes = [s for value in scopes for s in value.split(" ") if s]
         issued = await services(request).oci.pull_token(who, scopes)
@@ -240,6 +273,26 @@ async def token(request: Request) -> Response:
     }
     return Response(
         json.dumps(body).encode(),
+        media_type="application/json",
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+def _oauth_refusal(grant_type: str) -> Response:
+    if not grant_type:
+        return _oauth_error("invalid_request", "grant_type is required")
+    return _oauth_error(
+        "unsupported_grant_type",
+        f"grant_type must be {' or '.join(GRANT_TYPES)}, not {grant_type[:40]!r}",
+    )
+
+
+def _oauth_error(error: str, description: str) -> Response:
+    """RFC 6749 section 5.2, which the distribution spec's OAuth2 form follows."""
+    body = json.dumps({"error": error, "error_description": description})
+    return Response(
+        body.encode(),
+        status_code=400,
         media_type="application/json",
         headers={"Cache-Control": "no-store"},
     )

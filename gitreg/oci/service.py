@@ -249,9 +249,7 @@ class Oci:
             if repo is None or repo.name in grant.denied:
                 return Principal(grant.token_id, Scope.read, frozenset(), None, grants={})
             if repo.name not in grant.repositories:
-                # Docker's "insufficient scope": a new challenge for this
-                # repository sends the client back to the token endpoint.
-                raise Unauthorized(f"this registry token does not cover {repo.name}")
+                raise grants.InsufficientScope(f"this registry token does not cover {repo.name}")
             allowed = {repo.namespace: Scope.read}
             return Principal(grant.token_id, Scope.read, frozenset(), None, grants=allowed)
         return await self._access.principal(who)

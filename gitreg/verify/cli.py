@@ -1,7 +1,8 @@
 """`gitreg verify [DIR] [--readonly]` (docs/verify.md): exit 0 when every
 module installed from a registry that serves attestations verifies, 1 with one
 line per module that does not, 2 for a usage error (no such directory, not
-initialised, an unreadable lock file)."""
+initialised, an unreadable lock file); 1 too when the lock file cannot be
+written."""
 
 from __future__ import annotations
 

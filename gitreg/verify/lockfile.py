@@ -21,12 +21,13 @@ from __future__ import annotations
 import base64
 import json
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitreg.errors import BadRequest
+from gitreg.errors import BadRequest, GitregError
 
 LOCK_NAME = "modules.lock.json"
 FORMAT = 1
@@ -77,9 +78,17 @@ def read_lock(path: Path) -> LockFile:
     """The lock file, or an empty one when there is none; BadRequest for one
     that cannot be read as a lock file."""
     try:
-        document = json.loads(path.read_text("utf-8"))
+        # Non-blocking, so a fifo in its place is refused rather than waited on.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return LockFile()
+    except OSError as exc:
+        raise BadRequest(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise BadRequest(f"cannot read {path}: not a regular file")
+            document = json.loads(file.read().decode("utf-8"))
     except (OSError, ValueError, RecursionError) as exc:
         raise BadRequest(f"cannot read {path}: {exc}"[:300]) from None
     try:
@@ -121,14 +130,25 @@ def _root(value: object) -> str:
 
 
 def write_lock(path: Path, lock: LockFile) -> None:
-    """Replace the lock file atomically."""
+    """Replace the lock file atomically: the whole new file, or the old one
+    untouched and no temporary file left. A write that fails (a read-only
+    directory, a full disk) raises GitregError naming the file."""
     text = json.dumps(lock.document(), indent=2, sort_keys=True) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".modules.lock.")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".modules.lock.")
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _unwritable(path, exc) from None
         raise
+
+
+def _unwritable(path: Path, exc: OSError) -> GitregError:
+    return GitregError(f"cannot write {path}: {exc.strerror or exc}")

@@ -9,12 +9,14 @@ of tokens with invented kids cannot turn gitreg into a request amplifier
 against the issuer. While the keys are fresh, checking a token needs no
 network call at all. An issuer that cannot be reached is `IssuerUnavailable`
 (503), remembered for `FAILURE_BACKOFF` so that requests meanwhile do not
-each wait out the timeouts.
+each wait out the timeouts. An outage is logged here, once as it starts and
+once when the issuer answers again, never once per refused request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import time
 from collections.abc import Callable
@@ -27,18 +29,24 @@ from gitreg.upstream.client import HttpLimits, UpstreamHttp, outbound_ssl_contex
 if TYPE_CHECKING:
     from joserfc.jwk import Key, KeySet
 
+log = logging.getLogger("gitreg.workload_identity")
+
 KEYS_TTL = 3600.0
 REFRESH_INTERVAL = 60.0
 FAILURE_BACKOFF = 30
+# The whole fetch, discovery document and JWKS, connecting and reading: a
+# request that waits for it gets its answer (the 503 included) well before
+# Terraform gives up on the registry (TF_REGISTRY_CLIENT_TIMEOUT, 10 s).
+FETCH_BUDGET = 5.0
 # Asymmetric algorithms only: `none` proves nothing, and an HMAC "verified"
 # with an issuer's public key would let anyone holding it sign.
 ASYMMETRIC = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 )
 LIMITS = HttpLimits(
-    connect_timeout=5.0,
-    read_timeout=10.0,
-    total_timeout=15.0,
+    connect_timeout=FETCH_BUDGET,
+    read_timeout=FETCH_BUDGET,
+    total_timeout=FETCH_BUDGET,
     concurrency=4,
     agent="workload identity",
     pooled=False,
@@ -126,13 +134,35 @@ class IssuerKeys:
                 return previous
             raise IssuerUnavailable(self._failure, FAILURE_BACKOFF)
         try:
-            fetched = await self._fetch()
-        except (UpstreamError, UpstreamNotFound, ValueError, TypeError, KeyError) as exc:
+            async with asyncio.timeout(FETCH_BUDGET):
+                fetched = await self._fetch()
+        except (
+            UpstreamError,
+            UpstreamNotFound,
+            TimeoutError,
+            ValueError,
+            TypeError,
+            KeyError,
+        ) as exc:
+            if isinstance(exc, TimeoutError):
+                reason = f"it did not answer within {FETCH_BUDGET:g}s"
+            else:
+                reason = str(exc)
+            if failed is None:  # one line per outage, not one per refused request
+                log.warning(
+                    "workload identity issuer %s cannot be used: %s; tokens it signed"
+                    " are refused with 503 until it answers",
+                    self.issuer,
+                    reason,
+                )
             self._failed_at = self._clock()
-            self._failure = f"workload identity issuer {self.issuer} cannot be used: {exc}"[:400]
+            self._failure = f"workload identity issuer {self.issuer} cannot be used: {reason}"
+            self._failure = self._failure[:400]
             if previous is not None and self._clock() - previous.fetched < KEYS_TTL:
                 return previous  # an unknown kid stays unknown; known keys keep working
             raise IssuerUnavailable(self._failure, FAILURE_BACKOFF) from exc
+        if failed is not None:
+            log.info("workload identity issuer %s answers again", self.issuer)
         self._failed_at = None
         self._keys = fetched
         return fetched

@@ -99,6 +99,16 @@ def test_rows_filter_page_and_prune(index: Index) -> None:
     assert len(audit.entries(AuditQuery())) == 2
 
 
+def test_the_action_filter_ignores_case_on_both_engines(index: Index) -> None:
+    audit = AuditLog(AuditStore(index), 30)
+    audit.record("provider.publish", "acme/ourcloud 1.0.0", who=OPERATOR)
+    audit.record("token.create", "token gitreg_abcde", who=OPERATOR)
+    for wanted in ("provider.publish", "Provider.Publish", "PROVIDER.*", "*.PUBLISH"):
+        assert [r.action for r in audit.entries(AuditQuery(action=wanted))] == [
+            "provider.publish"
+        ], wanted
+
+
 def test_each_row_is_one_json_log_line(index: Index, caplog: pytest.LogCaptureFixture) -> None:
     audit = AuditLog(AuditStore(index), 400)
     with caplog.at_level(logging.INFO, logger="gitreg.audit"):

@@ -313,3 +313,29 @@ def test_concurrent_first_requests_build_the_zip_once(
         thread.join()
     assert builds == ["build"]
     assert len({r.zip_sha256 for r in results}) == 1 and len(results) == 4
+
+
+def test_a_layer_the_blob_store_lost_is_a_logged_503_not_unknown(
+    registry: tuple[TestClient, Services], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, svc = registry
+    index = client.get(f"{PROVIDER}/manifests/2.0.0").json()
+    platform = client.get(f"{PROVIDER}/manifests/{index['manifests'][0]['digest']}").json()
+    digest = platform["layers"][0]["digest"]
+    stored = svc.blobs.local_file(digest.removeprefix("sha256:"))
+    assert stored is not None
+    stored.unlink()
+    for method in ("GET", "HEAD"):
+        answer = client.request(method, f"{PROVIDER}/blobs/{digest}")
+        assert answer.status_code == 503
+        assert answer.headers["retry-after"].isdigit()
+        assert answer.headers["docker-distribution-api-version"] == "registry/2.0"
+        if method == "GET":
+            assert _codes(answer) == ["UNAVAILABLE"]
+            assert digest in answer.json()["errors"][0]["message"]
+    logged = [r for r in caplog.records if r.name == "gitreg.oci"]
+    assert [r.levelname for r in logged] == ["ERROR", "ERROR"]
+    assert all("missing from the blob store" in r.getMessage() for r in logged)
+    # A digest the repository does not name stays the client's error.
+    unknown = client.get(f"{PROVIDER}/blobs/sha256:{'0' * 64}")
+    assert unknown.status_code == 404 and _codes(unknown) == ["BLOB_UNKNOWN"]

@@ -178,6 +178,52 @@ def test_oauth2_form_post_takes_a_refresh_token(registry: tuple[TestClient, Serv
     assert answer.status_code == 200
 
 
+def test_a_pull_token_for_other_repositories_is_an_insufficient_scope_challenge(
+    registry: tuple[TestClient, Services],
+) -> None:
+    client, svc = registry
+    reader = _basic(make_token(svc, "read", ["secret"]))
+    scope = f"repository:{SECRET_PROVIDER}:pull"
+    token = client.get("/v2/token", params={"scope": scope}, headers=reader).json()["token"]
+    answer = client.get(f"/v2/{SECRET_MODULE}/tags/list", headers=_bearer(token))
+    assert answer.status_code == 401
+    assert [e["code"] for e in answer.json()["errors"]] == ["UNAUTHORIZED"]
+    assert answer.headers["www-authenticate"] == (
+        f'Bearer realm="{BASE}/v2/token",service="{urlsplit(BASE).netloc}",'
+        f'scope="repository:{SECRET_MODULE}:pull",error="insufficient_scope"'
+    )
+    # No token at all is a plain challenge: nothing was insufficient.
+    plain = client.get(f"/v2/{SECRET_MODULE}/tags/list").headers["www-authenticate"]
+    assert "error=" not in plain
+
+
+@pytest.mark.parametrize(
+    ("form", "error"),
+    [
+        ({}, "invalid_request"),
+        ({"grant_type": "authorization_code", "code": "x"}, "unsupported_grant_type"),
+        ({"grant_type": "client_credentials"}, "unsupported_grant_type"),
+        ({"grant_type": "PASSWORD", "password": "{token}"}, "unsupported_grant_type"),
+        ({"grant_type": "password"}, "invalid_request"),
+        ({"grant_type": "password", "refresh_token": "{token}"}, "invalid_request"),
+        ({"grant_type": "refresh_token", "password": "{token}"}, "invalid_request"),
+    ],
+)
+def test_the_oauth2_form_takes_password_and_refresh_token_grants_only(
+    registry: tuple[TestClient, Services], form: dict[str, str], error: str
+) -> None:
+    client, svc = registry
+    token = make_token(svc, "read", ["secret"])
+    body = {key: value.replace("{token}", token) for key, value in form.items()}
+    answer = client.post("/v2/token", data={**body, "scope": f"repository:{SECRET_MODULE}:pull"})
+    assert answer.status_code == 400, answer.text
+    assert answer.headers["cache-control"] == "no-store"
+    refused = answer.json()
+    assert set(refused) == {"error", "error_description"}
+    assert refused["error"] == error
+    assert token not in answer.text
+
+
 @pytest.mark.parametrize(
     "authorization",
     ["Bearer gitreg_not-a-token", "Basic bm90OmF0b2tlbg==", "Basic !!!", "Bearer oci1.x.1.y"],

@@ -7,6 +7,11 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
+import resource
+import signal
+import subprocess
+import sys
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +27,7 @@ from gitreg.verify.manifest import Installed, read_manifest, registry_module
 from gitreg.verify.registry import Registry
 from gitreg.verify.service import Report, Verifier
 from tests.attestations import spec_check
+from tests.support.server import cli_process
 
 ROOT = base64.b64encode(bytes(range(32))).decode()
 
@@ -315,3 +321,65 @@ def test_a_registry_that_cannot_be_reached_is_asked_once_per_run(tmp_path: Path)
     assert len(report.failed) == 5
     assert all("cannot reach slow.example.com" in line for line in report.failed)
     assert asked == ["/.well-known/terraform.json"]  # each timeout is waited out once
+
+
+def _only_local_modules(workdir: Path) -> Path:
+    """A directory `terraform init` left with one local module: nothing to ask a registry."""
+    manifest = workdir / ".terraform" / "modules" / "modules.json"
+    manifest.parent.mkdir(parents=True)
+    (workdir / "local").mkdir()
+    local = {"Key": "local", "Source": "./local", "Dir": "local"}
+    manifest.write_text(json.dumps({"Modules": [{"Key": "", "Source": "", "Dir": "."}, local]}))
+    return workdir / "modules.lock.json"
+
+
+def _file_size_limited(limit: int) -> Callable[[], None]:
+    def limit_file_size() -> None:  # in the child: writes past `limit` fail with EFBIG
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return limit_file_size
+
+
+def test_a_lock_file_that_cannot_be_written_is_one_error_line(tmp_path: Path) -> None:
+    # A real failed write, whoever runs the tests (root writes to read-only directories).
+    lock_path = _only_local_modules(tmp_path / "work")
+    before = LockFile(checkpoints={"h.example.com": LockedCheckpoint("h/log", 4, ROOT)})
+    write_lock(lock_path, before)
+    old = lock_path.read_bytes()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gitreg",
+            "verify",
+            str(lock_path.parent),
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_file_size_limited(16),
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(f"gitreg: error: cannot write {lock_path}: File too large")
+    assert "Traceback" not in done.stderr
+    assert lock_path.read_bytes() == old
+    assert sorted(p.name for p in lock_path.parent.iterdir()) == [
+        ".terraform",
+        "local",
+        "modules.lock.json",
+    ]
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_lock_file_that_is_not_a_file_is_a_usage_error(tmp_path: Path, kind: str) -> None:
+    lock_path = _only_local_modules(tmp_path / "work")
+    if kind == "directory":
+        lock_path.mkdir()
+    else:
+        os.mkfifo(lock_path)  # no writer: reading it would wait for ever
+    done = cli_process(tmp_path / "data", "verify", str(lock_path.parent), check=False, timeout=20)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"gitreg: error: cannot read {lock_path}: ")

@@ -3,6 +3,7 @@ no sign-in: every refused request is RFC 6749 5.2 JSON with a 4xx."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,3 +137,22 @@ def test_an_issuer_that_cannot_be_reached_is_503_temporarily_unavailable(
     answer = _post(server, body)
     assert "cannot be used" in _refused(answer, 503, "temporarily_unavailable")
     assert answer.headers["retry-after"].isdigit()
+
+
+def test_an_unreachable_issuer_is_logged_once_not_once_per_request(
+    server: RunningServer,
+) -> None:
+    token = LOST.sign(AUDIENCE, repository="acme/infra-live")
+    body = _form(
+        ("grant_type", EXCHANGE), ("subject_token", token), ("subject_token_type", ID_TOKEN)
+    )
+    with httpx.Client(base_url=server.url, verify=server.ssl_context()) as client:
+        for _ in range(3):
+            assert _post(server, body).status_code == 503
+            bearer = {"Authorization": f"Bearer {token}"}
+            assert client.get("/v2/", headers=bearer).status_code == 503
+    logged = [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
+    assert [(r["level"], r["logger"]) for r in logged if LOST.url in r["msg"]] == [
+        ("warning", "gitreg.workload_identity")
+    ]
+    assert [r for r in logged if r["level"] in ("error", "critical")] == []
