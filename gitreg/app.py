@@ -217,7 +217,7 @@ def create_app(settings: Settings, svc: Services | None = None) -> Starlette:
             run_in_threadpool(_attest_published, services, backfill_stop)
         )
         # Webhook jobs run on threads of this process (gitreg.jobs).
-        runner = services.job_service.runner()
+        runner = services.jobs.runner()
         if settings.job_workers > 0:
             runner.start()
         try:

@@ -100,7 +100,7 @@ class Services:
     sign_in: WebSignIn  # the web UI's sign-in and its sessions
     repositories: Repositories  # registering repositories, webhook deliveries
     modules: Modules  # versions, downloads, yank and deprecation, conflicts
-    job_service: Jobs  # the ingestion queue as operators see it
+    jobs: Jobs  # the ingestion queue as operators see it
     providers: ProviderService  # hosted providers: protocol, uploads, keys, publishing
     mirror: MirrorService  # the provider network mirror
     module_proxy: ModuleProxyService  # the pull-through cache of public modules
@@ -118,7 +118,7 @@ class Services:
     index: ModuleIndex
     blobs: BlobStore
     publisher: Publisher
-    jobs: JobQueue
+    job_queue: JobQueue
     sync: SyncService
     auth: AuthIndex
     provider_publisher: ProviderPublisher
@@ -134,10 +134,10 @@ class Services:
     def job_runner(self) -> JobRunner:
         """A runner for this process's jobs (started by `serve`, drained by
         `jobs run` and the tests)."""
-        return self.job_service.runner()
+        return self.jobs.runner()
 
     def close(self) -> None:
-        self.jobs.close()  # its writer thread uses the index: stop it first
+        self.job_queue.close()  # its writer thread uses the index: stop it first
         self.index.close()
 
 
@@ -326,7 +326,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
             index=index, cache=cache, access=access, docs=docs, audit=audit, attest=attestations
         ),
         attestations=attestations,
-        job_service=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync, audit=audit),
+        jobs=Jobs(settings=settings, queue=jobs, repos=repositories, sync=sync, audit=audit),
         providers=provider_service,
         mirror=build_mirror(settings, mirror_store, blobs, cache, access, signer, provider_store),
         module_proxy=module_proxy,
@@ -353,7 +353,7 @@ def _assemble(settings: Settings, shared: Index) -> Services:
         index=index,
         blobs=blobs,
         publisher=publisher,
-        jobs=jobs,
+        job_queue=jobs,
         sync=sync,
         auth=auth,
         provider_publisher=providers,

@@ -364,6 +364,7 @@ STORE_FIELDS = frozenset(
         "docs",
         "publisher",
         "provider_publisher",
+        "job_queue",
         "searches",
     }
 )

@@ -49,7 +49,7 @@ def _line(view: JobView) -> str:
 
 
 def list_jobs(svc: Services, args: argparse.Namespace) -> int:
-    found = svc.job_service.listing(args.state, max(1, args.limit))
+    found = svc.jobs.listing(args.state, max(1, args.limit))
     if args.json:
         jobs = [j.job.to_json() for j in found.jobs]
         print(json.dumps({"counts": found.counts, "jobs": jobs}, indent=2))
@@ -66,7 +66,7 @@ def list_jobs(svc: Services, args: argparse.Namespace) -> int:
 
 
 def retry_job(svc: Services, args: argparse.Namespace) -> int:
-    outcome = svc.job_service.retry(args.job_id)
+    outcome = svc.jobs.retry(args.job_id)
     if outcome.status == "duplicate":
         print(f"job {args.job_id} is not failed; nothing to retry", file=sys.stderr)
         return 1
@@ -75,12 +75,12 @@ def retry_job(svc: Services, args: argparse.Namespace) -> int:
 
 
 def run_jobs(svc: Services, args: argparse.Namespace) -> int:
-    done = svc.job_service.run_due()
+    done = svc.jobs.run_due()
     for view in done:
         print(_line(view))
     return 1 if any(v.job.state == "failed" for v in done) else 0
 
 
 def reconcile_all(svc: Services, args: argparse.Namespace) -> int:
-    print(f"queued a remote tag check for {svc.job_service.reconcile()} repositories")
+    print(f"queued a remote tag check for {svc.jobs.reconcile()} repositories")
     return 0

@@ -51,7 +51,7 @@ async def list_jobs(request: Request) -> Response:
     svc = await _authorised(request)
     state = request.query_params.get("state") or None
     limit = min(_int(request.query_params.get("limit", "100"), "limit"), MAX_LIMIT)
-    found = await run_in_threadpool(svc.job_service.listing, state, limit)
+    found = await run_in_threadpool(svc.jobs.listing, state, limit)
     answer = {"counts": found.counts, "jobs": [j.to_json() for j in found.jobs]}
     return json_response(json_bytes(answer))
 
@@ -59,14 +59,14 @@ async def list_jobs(request: Request) -> Response:
 async def show_job(request: Request) -> Response:
     svc = await _authorised(request)
     job_id = _int(request.path_params["job_id"], "job id")
-    found = await run_in_threadpool(svc.job_service.job, job_id)
+    found = await run_in_threadpool(svc.jobs.job, job_id)
     return json_response(json_bytes(found.to_json()))
 
 
 async def retry_job(request: Request) -> Response:
     svc = await _authorised(request)
     job_id = _int(request.path_params["job_id"], "job id")
-    outcome = await run_in_threadpool(svc.job_service.retry, job_id)
+    outcome = await run_in_threadpool(svc.jobs.retry, job_id)
     if outcome.status == "duplicate":  # queued, running or done: nothing to retry
         answer = {"status": "unchanged", "job": outcome.job.to_json()}
         return json_response(json_bytes(answer), status=200)

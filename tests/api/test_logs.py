@@ -134,7 +134,7 @@ def test_job_lines_carry_the_job_and_the_repository(tmp_path: Path) -> None:
     svc = build_services(settings)
     try:
         [record] = svc.index.repos()
-        svc.jobs.store.enqueue(record.id, "sync", "test", "because", 0.0, 3)
+        svc.job_queue.store.enqueue(record.id, "sync", "test", "because", 0.0, 3)
         [job] = svc.job_runner().drain()
     finally:
         svc.close()

@@ -341,14 +341,14 @@ def test_burst_of_200_deliveries_for_20_repositories(servers: Servers, tmp_path:
     svc = build_services(settings)
     try:
         deadline = time.monotonic() + PUBLISH_DEADLINE
-        while (c := svc.jobs.store.counts())["queued"] or c["running"]:
+        while (c := svc.job_queue.store.counts())["queued"] or c["running"]:
             assert time.monotonic() < deadline, c
             time.sleep(0.1)
-        jobs = svc.jobs.store.jobs(limit=1000)
+        jobs = svc.job_queue.store.jobs(limit=1000)
         assert {j.state for j in jobs} == {"done"}, [j.to_json() for j in jobs if j.state != "done"]
         assert all(j.attempts == 1 for j in jobs), "a job ran twice"
         # Every delivery id was recorded once; the repeats were recognised.
-        assert svc.jobs.store.delivery_count() == REPOS * PER_REPO * 4 // 5
+        assert svc.job_queue.store.delivery_count() == REPOS * PER_REPO * 4 // 5
         for number in range(REPOS):
             module = svc.index.find_module("burst", f"r{number}", "null")
             assert module is not None

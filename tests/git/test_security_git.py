@@ -338,7 +338,7 @@ def test_deliveries_are_answered_while_the_git_server_hangs(
     elapsed = time.monotonic() - started
     assert answer.status_code == 202, answer.text
     assert elapsed < 2.0, f"answered in {elapsed:.2f}s while git hangs"
-    states = sorted(j.state for j in svc.jobs.store.jobs())
+    states = sorted(j.state for j in svc.job_queue.store.jobs())
     assert states == ["queued", "running"]  # stored before the answer; git runs elsewhere
 
 

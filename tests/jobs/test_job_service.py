@@ -40,10 +40,10 @@ def test_run_due_runs_every_job_and_names_its_repository(
 ) -> None:
     good = _module_repo(svc, make_repo)
     bad = _broken_repo(svc, tmp_path)
-    assert svc.job_service.reconcile() == 2
-    done = {v.repository: v.job.state for v in svc.job_service.run_due()}
+    assert svc.jobs.reconcile() == 2
+    done = {v.repository: v.job.state for v in svc.jobs.run_due()}
     assert done == {good.url: "done", bad.url: "failed"}
-    assert svc.job_service.run_due() == []
+    assert svc.jobs.run_due() == []
 
 
 def test_a_listing_counts_every_state_and_filters_by_one(
@@ -51,17 +51,17 @@ def test_a_listing_counts_every_state_and_filters_by_one(
 ) -> None:
     _module_repo(svc, make_repo)
     bad = _broken_repo(svc, tmp_path)
-    svc.job_service.reconcile()
-    svc.job_service.run_due()
-    listing = svc.job_service.listing(None, 10)
+    svc.jobs.reconcile()
+    svc.jobs.run_due()
+    listing = svc.jobs.listing(None, 10)
     assert listing.counts == {"queued": 0, "running": 0, "done": 1, "failed": 1, "superseded": 0}
-    [failed] = svc.job_service.listing("failed", 10).jobs
+    [failed] = svc.jobs.listing("failed", 10).jobs
     assert failed.repository == bad.url
     assert failed.to_json()["repository"] == bad.url
     assert failed.to_json()["id"] == failed.job.id
-    assert len(svc.job_service.listing(None, 1).jobs) == 1
+    assert len(svc.jobs.listing(None, 1).jobs) == 1
     with pytest.raises(BadRequest, match="state must be one of"):
-        svc.job_service.listing("lost", 10)
+        svc.jobs.listing("lost", 10)
 
 
 def test_a_retry_queues_a_failed_job_again_and_leaves_others(
@@ -69,12 +69,12 @@ def test_a_retry_queues_a_failed_job_again_and_leaves_others(
 ) -> None:
     _module_repo(svc, make_repo)
     _broken_repo(svc, tmp_path)
-    svc.job_service.reconcile()
-    ended = {v.job.state: v.job.id for v in svc.job_service.run_due()}
-    retried = svc.job_service.retry(ended["failed"])
+    svc.jobs.reconcile()
+    ended = {v.job.state: v.job.id for v in svc.jobs.run_due()}
+    retried = svc.jobs.retry(ended["failed"])
     assert (retried.status, retried.job.job.state) == ("requeued", "queued")
-    assert svc.job_service.retry(ended["done"]).status == "duplicate"
+    assert svc.jobs.retry(ended["done"]).status == "duplicate"
     with pytest.raises(NotFound):
-        svc.job_service.retry(999)
+        svc.jobs.retry(999)
     with pytest.raises(NotFound):
-        svc.job_service.job(999)
+        svc.jobs.job(999)

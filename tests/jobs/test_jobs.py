@@ -46,7 +46,7 @@ def runner(svc: Services) -> JobRunner:
 
 
 def store(svc: Services) -> JobIndex:
-    return svc.jobs.store
+    return svc.job_queue.store
 
 
 def versions(svc: Services, name: str) -> list[str]:
@@ -60,9 +60,9 @@ def versions(svc: Services, name: str) -> list[str]:
 
 def test_submissions_for_one_repository_share_one_queued_job(svc: Services, make_repo: Any) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    first = svc.jobs.submit(record.id, "reconcile", "reconcile", "periodic reconcile")
-    second = svc.jobs.submit(record.id, "sync", "github", "github push: created v1.0.0", "d1")
-    third = svc.jobs.submit(record.id, "sync", "gitlab", "gitlab push: created v1.0.1", "d2")
+    first = svc.job_queue.submit(record.id, "reconcile", "reconcile", "periodic reconcile")
+    second = svc.job_queue.submit(record.id, "sync", "github", "github push: created v1.0.0", "d1")
+    third = svc.job_queue.submit(record.id, "sync", "gitlab", "gitlab push: created v1.0.1", "d2")
     assert (first.status, second.status, third.status) == ("queued", "merged", "merged")
     [job] = store(svc).jobs()
     # A sync covers the reconcile it was folded into.
@@ -73,10 +73,10 @@ def test_submissions_for_one_repository_share_one_queued_job(svc: Services, make
 
 def test_same_delivery_id_is_recorded_once(svc: Services, make_repo: Any) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    assert svc.jobs.submit(record.id, "sync", "github", "x", "same").status == "queued"
-    assert svc.jobs.submit(record.id, "sync", "github", "x", "same").status == "duplicate"
+    assert svc.job_queue.submit(record.id, "sync", "github", "x", "same").status == "queued"
+    assert svc.job_queue.submit(record.id, "sync", "github", "x", "same").status == "duplicate"
     # The id is per forge: another forge's delivery with that id is another delivery.
-    assert svc.jobs.submit(record.id, "sync", "gitea", "x", "same").status == "merged"
+    assert svc.job_queue.submit(record.id, "sync", "gitea", "x", "same").status == "merged"
     assert store(svc).delivery_count() == 2
 
 
@@ -84,10 +84,10 @@ def test_a_delivery_while_its_repository_runs_queues_a_second_job(
     svc: Services, make_repo: Any
 ) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    svc.jobs.submit(record.id, "sync", "github", "first", "d1")
+    svc.job_queue.submit(record.id, "sync", "github", "first", "d1")
     running = store(svc).claim("w1", time.time(), LEASE)
     assert running is not None
-    assert svc.jobs.submit(record.id, "sync", "github", "second", "d2").status == "queued"
+    assert svc.job_queue.submit(record.id, "sync", "github", "second", "d2").status == "queued"
     assert [j.state for j in store(svc).jobs()] == ["queued", "running"]
 
 
@@ -97,10 +97,10 @@ def test_a_delivery_while_its_repository_runs_queues_a_second_job(
 def test_one_job_per_repository_at_a_time(svc: Services, make_repo: Any) -> None:
     _, a = add_repo(svc, make_repo, "a")
     _, b = add_repo(svc, make_repo, "b")
-    svc.jobs.submit(a.id, "sync", "test", "a1")
+    svc.job_queue.submit(a.id, "sync", "test", "a1")
     first = store(svc).claim("w1", time.time(), LEASE)
-    svc.jobs.submit(a.id, "sync", "test", "a2")
-    svc.jobs.submit(b.id, "sync", "test", "b1")
+    svc.job_queue.submit(a.id, "sync", "test", "a2")
+    svc.job_queue.submit(b.id, "sync", "test", "b1")
     now = time.time()
     second = store(svc).claim("w2", now, LEASE)
     assert first is not None and first.repo_id == a.id
@@ -114,7 +114,7 @@ def test_one_job_per_repository_at_a_time(svc: Services, make_repo: Any) -> None
 
 def test_expired_lease_is_taken_over_and_counted(svc: Services, make_repo: Any) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    svc.jobs.submit(record.id, "sync", "test", "x")
+    svc.job_queue.submit(record.id, "sync", "test", "x")
     now = time.time()
     job = store(svc).claim("dead-worker", now, LEASE)
     assert job is not None
@@ -129,7 +129,7 @@ def test_expired_lease_is_taken_over_and_counted(svc: Services, make_repo: Any) 
 
 def test_a_job_whose_workers_keep_dying_fails_for_good(svc: Services, make_repo: Any) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    svc.jobs.submit(record.id, "sync", "test", "x")
+    svc.job_queue.submit(record.id, "sync", "test", "x")
     now = time.time()
     for attempt in range(3):
         assert store(svc).claim(f"w{attempt}", now + attempt * (LEASE + 1), LEASE) is not None
@@ -141,7 +141,7 @@ def test_a_job_whose_workers_keep_dying_fails_for_good(svc: Services, make_repo:
 
 def test_renew_keeps_a_long_job_leased(svc: Services, make_repo: Any) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    svc.jobs.submit(record.id, "sync", "test", "x")
+    svc.job_queue.submit(record.id, "sync", "test", "x")
     now = time.time()
     job = store(svc).claim("w1", now, LEASE)
     assert job is not None
@@ -155,7 +155,7 @@ def test_renew_keeps_a_long_job_leased(svc: Services, make_repo: Any) -> None:
 
 def test_drain_publishes(svc: Services, make_repo: Any) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    svc.jobs.submit(record.id, "sync", "test", "x")
+    svc.job_queue.submit(record.id, "sync", "test", "x")
     [job] = runner(svc).drain()
     assert job.state == "done" and job.attempts == 1
     assert job.to_json()["result"]["published"] == ["acme/a/null 1.0.0"]
@@ -167,7 +167,7 @@ def test_unreachable_remote_is_retried_then_failed_with_its_error(
 ) -> None:
     repo, record = add_repo(svc, make_repo, "a")
     repo.path.rename(repo.path.with_name("elsewhere"))
-    svc.jobs.submit(record.id, "sync", "test", "x")
+    svc.job_queue.submit(record.id, "sync", "test", "x")
     attempts = runner(svc).drain()
     assert [j.state for j in attempts] == ["queued", "queued", "failed"]
     assert all("cannot fetch" in j.last_error for j in attempts)
@@ -180,13 +180,13 @@ def test_failed_attempts_back_off(tmp_path: Path, make_repo: Any) -> None:
     try:
         repo, record = add_repo(services, make_repo, "a")
         repo.path.rename(repo.path.with_name("elsewhere"))
-        services.jobs.submit(record.id, "sync", "test", "x")
+        services.job_queue.submit(record.id, "sync", "test", "x")
         before = time.time()
         [job] = runner(services).drain()  # the retry is not due yet
         assert job.state == "queued" and job.attempts == 1
         assert before + 60 * 0.8 <= job.run_after <= time.time() + 60 * 1.2
         # A new delivery joins the waiting job without cutting its wait short.
-        assert services.jobs.submit(record.id, "sync", "test", "y").status == "merged"
+        assert services.job_queue.submit(record.id, "sync", "test", "y").status == "merged"
         assert runner(services).drain() == []
         assert store(services).job(job.id).run_after == job.run_after
     finally:
@@ -201,10 +201,10 @@ def test_backoff_doubles_and_is_capped() -> None:
 
 def test_failed_job_with_a_newer_queued_job_is_superseded(svc: Services, make_repo: Any) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    svc.jobs.submit(record.id, "sync", "test", "first")
+    svc.job_queue.submit(record.id, "sync", "test", "first")
     job = store(svc).claim("w1", time.time(), LEASE)
     assert job is not None
-    svc.jobs.submit(record.id, "sync", "test", "second")
+    svc.job_queue.submit(record.id, "sync", "test", "second")
     state = store(svc).fail(job.id, "w1", time.time(), "remote down", time.time())
     assert state == "superseded"
     [newer, old] = store(svc).jobs()
@@ -215,21 +215,21 @@ def test_retry_requeues_a_failed_job(svc: Services, make_repo: Any) -> None:
     repo, record = add_repo(svc, make_repo, "a")
     hidden = repo.path.with_name("elsewhere")
     repo.path.rename(hidden)
-    svc.jobs.submit(record.id, "sync", "test", "x")
+    svc.job_queue.submit(record.id, "sync", "test", "x")
     runner(svc).drain()
     [failed] = store(svc).jobs(state="failed")
     hidden.rename(repo.path)
-    assert svc.jobs.retry(failed.id).status == "requeued"
+    assert svc.job_queue.retry(failed.id).status == "requeued"
     [done] = runner(svc).drain()
     assert (done.id, done.state, done.attempts) == (failed.id, "done", 1)
-    assert svc.jobs.retry(failed.id).status == "duplicate"
+    assert svc.job_queue.retry(failed.id).status == "duplicate"
 
 
 def test_a_repository_removed_from_the_index_fails_without_retries(
     svc: Services, make_repo: Any
 ) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    svc.jobs.submit(record.id, "sync", "test", "x")
+    svc.job_queue.submit(record.id, "sync", "test", "x")
     assert isinstance(svc.index, SQLiteIndex)  # the default settings: the embedded index
     svc.index._conn.execute("PRAGMA foreign_keys = OFF")
     svc.index._conn.execute("DELETE FROM modules")
@@ -285,7 +285,7 @@ def test_schedules_fire_once_per_interval_across_callers(svc: Services) -> None:
 
 def test_prune_forgets_old_finished_jobs(svc: Services, make_repo: Any) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    svc.jobs.submit(record.id, "sync", "test", "x", "delivery-1")
+    svc.job_queue.submit(record.id, "sync", "test", "x", "delivery-1")
     runner(svc).drain()
     assert store(svc).prune(time.time() - 3600) == 0
     assert store(svc).prune(time.time() + 1) == 1
@@ -305,7 +305,7 @@ def test_worker_threads_pick_up_submissions(tmp_path: Path, make_repo: Any) -> N
     try:
         records = [add_repo(services, make_repo, name)[1] for name in ("a", "b", "c")]
         for record in records:
-            services.jobs.submit(record.id, "sync", "test", "x")
+            services.job_queue.submit(record.id, "sync", "test", "x")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and store(services).counts()["done"] < 3:
             time.sleep(0.05)
@@ -338,7 +338,7 @@ def test_jobs_of_a_dead_worker_run_without_waiting_for_the_lease(
     svc: Services, make_repo: Any
 ) -> None:
     _, record = add_repo(svc, make_repo, "a")
-    svc.jobs.submit(record.id, "sync", "test", "x")
+    svc.job_queue.submit(record.id, "sync", "test", "x")
     me = worker_identity()
     host, boot, _, _ = me.split("/")
     gone = subprocess.run(

@@ -121,15 +121,15 @@ def test_deliveries_during_an_outage_spend_no_attempts(
     record = module_repo(svc, make_repo)
     work = svc.job_runner()
     s3_outage.stop()
-    svc.jobs.submit(record.id, "sync", "github", "push v1.0.0", "d1")
+    svc.job_queue.submit(record.id, "sync", "github", "push v1.0.0", "d1")
     [waiting] = work.drain()
     assert (waiting.state, waiting.attempts, waiting.outage) == ("queued", 1, True)
     for number in range(2, 7):
-        new = svc.jobs.submit(record.id, "sync", "github", f"push {number}", f"d{number}")
-        again = svc.jobs.submit(record.id, "sync", "github", "push v1.0.0", "d1")
+        new = svc.job_queue.submit(record.id, "sync", "github", f"push {number}", f"d{number}")
+        again = svc.job_queue.submit(record.id, "sync", "github", "push v1.0.0", "d1")
         assert (new.status, again.status) == ("merged", "duplicate")
         assert work.drain() == []
-    job = svc.jobs.store.job(waiting.id)
+    job = svc.job_queue.store.job(waiting.id)
     assert (job.state, job.attempts, job.run_after) == ("queued", 1, waiting.run_after)
     assert job.deliveries == 6
 
@@ -141,11 +141,13 @@ def test_a_job_failed_by_an_outage_runs_again_at_the_next_delivery(
     record = module_repo(svc, make_repo)
     work = svc.job_runner()
     s3_outage.stop()
-    svc.jobs.submit(record.id, "sync", "github", "push v1.0.0", "d1")
+    svc.job_queue.submit(record.id, "sync", "github", "push v1.0.0", "d1")
     [failed] = work.drain()
     assert (failed.state, failed.outage) == ("failed", True)
     s3_outage.start()
-    assert svc.jobs.submit(record.id, "sync", "github", "push v1.1.0", "d2").status == "requeued"
+    assert (
+        svc.job_queue.submit(record.id, "sync", "github", "push v1.1.0", "d2").status == "requeued"
+    )
     [done] = work.drain()
     assert (done.id, done.state, done.attempts) == (failed.id, "done", 1)
     assert published(svc) == ["1.0.0"]
@@ -199,7 +201,7 @@ def test_an_s3_outage_is_one_warning_line_per_failed_attempt(
     record = module_repo(svc, make_repo)
     s3_outage.stop()
     caplog.set_level(logging.INFO)
-    svc.jobs.submit(record.id, "sync", "github", "push v1.0.0", "d1")
+    svc.job_queue.submit(record.id, "sync", "github", "push v1.0.0", "d1")
     assert [j.state for j in svc.job_runner().drain()] == ["queued", "failed"]
     lines = warnings_and_worse(caplog, "gitreg.jobs")
     assert [(r.levelname, r.exc_info) for r in lines] == [("WARNING", None)] * 2
@@ -222,9 +224,9 @@ def test_a_bug_in_a_job_is_still_an_error_with_its_traceback(
     svc = registry(tmp_path, job_max_attempts=1)
     try:
         record = module_repo(svc, make_repo)
-        svc.jobs.submit(record.id, "sync", "github", "push v1.0.0", "d1")
+        svc.job_queue.submit(record.id, "sync", "github", "push v1.0.0", "d1")
         caplog.set_level(logging.INFO)
-        work = JobRunner(svc.settings, svc.index, svc.jobs, Broken(svc.index, svc.publisher))
+        work = JobRunner(svc.settings, svc.index, svc.job_queue, Broken(svc.index, svc.publisher))
         [job] = work.drain()
         assert (job.state, job.outage) == ("failed", False)
     finally:
@@ -274,8 +276,10 @@ def test_a_database_outage_during_a_job_logs_no_traceback(
     svc = registry(tmp_path, job_lease=1, **on_postgresql)
     try:
         record = module_repo(svc, make_repo)
-        svc.jobs.submit(record.id, "sync", "github", "push v1.0.0", "d1")
-        work = JobRunner(svc.settings, svc.index, svc.jobs, StopsTheDatabase(svc, postgres_server))
+        svc.job_queue.submit(record.id, "sync", "github", "push v1.0.0", "d1")
+        work = JobRunner(
+            svc.settings, svc.index, svc.job_queue, StopsTheDatabase(svc, postgres_server)
+        )
         caplog.set_level(logging.INFO)
         try:
             # Not even the failure can be recorded: the worker loop reports that
@@ -304,7 +308,7 @@ def test_deliveries_the_database_cannot_store_are_one_warning_line(
         record = module_repo(svc, make_repo)
         caplog.set_level(logging.INFO)
         with postgres_server.down():
-            stored = svc.jobs.submit_grouped(
+            stored = svc.job_queue.submit_grouped(
                 [Submission(record.id, "sync", "github", "push", "d1")]
             )
             with pytest.raises(QueueUnavailable):

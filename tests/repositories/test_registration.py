@@ -265,14 +265,14 @@ def test_repo_remove_drops_pending_jobs_and_waits_for_a_running_one(
     svc = build_services(load_settings({"data_dir": data_dir}, environ={}))
     try:
         [record] = svc.index.repos()
-        svc.jobs.submit(record.id, "sync", "cli", "first")
-        running = svc.jobs.store.claim("test-worker", time.time(), 600)
+        svc.job_queue.submit(record.id, "sync", "cli", "first")
+        running = svc.job_queue.store.claim("test-worker", time.time(), 600)
         assert running is not None
-        svc.jobs.submit(record.id, "sync", "cli", "second")  # queued behind it
+        svc.job_queue.submit(record.id, "sync", "cli", "second")  # queued behind it
         assert "is syncing this repository" in _fails(data_dir, "repo", "remove", str(repo.path))
         assert len(_repos(data_dir)) == 1
-        assert svc.jobs.store.finish(running.id, "test-worker", time.time(), "{}")
+        assert svc.job_queue.store.finish(running.id, "test-worker", time.time(), "{}")
         cli(data_dir, "repo", "remove", str(repo.path))
-        assert svc.jobs.store.jobs() == [] and svc.index.repos() == []
+        assert svc.job_queue.store.jobs() == [] and svc.index.repos() == []
     finally:
         svc.close()

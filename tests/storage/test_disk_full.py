@@ -230,14 +230,14 @@ def test_a_job_that_meets_a_full_disk_stays_queued_past_its_attempts(
         repo = _module_repo(make_repo, "hello")
         record = svc.index.add_repo(str(repo.path), FORGE_REPO)
         svc.index.add_module(record.id, "acme", "hello", "null", "", "")
-        svc.jobs.submit(record.id, "sync", "github", "github push: created v1.0.0", "d1")
+        svc.job_queue.submit(record.id, "sync", "github", "github push: created v1.0.0", "d1")
         # The WAL restarts from its first page: the queue's own small writes fit
         # in it, while fetching and publishing need new blocks.
         _checkpoint(data_dir, "RESTART")
         ballast = _fill(small_fs)
         runner = svc.job_runner()
         [job] = runner.drain()
-        job = svc.jobs.store.job(job.id)
+        job = svc.job_queue.store.job(job.id)
         assert job.state == "queued", job
         assert "storage is full" in job.last_error
         assert job.run_after > time.time()

@@ -52,7 +52,7 @@ class Registry:
     token: str
 
     def jobs(self) -> int:
-        return len(self.svc.jobs.store.jobs())
+        return len(self.svc.job_queue.store.jobs())
 
 
 def _registry(data_dir: Path, secret: str) -> Iterator[Registry]:
@@ -412,7 +412,7 @@ def test_authentic_deliveries_never_give_a_5xx(registry: Registry, route: str) -
         if answer.status_code == 202:
             assert answer.json()["status"] == "queued"
             for job in answer.json()["jobs"]:
-                assert registry.svc.jobs.store.job(job["id"]).state == "queued"
+                assert registry.svc.job_queue.store.job(job["id"]).state == "queued"
 
     deliver()
 

@@ -78,4 +78,4 @@ def test_sealed_webhook_secrets_verify_real_deliveries(
             bad = delivery("github", "push-tag-created", repo=forge_repo, secret="not-it")
             answer = client.post(bad.route, content=bad.body, headers=bad.headers)
             assert answer.status_code == 401 and answer.json()["errors"]
-        assert len(svc.jobs.store.jobs()) == 2
+        assert len(svc.job_queue.store.jobs()) == 2

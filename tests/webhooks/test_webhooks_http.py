@@ -60,7 +60,7 @@ class Registry:
         )
 
     def jobs(self) -> list[JobRecord]:
-        return self.svc.jobs.store.jobs()
+        return self.svc.job_queue.store.jobs()
 
     def drain(self) -> list[JobRecord]:
         svc = self.svc
