@@ -115,7 +115,10 @@ def ui(
     data = tmp_path / "data"
     _providers(tmp_path, data)
     capsys.readouterr()
-    settings = load_settings({"data_dir": data, "public_url": BASE}, environ={})
+    # No job threads: the fixture publishes its modules itself, and a reconcile
+    # of the repositories a test adds would log into a closed capture stream
+    # after the test.
+    settings = load_settings({"data_dir": data, "public_url": BASE, "job_workers": 0}, environ={})
     app = create_app(settings)
     svc: Services = app.state.services
     for namespace, name in [("acme", "vpc"), ("acme", "network"), ("secret", "vault")]:
