@@ -4,13 +4,16 @@ The actor travels in a context variable: the CLI sets the operator once per
 command, the access policy sets the holder of the credentials a request
 authenticated with, and every audit row written meanwhile, in the request's
 task or the worker threads it starts, names them. Nothing sets it for the
-server's own work (job runs, reconciles): those rows name `system`.
+server's own work (reconciles, webhook deliveries): those rows name `system`.
+A job's run names whoever asked for the job (`acting_as`).
 """
 
 from __future__ import annotations
 
 import contextvars
 import getpass
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -43,3 +46,13 @@ def current() -> Actor:
 def act_as(actor: Actor) -> None:
     """Name `actor` for the rest of this context (a request's task, a command)."""
     _current.set(actor)
+
+
+@contextmanager
+def acting_as(actor: Actor) -> Iterator[None]:
+    """Name `actor` within the block only (a job run on a long-lived thread)."""
+    token = _current.set(actor)
+    try:
+        yield
+    finally:
+        _current.reset(token)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gitreg import logs
+from gitreg.audit import actor as actors
 from gitreg.errors import (
     GitError,
     NotFound,
@@ -199,7 +200,9 @@ class JobRunner:
         retried, failed or deferred (docs/operations.md, "Metrics")."""
         started = time.monotonic()
         try:
-            result = self._sync.sync_repo(self._repos.repo(job.repo_id), job.kind)
+            # The sync's audit rows name whoever asked for the job.
+            with actors.acting_as(job.actor):
+                result = self._sync.sync_repo(self._repos.repo(job.repo_id), job.kind)
         except NotFound as exc:
             return self._failed(job, str(exc), retry=False)
         except GitError as exc:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from gitreg.audit.actor import SYSTEM, Actor
+
 JobKind = Literal["sync", "reconcile"]
 
 
@@ -41,6 +43,7 @@ class JobRecord:
     last_error: str
     result: str
     outage: bool  # its last attempt failed because storage was unavailable
+    actor: Actor = SYSTEM  # who asked for it; the sync's audit rows name them
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +77,9 @@ class Submission:
     source: str
     reason: str
     delivery_id: str = ""  # the forge's id; "" when there is none (no dedup)
+    # Who asked: the holder of an authenticated request's credentials; a
+    # webhook (signed by a forge, not a principal) and a reconcile are system.
+    actor: Actor = SYSTEM
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from gitreg.audit.actor import Actor
 from gitreg.errors import NotFound
 from gitreg.jobs.store import STATES, Enqueued, JobKind, JobRecord, JobState, Submission
 from gitreg.storage.database import Connection, Row
@@ -104,12 +105,22 @@ class JobStore(IndexBackedStore):
     def _fold_into(self, conn: Connection, queued: Row, wanted: Submission) -> int:
         # A sync covers a reconcile (it fetches regardless). `run_after` stays: cutting
         # a backoff wait short would spend an attempt per push during an outage.
+        # The first principal to ask stays the job's actor: a webhook or a
+        # reconcile folding in later must not hide who triggered the sync.
+        who = wanted.actor
         conn.execute(
-            "UPDATE jobs SET kind = ?, reason = ?, deliveries = deliveries + ? WHERE id = ?",
+            "UPDATE jobs SET kind = ?, reason = ?, deliveries = deliveries + ?,"
+            " actor_name = CASE WHEN actor_kind = 'system' THEN ? ELSE actor_name END,"
+            " actor_rule = CASE WHEN actor_kind = 'system' THEN ? ELSE actor_rule END,"
+            " actor_kind = CASE WHEN actor_kind = 'system' THEN ? ELSE actor_kind END"
+            " WHERE id = ?",
             (
                 "sync" if "sync" in (wanted.kind, queued["kind"]) else "reconcile",
                 _merge_reason(queued["reason"], wanted.reason),
                 1 if wanted.delivery_id else 0,
+                who.name,
+                who.rule,
+                who.kind,
                 queued["id"],
             ),
         )
@@ -118,8 +129,8 @@ class JobStore(IndexBackedStore):
     def _new_job(self, conn: Connection, wanted: Submission, now: float, max_attempts: int) -> int:
         cursor = conn.execute(
             "INSERT INTO jobs (repo_id, kind, state, source, reason, deliveries,"
-            " max_attempts, run_after, created_at)"
-            " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?) RETURNING id",
+            " max_attempts, run_after, created_at, actor_kind, actor_name, actor_rule)"
+            " VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 wanted.repo_id,
                 wanted.kind,
@@ -129,6 +140,9 @@ class JobStore(IndexBackedStore):
                 max_attempts,
                 now,
                 now,
+                wanted.actor.kind,
+                wanted.actor.name,
+                wanted.actor.rule,
             ),
         )
         return int(cursor.fetchone()[0])
@@ -413,4 +427,5 @@ def _take(conn: Connection, job_id: int, owner: str, now: float, lease: float) -
 
 
 def _job(row: Row) -> JobRecord:
-    return from_row(JobRecord, row, outage=bool(row["outage"]))
+    actor = Actor(row["actor_kind"], row["actor_name"], row["actor_rule"])
+    return from_row(JobRecord, row, outage=bool(row["outage"]), actor=actor)

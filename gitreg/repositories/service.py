@@ -24,6 +24,7 @@ from gitreg.addresses import (
     parse_local_provider_address,
     parse_module_address,
 )
+from gitreg.audit.actor import SYSTEM, Actor
 from gitreg.audit.service import UNRECORDED, AuditLog
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.errors import BadRequest, ConfigError, Forbidden, NotFound, Unauthorized
@@ -412,14 +413,20 @@ class Repositories:
         return repos
 
     def enqueue_syncs(
-        self, repos: list[RepoRecord], source: str, reason: str, delivery_id: str
+        self,
+        repos: list[RepoRecord],
+        source: str,
+        reason: str,
+        delivery_id: str,
+        actor: Actor = SYSTEM,
     ) -> Future[list[Enqueued]]:
         """A sync job per repository, stored by the queue's group commit; the
         future resolves, one `Enqueued` per repository in order, once the
         transaction holding them committed, or raises `QueueUnavailable` /
-        `StorageFull` (then nothing of it was stored)."""
+        `StorageFull` (then nothing of it was stored). `actor` asked for them:
+        the syncs' audit rows name them."""
         return self._jobs.submit_grouped(
-            [Submission(repo.id, "sync", source, reason, delivery_id) for repo in repos]
+            [Submission(repo.id, "sync", source, reason, delivery_id, actor) for repo in repos]
         )
 
     # -- helpers -----------------------------------------------------------------

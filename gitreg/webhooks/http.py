@@ -29,6 +29,8 @@ from starlette.routing import Route
 from gitreg.api.credentials import credentials
 from gitreg.api.responses import json_response
 from gitreg.api.services import services
+from gitreg.audit import actor as actors
+from gitreg.audit.actor import SYSTEM, Actor
 from gitreg.auth.tokens import Principal, Scope
 from gitreg.canonical_json import json_bytes
 from gitreg.errors import BadRequest, GitregError, PayloadTooLarge, Unauthorized
@@ -90,6 +92,7 @@ class Pending:
     source: str
     delivery: Delivery
     delivery_id: str
+    actor: Actor = SYSTEM  # who asked: a forge's signed delivery names nobody
 
 
 # What the blocking part decided: an answer now, or jobs to store first.
@@ -103,7 +106,9 @@ async def _store(repositories: Repositories, pending: Pending, forge: str) -> Re
     # QueueUnavailable / StorageFull: the app's GitregError handler answers 503
     # with Retry-After.
     stored = await asyncio.wrap_future(
-        repositories.enqueue_syncs(pending.repos, pending.source, reason, pending.delivery_id)
+        repositories.enqueue_syncs(
+            pending.repos, pending.source, reason, pending.delivery_id, pending.actor
+        )
     )
     jobs = []
     for repo, outcome in zip(pending.repos, stored, strict=True):
@@ -201,7 +206,8 @@ def accept_notification(
     if delivery.kind == "ignore":
         return 200, {"status": "ignored", "reason": delivery.note}
     repos = repositories.publishing_repos(name, principal)
-    return Pending(repos, "hook", delivery, text(payload, "delivery") or "")
+    # The request's actor (set when its token was authenticated) asked for the syncs.
+    return Pending(repos, "hook", delivery, text(payload, "delivery") or "", actors.current())
 
 
 async def notify(request: Request) -> Response:

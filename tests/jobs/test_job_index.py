@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from gitreg.audit.actor import SYSTEM, Actor
 from gitreg.errors import NotFound
 from gitreg.jobs.store import Enqueued, Submission
 from tests.support.backends import Backend
@@ -143,3 +144,38 @@ def test_a_job_failed_otherwise_stays_failed_until_redelivered(implementation: B
     assert jobs.enqueue(repo_id, "sync", "github", "push", NOW + 4, 8, "d1") == Enqueued(
         job_id, "requeued"
     )
+
+
+ALICE = Actor("token", "token #7")
+CI = Actor("workload", "https://ci.example repo:acme/infra", rule="acme publish")
+
+
+def test_a_job_names_who_asked_for_it_and_defaults_to_system(implementation: Backend) -> None:
+    jobs = implementation.jobs
+    asked = jobs.enqueue_many(
+        [Submission(_repo(implementation), "sync", "hook", "t", "", CI)], NOW, 3
+    )
+    plain = jobs.enqueue(_repo(implementation, 2), "reconcile", "reconcile", "periodic", NOW, 3)
+    assert jobs.job(asked[0].job_id).actor == CI
+    assert jobs.job(plain.job_id).actor == SYSTEM
+    claimed = jobs.claim("w1", NOW, lease=60)
+    assert claimed is not None and claimed.actor == CI
+
+
+def test_a_folded_submission_keeps_the_first_principal(implementation: Backend) -> None:
+    jobs = implementation.jobs
+    repo_id = _repo(implementation)
+    first, webhook, other = jobs.enqueue_many(
+        [
+            Submission(repo_id, "reconcile", "reconcile", "periodic reconcile"),
+            Submission(repo_id, "sync", "hook", "created v1", "", ALICE),
+            Submission(repo_id, "sync", "github", "push", "d1"),
+        ],
+        NOW,
+        3,
+    )
+    assert (webhook.status, webhook.job_id) == ("merged", first.job_id)
+    assert jobs.job(first.job_id).actor == ALICE  # a principal replaces system
+    jobs.enqueue_many([Submission(repo_id, "sync", "hook", "again", "", CI)], NOW, 3)
+    assert other.status == "merged"
+    assert jobs.job(first.job_id).actor == ALICE  # neither a webhook nor a later principal

@@ -17,6 +17,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from gitreg.app import create_app
+from gitreg.audit.store import AuditQuery
 from gitreg.auth.tokens import new_token, token_hash
 from gitreg.jobs.store import JobRecord
 from gitreg.services import Services
@@ -692,3 +693,27 @@ def test_admin_shows_conflicts(registry: Registry) -> None:
     [conflict] = registry.client.get("/admin/conflicts", headers=admin).json()["conflicts"]
     assert conflict["module"] == "acme/hello/null"
     assert conflict["tag"] == "v1.0.0"
+
+
+def _publish_actor(registry: Registry) -> dict[str, str]:
+    [row] = registry.svc.audit.entries(AuditQuery(action="module.publish"))
+    return {"kind": row.actor_kind, "name": row.actor, "rule": row.rule}
+
+
+def test_a_token_triggered_sync_names_the_token_in_its_audit_rows(registry: Registry) -> None:
+    registry.repo(forge_repo="acme/hello")
+    headers = registry.token("publish", ["acme"])
+    token_id = registry.svc.auth.tokens()[-1].id
+    answer = registry.client.post("/webhooks/git", content=notify_body(), headers=headers)
+    assert answer.status_code == 202, answer.text
+    [done] = registry.drain()
+    assert done.state == "done"
+    assert _publish_actor(registry) == {"kind": "token", "name": f"token #{token_id}", "rule": ""}
+
+
+def test_a_webhook_triggered_sync_names_system_in_its_audit_rows(registry: Registry) -> None:
+    registry.repo()
+    registry.post(delivery("github", "push-tag-created", repo=FORGE_REPO, secret=SECRET))
+    [done] = registry.drain()
+    assert done.state == "done"
+    assert _publish_actor(registry) == {"kind": "system", "name": "gitreg", "rule": ""}
