@@ -105,25 +105,16 @@ class JobStore(IndexBackedStore):
     def _fold_into(self, conn: Connection, queued: Row, wanted: Submission) -> int:
         # A sync covers a reconcile (it fetches regardless). `run_after` stays: cutting
         # a backoff wait short would spend an attempt per push during an outage.
-        # The first principal to ask stays the job's actor: a webhook or a
-        # reconcile folding in later must not hide who triggered the sync.
-        who = wanted.actor
         conn.execute(
-            "UPDATE jobs SET kind = ?, reason = ?, deliveries = deliveries + ?,"
-            " actor_name = CASE WHEN actor_kind = 'system' THEN ? ELSE actor_name END,"
-            " actor_rule = CASE WHEN actor_kind = 'system' THEN ? ELSE actor_rule END,"
-            " actor_kind = CASE WHEN actor_kind = 'system' THEN ? ELSE actor_kind END"
-            " WHERE id = ?",
+            "UPDATE jobs SET kind = ?, reason = ?, deliveries = deliveries + ? WHERE id = ?",
             (
                 "sync" if "sync" in (wanted.kind, queued["kind"]) else "reconcile",
                 _merge_reason(queued["reason"], wanted.reason),
                 1 if wanted.delivery_id else 0,
-                who.name,
-                who.rule,
-                who.kind,
                 queued["id"],
             ),
         )
+        _keep_principal(conn, int(queued["id"]), wanted.actor)
         return int(queued["id"])
 
     def _new_job(self, conn: Connection, wanted: Submission, now: float, max_attempts: int) -> int:
@@ -163,6 +154,7 @@ class JobStore(IndexBackedStore):
             "SELECT id FROM jobs WHERE repo_id = ? AND state = 'queued'", (repo_id,)
         ).fetchone()
         if queued is not None:
+            _keep_principal(conn, int(queued["id"]), _actor_of(conn, job_id))
             return Enqueued(int(queued["id"]), "merged")
         # A sync, as every attempt after a failed one (see `_take`).
         conn.execute(
@@ -277,6 +269,8 @@ class JobStore(IndexBackedStore):
                     (row["repo_id"],),
                 ).fetchone()
                 state = "queued" if other is None else "superseded"
+                if other is not None:
+                    _keep_principal(conn, int(other["id"]), _actor_of(conn, job_id))
             conn.execute(
                 "UPDATE jobs SET state = ?, last_error = ?, lease_owner = '', lease_until = 0,"
                 " run_after = ?, finished_at = ?, outage = ? WHERE id = ?",
@@ -424,6 +418,24 @@ def _take(conn: Connection, job_id: int, owner: str, now: float, lease: float) -
         (owner, now + lease, now, job_id),
     ).fetchone()
     return _job(claimed)
+
+
+def _keep_principal(conn: Connection, job_id: int, actor: Actor) -> None:
+    """`actor` also asked for queued job `job_id`: the first principal to ask
+    stays its actor, so a webhook or reconcile that queued it first, or folds
+    in later, does not hide who triggered the sync."""
+    conn.execute(
+        "UPDATE jobs SET actor_kind = ?, actor_name = ?, actor_rule = ?"
+        " WHERE id = ? AND actor_kind = 'system'",
+        (actor.kind, actor.name, actor.rule, job_id),
+    )
+
+
+def _actor_of(conn: Connection, job_id: int) -> Actor:
+    row = conn.execute(
+        "SELECT actor_kind, actor_name, actor_rule FROM jobs WHERE id = ?", (job_id,)
+    ).fetchone()
+    return Actor(row["actor_kind"], row["actor_name"], row["actor_rule"])
 
 
 def _job(row: Row) -> JobRecord:

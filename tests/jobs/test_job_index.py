@@ -179,3 +179,15 @@ def test_a_folded_submission_keeps_the_first_principal(implementation: Backend) 
     jobs.enqueue_many([Submission(repo_id, "sync", "hook", "again", "", CI)], NOW, 3)
     assert other.status == "merged"
     assert jobs.job(first.job_id).actor == ALICE  # neither a webhook nor a later principal
+
+
+def test_a_superseded_job_hands_its_principal_to_the_queued_one(implementation: Backend) -> None:
+    jobs = implementation.jobs
+    repo_id = _repo(implementation)
+    asked = jobs.enqueue_many([Submission(repo_id, "sync", "hook", "t", "", ALICE)], NOW, 3)[0]
+    assert jobs.claim("w1", NOW, lease=60) is not None
+    webhook = jobs.enqueue(repo_id, "sync", "github", "push", NOW, 3, "d1")
+    assert webhook.status == "queued" and jobs.job(webhook.job_id).actor == SYSTEM
+    state = jobs.fail(asked.job_id, "w1", NOW + 1, "fetch failed", retry_at=NOW + 10)
+    assert state == "superseded"
+    assert jobs.job(webhook.job_id).actor == ALICE  # the sync that covers it still names her
