@@ -11,6 +11,7 @@ import asyncio
 import fcntl
 import json
 import secrets
+import select
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -57,6 +58,13 @@ def _node_modules() -> None:
             subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=OIDC_DIR, check=True)
 
 
+# Seconds a provider has to announce that it listens. Node has been seen,
+# rarely, to stall for good before that (its main thread waiting on a futex);
+# such a provider is replaced rather than waited for.
+ANNOUNCE_WITHIN = 30.0
+ATTEMPTS = 3
+
+
 @contextmanager
 def oidc_provider(redirect_uri: str) -> Iterator[RunningProvider]:
     """Start the provider with one registered redirect URI; stop it on exit."""
@@ -65,28 +73,44 @@ def oidc_provider(redirect_uri: str) -> Iterator[RunningProvider]:
     if node is None:
         raise AssertionError("node is missing: the sign-in tests need Node.js")
     secret = secrets.token_urlsafe(24)
-    process = subprocess.Popen(
-        [node, "provider.mjs", redirect_uri, secret],
-        cwd=OIDC_DIR,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()  # printed once it listens
-        if not line:
-            raise AssertionError(f"oidc-provider exited {process.wait(10)} before listening")
-        yield RunningProvider(json.loads(line)["issuer"], CLIENT_ID, secret)
-    finally:
-        process.terminate()
+    for attempt in range(1, ATTEMPTS + 1):
+        process = subprocess.Popen(
+            [node, "provider.mjs", redirect_uri, secret],
+            cwd=OIDC_DIR,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+            assert process.stdout is not None
+            ready, _, _ = select.select([process.stdout], [], [], ANNOUNCE_WITHIN)
+            line = process.stdout.readline() if ready else ""  # printed once it listens
+            if line:
+                yield RunningProvider(json.loads(line)["issuer"], CLIENT_ID, secret)
+                return
+            if not ready and attempt < ATTEMPTS:
+                continue
+            status = process.poll()
+            raise AssertionError(
+                f"oidc-provider exited {status} before listening"
+                if status is not None
+                else f"oidc-provider did not listen within {ANNOUNCE_WITHIN:.0f} s"
+                f" ({ATTEMPTS} attempts)"
+            )
+        finally:
+            _stop(process)
+    raise AssertionError("unreachable")
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 def count_fetches(monkeypatch: pytest.MonkeyPatch, delay: float = 0.0) -> list[tuple[str, str]]:
