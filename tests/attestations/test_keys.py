@@ -15,9 +15,9 @@ from gitreg.attestations.store_sql import AttestationStore
 from gitreg.storage.attached import attach
 from gitreg.storage.database import Connection
 from gitreg.storage.index import Index, SQLiteIndex, open_index
-from gitreg.storage.records import NewVersion
 from gitreg.storage.sealing import generate_key_file
 from gitreg.storage.secrets import FileSecretStore, open_secret_store
+from tests.support.backends import new_version
 
 
 def test_first_key_is_private_and_rotation_keeps_old_public_keys(tmp_path: Path) -> None:
@@ -71,21 +71,7 @@ def test_a_failing_log_step_rolls_the_publish_back(tmp_path: Path) -> None:
         module = index.find_module("acme", "net", "aws")
         assert module is not None
         store = AttestationStore(index)
-        new = NewVersion(
-            module_id=module.id,
-            version="1.0.0",
-            version_key="1.0.0",
-            tag="v1.0.0",
-            tag_sha="a" * 40,
-            commit_sha="a" * 40,
-            tree_sha="b" * 40,
-            archive_sha256="c" * 64,
-            archive_size=1,
-            archive_mtime=0,
-            archive_builder="x",
-            archive_subtree="",
-            archive_subdir="",
-        )
+        new = new_version(module.id)
 
         def failing(conn: Connection) -> None:
             store.append(conn, b'{"event":"publish"}')

@@ -8,25 +8,9 @@ import pytest
 
 from gitreg.errors import ConfigError, Conflict, NotFound
 from gitreg.repositories.store import ModuleLink, RepoRow
-from gitreg.storage.records import NewVersion
-from tests.support.backends import Backend
+from tests.support.backends import Backend, new_version
 
 URL = "https://git.example/acme/terraform-aws-vpc.git"
-
-
-def _version(module_id: int, version: str = "1.0.0", sha: str = "a" * 64) -> NewVersion:
-    return NewVersion(
-        module_id=module_id,
-        version=version,
-        version_key=version,
-        tag=f"v{version}",
-        tag_sha="1" * 40,
-        commit_sha="2" * 40,
-        tree_sha="3" * 40,
-        archive_sha256=sha,
-        archive_size=123,
-        archive_mtime=1700000000,
-    )
 
 
 def test_repository_round_trip_and_add_is_idempotent(implementation: Backend) -> None:
@@ -59,8 +43,8 @@ def test_module_address_is_unique_regardless_of_case(implementation: Backend) ->
 def test_publish_round_trip_and_republish_changes_nothing(implementation: Backend) -> None:
     index = implementation.index
     module = index.add_module(index.add_repo(URL, "acme/vpc").id, "acme", "vpc", "aws", "", "")
-    assert index.publish_version(_version(module.id)) is True
-    assert index.publish_version(_version(module.id, sha="b" * 64)) is False
+    assert index.publish_version(new_version(module.id)) is True
+    assert index.publish_version(new_version(module.id, sha="b" * 64)) is False
     (stored,) = index.versions(module.id)
     assert stored == index.version_by_key(module.id, "1.0.0")
     assert stored.archive_sha256 == "a" * 64
@@ -71,7 +55,7 @@ def test_publish_round_trip_and_republish_changes_nothing(implementation: Backen
 def test_deprecation_round_trip_keeps_the_version_listed(implementation: Backend) -> None:
     index = implementation.index
     module = index.add_module(index.add_repo(URL, "acme/vpc").id, "acme", "vpc", "aws", "", "")
-    index.publish_version(_version(module.id))
+    index.publish_version(new_version(module.id))
     fresh = index.version_by_key(module.id, "1.0.0")
     assert fresh is not None and not fresh.deprecated and fresh.deprecation_link == ""
     reason = 'Use 2.x: <b>1.x</b> loses state & "quotes" \u2014 see the guide'

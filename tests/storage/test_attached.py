@@ -14,27 +14,9 @@ from gitreg.errors import NotFound
 from gitreg.storage.attached import attach, leave_attached
 from gitreg.storage.database import Connection
 from gitreg.storage.index import Index
-from gitreg.storage.records import NewVersion
+from tests.support.backends import new_version
 
 URL = "https://example.com/acme/net.git"
-
-
-def _version(module_id: int, key: str = "1.0.0") -> NewVersion:
-    return NewVersion(
-        module_id=module_id,
-        version=key,
-        version_key=key,
-        tag=f"v{key}",
-        tag_sha="a" * 40,
-        commit_sha="a" * 40,
-        tree_sha="b" * 40,
-        archive_sha256="c" * 64,
-        archive_size=1,
-        archive_mtime=0,
-        archive_builder="x",
-        archive_subtree="",
-        archive_subdir="",
-    )
 
 
 def _module(index: Index) -> int:
@@ -69,7 +51,7 @@ def test_several_writes_ride_in_the_action_transaction_in_order(index: Index) ->
         _note("audit")(conn)
 
     with attach(first) as audit, attach(_note("log")) as log:
-        assert index.publish_version(_version(module_id))
+        assert index.publish_version(new_version(module_id))
         order.append("after")
         index.record_sync(module_id, "[]")  # a later transaction takes nothing
     assert audit.ran and log.ran
@@ -92,16 +74,16 @@ def test_a_failing_attached_write_rolls_the_action_back(index: Index) -> None:
         raise RuntimeError("the log entry could not be made")
 
     with pytest.raises(RuntimeError), attach(_note("audit")), attach(failing):
-        index.publish_version(_version(module_id))
+        index.publish_version(new_version(module_id))
     assert index.versions(module_id) == []
     assert _notes(index) == []
 
 
 def test_a_transaction_that_performs_nothing_leaves_them(index: Index) -> None:
     module_id = _module(index)
-    assert index.publish_version(_version(module_id))
+    assert index.publish_version(new_version(module_id))
     with attach(_note("log")) as log:
-        assert not index.publish_version(_version(module_id))  # already published
+        assert not index.publish_version(new_version(module_id))  # already published
     assert not log.ran
     assert _notes(index) == []
 
@@ -119,7 +101,7 @@ def test_a_task_worker_thread_carries_them(index: Index) -> None:
             await asyncio.to_thread(index.set_yanked, module_id, "1.0.0", True)
         return audit.ran
 
-    assert index.publish_version(_version(module_id))
+    assert index.publish_version(new_version(module_id))
     assert asyncio.run(action())
     assert _notes(index) == ["audit"]
     assert index.versions(module_id)[0].yanked

@@ -31,8 +31,25 @@ from gitreg.settings import load_settings
 from gitreg.storage.blobs import BlobStore, FileBlobStore
 from gitreg.storage.index import Index, SQLiteIndex, open_index
 from gitreg.storage.protocols import ModuleIndex
+from gitreg.storage.records import NewVersion
 from gitreg.storage.select import open_blob_store
 from tests.support.postgres import Database
+
+
+def new_version(module_id: int, version: str = "1.0.0", sha: str = "a" * 64) -> NewVersion:
+    """A version record of made-up git and archive facts, for store tests."""
+    return NewVersion(
+        module_id=module_id,
+        version=version,
+        version_key=version,
+        tag=f"v{version}",
+        tag_sha="1" * 40,
+        commit_sha="2" * 40,
+        tree_sha="3" * 40,
+        archive_sha256=sha,
+        archive_size=123,
+        archive_mtime=1700000000,
+    )
 
 
 @dataclass(frozen=True)
